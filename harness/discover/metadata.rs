@@ -1,0 +1,199 @@
+//! Version metadata that layouts keep beside their libraries: a toolkit's `version.json`,
+//! a conda environment's `conda-meta/*.json`, a wheel's `*.dist-info/METADATA` and `RECORD`.
+
+use crate::model::{Problem, ProblemKind, VersionSource};
+use serde::Deserialize;
+use std::collections::HashMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// Versions an installation's metadata gives, keyed so libraries can look theirs up.
+#[derive(Debug, Default)]
+pub struct Metadata {
+    /// The CUDA version the metadata states for the whole installation (`12.9.1`).
+    pub cuda_version: Option<String>,
+    /// Version per file (canonical path), from conda-meta or a wheel's RECORD.
+    pub by_file: HashMap<PathBuf, String>,
+    /// Version per `version.json` component key (`cuda_cudart`).
+    pub by_component: HashMap<String, String>,
+    /// Where these versions came from.
+    pub source: Option<VersionSource>,
+    pub problems: Vec<Problem>,
+}
+
+/// Reads a runfile toolkit's `version.json`.
+pub fn toolkit(root: &Path) -> Metadata {
+    let mut meta = Metadata {
+        source: Some(VersionSource::VersionJson),
+        ..Metadata::default()
+    };
+    let path = root.join("version.json");
+    let Ok(text) = fs::read_to_string(&path) else {
+        return meta;
+    };
+    #[derive(Deserialize)]
+    struct Component {
+        version: String,
+    }
+    match serde_json::from_str::<HashMap<String, Component>>(&text) {
+        Ok(components) => {
+            for (key, component) in components {
+                if key == "cuda" {
+                    meta.cuda_version = Some(component.version);
+                } else {
+                    meta.by_component.insert(key, component.version);
+                }
+            }
+        }
+        Err(e) => meta.problems.push(malformed(&path, e)),
+    }
+    meta
+}
+
+/// Reads a conda environment's `conda-meta/*.json` package records.
+pub fn conda(prefix: &Path) -> Metadata {
+    #[derive(Deserialize)]
+    struct Record {
+        name: String,
+        version: String,
+        #[serde(default)]
+        files: Vec<String>,
+    }
+    let mut meta = Metadata {
+        source: Some(VersionSource::CondaMeta),
+        ..Metadata::default()
+    };
+    for path in files_with_extension(&prefix.join("conda-meta"), "json") {
+        let record = fs::read_to_string(&path)
+            .map_err(|e| e.to_string())
+            .and_then(|text| serde_json::from_str::<Record>(&text).map_err(|e| e.to_string()));
+        match record {
+            Ok(record) => {
+                if record.name == "cuda-version"
+                    || (record.name == "cuda-cudart" && meta.cuda_version.is_none())
+                {
+                    meta.cuda_version = Some(record.version.clone());
+                }
+                for file in record.files.iter().filter(|f| f.contains(".so")) {
+                    meta.by_file
+                        .insert(prefix.join(file), record.version.clone());
+                }
+            }
+            Err(e) => meta.problems.push(malformed(&path, e)),
+        }
+    }
+    meta
+}
+
+/// Reads the `METADATA` and `RECORD` of NVIDIA's wheels (`nvidia_*.dist-info`) in a site-packages.
+pub fn wheels(site_packages: &Path) -> Metadata {
+    let mut meta = Metadata {
+        source: Some(VersionSource::WheelMetadata),
+        ..Metadata::default()
+    };
+    let Ok(entries) = fs::read_dir(site_packages) else {
+        return meta;
+    };
+    let mut dist_infos: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("nvidia_") && n.ends_with(".dist-info"))
+        })
+        .collect();
+    dist_infos.sort();
+    for dist_info in dist_infos {
+        let metadata_path = dist_info.join("METADATA");
+        let Some((name, version)) = fs::read_to_string(&metadata_path)
+            .ok()
+            .as_deref()
+            .and_then(name_and_version)
+        else {
+            meta.problems.push(Problem {
+                kind: ProblemKind::MalformedMetadata,
+                path: metadata_path,
+                message: "wheel METADATA has no Name and Version; reinstall the wheel".into(),
+            });
+            continue;
+        };
+        if name.starts_with("nvidia-cuda-runtime") {
+            meta.cuda_version = Some(version.clone());
+        }
+        let record = fs::read_to_string(dist_info.join("RECORD")).unwrap_or_default();
+        for line in record.lines() {
+            let file = line.split(',').next().unwrap_or("");
+            if file.contains(".so") {
+                meta.by_file
+                    .insert(site_packages.join(file), version.clone());
+            }
+        }
+    }
+    meta
+}
+
+/// `Name` and `Version` from a wheel's METADATA (RFC 822 style headers).
+pub fn name_and_version(text: &str) -> Option<(String, String)> {
+    let header = |key: &str| {
+        text.lines()
+            .take_while(|l| !l.is_empty())
+            .find_map(|l| l.strip_prefix(key).map(|v| v.trim().to_string()))
+    };
+    Some((header("Name:")?, header("Version:")?))
+}
+
+fn files_with_extension(dir: &Path, ext: &str) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == ext))
+        .collect();
+    files.sort();
+    files
+}
+
+fn malformed(path: &Path, e: impl std::fmt::Display) -> Problem {
+    Problem {
+        kind: ProblemKind::MalformedMetadata,
+        path: path.to_path_buf(),
+        message: format!("cannot read version metadata ({e}); versions fall back to file names"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn reads_wheel_headers() {
+        let text =
+            "Metadata-Version: 2.1\nName: nvidia-cublas-cu12\nVersion: 12.9.1.4\n\nName: body\n";
+        assert_eq!(
+            name_and_version(text),
+            Some(("nvidia-cublas-cu12".into(), "12.9.1.4".into()))
+        );
+        assert_eq!(name_and_version("Name: x\n"), None);
+    }
+
+    #[test]
+    fn malformed_files_become_problems() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("version.json"), "{not json").unwrap();
+        let meta = toolkit(dir.path());
+        assert_eq!(meta.problems[0].kind, ProblemKind::MalformedMetadata);
+        fs::create_dir(dir.path().join("conda-meta")).unwrap();
+        fs::write(dir.path().join("conda-meta/x-1-0.json"), "[]").unwrap();
+        assert_eq!(conda(dir.path()).problems.len(), 1);
+        fs::create_dir(dir.path().join("nvidia_x-1.dist-info")).unwrap();
+        assert_eq!(wheels(dir.path()).problems.len(), 1);
+    }
+
+    proptest! {
+        #[test]
+        fn metadata_headers_never_panic(text in ".{0,400}") {
+            let _ = name_and_version(&text);
+        }
+    }
+}

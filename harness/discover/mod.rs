@@ -1,0 +1,232 @@
+//! Where CUDA installations are: the places a host keeps them, walked safely, giving every
+//! library file found and how it was found.
+
+pub mod layout;
+pub mod ldcache;
+pub mod ldconf;
+pub mod metadata;
+pub mod python;
+pub mod walk;
+
+use crate::catalog;
+use crate::model::{Problem, ProblemKind, SearchRoot, Source};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use walk::{Limits, Walk};
+
+/// Loader directories are read as the loader reads them: their own entries only.
+const FLAT: Limits = Limits {
+    max_depth: 0,
+    max_entries: 200_000,
+    report_depth_cut: false,
+};
+/// Toolkits and environments: deep enough for `site-packages/nvidia/cu13/lib`.
+const INSTALL: Limits = Limits {
+    max_depth: 8,
+    max_entries: 500_000,
+    report_depth_cut: false,
+};
+/// `/opt` holds anything; look a few levels down only.
+const OPT: Limits = Limits {
+    max_depth: 5,
+    max_entries: 200_000,
+    report_depth_cut: false,
+};
+/// A `--root` is read whole.
+const ROOT: Limits = Limits {
+    max_depth: 32,
+    max_entries: 2_000_000,
+    report_depth_cut: true,
+};
+
+/// The loader's trusted directories on x86-64 Debian/Ubuntu and RHEL-style hosts.
+const SYSTEM_DIRS: &[&str] = &[
+    "/lib/x86_64-linux-gnu",
+    "/usr/lib/x86_64-linux-gnu",
+    "/lib64",
+    "/usr/lib64",
+    "/lib",
+    "/usr/lib",
+];
+
+/// What to search.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Directories given with `--root`.
+    pub roots: Vec<PathBuf>,
+    /// Also search the host's own places (everything but `--root`).
+    pub system: bool,
+}
+
+/// The host facts discovery reads, gathered in one place so tests can give their own.
+#[derive(Debug, Clone, Default)]
+pub struct Host {
+    pub env: HashMap<String, String>,
+    pub home: Option<PathBuf>,
+    pub ld_so_cache: PathBuf,
+    pub ld_so_conf: PathBuf,
+    /// Python `site-packages` directories the interpreter on PATH reports.
+    pub python_sites: Vec<PathBuf>,
+}
+
+impl Host {
+    /// This host as it is.
+    pub fn current() -> Host {
+        let env: HashMap<String, String> = std::env::vars().collect();
+        Host {
+            home: env.get("HOME").map(PathBuf::from),
+            env,
+            ld_so_cache: PathBuf::from("/etc/ld.so.cache"),
+            ld_so_conf: PathBuf::from("/etc/ld.so.conf"),
+            python_sites: python::interpreter_sites(),
+        }
+    }
+}
+
+/// A library path found, and every way it was found.
+#[derive(Debug, Clone)]
+pub struct Found {
+    pub path: PathBuf,
+    pub sources: Vec<Source>,
+}
+
+/// The result of discovery: what was searched, what was found, what went wrong.
+#[derive(Debug, Default)]
+pub struct Discovery {
+    pub searched: Vec<SearchRoot>,
+    pub found: Vec<Found>,
+    pub problems: Vec<Problem>,
+}
+
+/// Finds every CUDA library file the options ask for on `host`.
+pub fn discover(options: &Options, host: &Host) -> Discovery {
+    let starts = search_plan(options, host);
+    let mut walk = Walk::default();
+    let mut found: Vec<Found> = Vec::new();
+    let mut index: HashMap<PathBuf, usize> = HashMap::new();
+    let mut searched = Vec::new();
+    for (root, limits) in starts {
+        let before = walk.libraries.len();
+        walk.visit(&root.path, limits);
+        for path in walk.libraries[before..].iter().map(|p| identity(p)) {
+            let at = *index.entry(path.clone()).or_insert_with(|| {
+                found.push(Found {
+                    path,
+                    sources: Vec::new(),
+                });
+                found.len() - 1
+            });
+            if !found[at].sources.contains(&root.source) {
+                found[at].sources.push(root.source);
+            }
+        }
+        if !searched.contains(&root) {
+            searched.push(root);
+        }
+    }
+    Discovery {
+        searched,
+        found,
+        problems: walk.problems,
+    }
+}
+
+/// A found path with its directory made canonical, so `cuda/lib64/x` and
+/// `cuda-12.9/targets/x86_64-linux/lib/x` are one file; the file name itself stays as found.
+fn identity(path: &Path) -> PathBuf {
+    match (
+        path.parent().and_then(|d| d.canonicalize().ok()),
+        path.file_name(),
+    ) {
+        (Some(dir), Some(name)) => dir.join(name),
+        _ => path.to_path_buf(),
+    }
+}
+
+/// Every directory to read, with why and how deep, in the order the loader would prefer them.
+pub fn search_plan(options: &Options, host: &Host) -> Vec<(SearchRoot, Limits)> {
+    let mut plan = Vec::new();
+    let mut add = |path: PathBuf, source: Source, limits: Limits| {
+        plan.push((SearchRoot { path, source }, limits));
+    };
+    for root in &options.roots {
+        add(root.clone(), Source::Root, ROOT);
+    }
+    if !options.system {
+        return plan;
+    }
+    if let Some(value) = host.env.get("LD_LIBRARY_PATH") {
+        for entry in value.split(':').filter(|e| !e.is_empty()) {
+            add(PathBuf::from(entry), Source::LdLibraryPath, FLAT);
+        }
+    }
+    match std::fs::read(&host.ld_so_cache).map(|bytes| ldcache::parse(&bytes)) {
+        Ok(Ok(entries)) => {
+            let mut dirs: Vec<PathBuf> = entries
+                .iter()
+                .filter(|e| catalog::classify(&e.soname).is_some())
+                .filter_map(|e| e.path.parent().map(Path::to_path_buf))
+                .collect();
+            dirs.dedup();
+            for dir in dirs {
+                add(dir, Source::LdSoCache, FLAT);
+            }
+        }
+        Ok(Err(_)) | Err(_) => {}
+    }
+    for dir in ldconf::directories(&host.ld_so_conf) {
+        add(dir, Source::LdSoConf, FLAT);
+    }
+    for dir in SYSTEM_DIRS {
+        add(PathBuf::from(dir), Source::SystemDefault, FLAT);
+    }
+    for var in ["CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"] {
+        if let Some(dir) = host.env.get(var).filter(|v| !v.is_empty()) {
+            add(PathBuf::from(dir), Source::CudaEnv, INSTALL);
+        }
+    }
+    for dir in children_matching(Path::new("/usr/local"), |n| n.starts_with("cuda")) {
+        add(dir, Source::UsrLocal, INSTALL);
+    }
+    for dir in python::environments(host) {
+        let source = if dir.join("conda-meta").is_dir() {
+            Source::Conda
+        } else {
+            Source::Python
+        };
+        add(dir, source, INSTALL);
+    }
+    add(PathBuf::from("/opt"), Source::Opt, OPT);
+    plan
+}
+
+/// Sorted subdirectories of `dir` whose names pass `keep`.
+pub fn children_matching(dir: &Path, keep: impl Fn(&str) -> bool) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok())
+        .filter(|e| keep(&e.file_name().to_string_lossy()))
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    found.sort();
+    found
+}
+
+/// A problem for a path given by the user that cannot be searched.
+pub fn check_root(root: &Path) -> Result<(), Problem> {
+    match std::fs::metadata(root) {
+        Ok(meta) if meta.is_dir() => Ok(()),
+        Ok(_) => Err(Problem {
+            kind: ProblemKind::Unreadable,
+            path: root.to_path_buf(),
+            message: "not a directory; --root takes a directory to search".into(),
+        }),
+        Err(e) => Err(Problem {
+            kind: ProblemKind::Unreadable,
+            path: root.to_path_buf(),
+            message: e.to_string(),
+        }),
+    }
+}

@@ -1,0 +1,138 @@
+//! Python environments: the interpreter on PATH, virtualenvs, the user site, conda environments.
+
+use super::Host;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long the interpreter on PATH may take to say where its site-packages are.
+const INTERPRETER_TIMEOUT: Duration = Duration::from_secs(5);
+
+const SITE_QUERY: &str =
+    "import site,sys;print('\\n'.join([sys.prefix]+site.getsitepackages()+[site.getusersitepackages()]))";
+
+/// `sys.prefix`, the site-packages and the user site of the `python3` on PATH; none if it
+/// is missing, fails or hangs.
+pub fn interpreter_sites() -> Vec<PathBuf> {
+    let Ok(mut child) = Command::new("python3")
+        .args(["-I", "-c", SITE_QUERY])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+    else {
+        return vec![];
+    };
+    let started = Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if started.elapsed() < INTERPRETER_TIMEOUT => {
+                std::thread::sleep(Duration::from_millis(10))
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return vec![];
+            }
+        }
+    }
+    let mut out = String::new();
+    if let Some(mut stdout) = child.stdout.take() {
+        let _ = std::io::Read::read_to_string(&mut stdout, &mut out);
+    }
+    out.lines()
+        .filter(|l| !l.is_empty())
+        .map(PathBuf::from)
+        .collect()
+}
+
+/// Every Python or conda environment prefix (or site directory) this host shows, in order.
+pub fn environments(host: &Host) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = host.python_sites.clone();
+    for var in ["VIRTUAL_ENV", "CONDA_PREFIX"] {
+        if let Some(dir) = host.env.get(var).filter(|v| !v.is_empty()) {
+            dirs.push(PathBuf::from(dir));
+        }
+    }
+    if let Ok(cwd) = std::env::current_dir() {
+        dirs.extend(
+            [cwd.join(".venv"), cwd.join("venv")]
+                .into_iter()
+                .filter(|d| d.join("pyvenv.cfg").is_file()),
+        );
+    }
+    let mut conda_bases = vec![PathBuf::from("/opt/conda")];
+    if let Some(home) = &host.home {
+        for holder in [
+            ".virtualenvs",
+            ".local/share/virtualenvs",
+            ".pyenv/versions",
+        ] {
+            dirs.extend(super::children_matching(&home.join(holder), |_| true));
+        }
+        for base in [
+            "miniconda3",
+            "anaconda3",
+            "miniforge3",
+            "mambaforge",
+            ".conda",
+        ] {
+            conda_bases.push(home.join(base));
+        }
+        dirs.extend(conda_environments_txt(
+            &home.join(".conda/environments.txt"),
+        ));
+    }
+    for base in conda_bases {
+        if base.join("conda-meta").is_dir() {
+            dirs.push(base.clone());
+        }
+        dirs.extend(super::children_matching(&base.join("envs"), |_| true));
+    }
+    let mut unique = Vec::new();
+    for dir in dirs {
+        if dir.is_dir() && !unique.contains(&dir) {
+            unique.push(dir);
+        }
+    }
+    unique
+}
+
+/// The environment prefixes conda records in `~/.conda/environments.txt`.
+fn conda_environments_txt(path: &Path) -> Vec<PathBuf> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with('/'))
+        .map(PathBuf::from)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_virtualenvs_and_conda_envs_under_home() {
+        let home = tempfile::tempdir().unwrap();
+        let venv = home.path().join(".virtualenvs/torch");
+        let env = home.path().join("miniconda3/envs/cu13");
+        std::fs::create_dir_all(&venv).unwrap();
+        std::fs::create_dir_all(env.join("conda-meta")).unwrap();
+        std::fs::create_dir_all(home.path().join(".conda")).unwrap();
+        std::fs::write(
+            home.path().join(".conda/environments.txt"),
+            format!("{}\n", env.display()),
+        )
+        .unwrap();
+        let host = Host {
+            home: Some(home.path().to_path_buf()),
+            ..Host::default()
+        };
+        let found = environments(&host);
+        assert!(found.contains(&venv), "{found:?}");
+        assert_eq!(found.iter().filter(|d| **d == env).count(), 1, "{found:?}");
+    }
+}

@@ -1,0 +1,223 @@
+//! The inventory's data model: what `scan` finds and every exporter prints.
+//!
+//! This is the canonical shape of `stackbench.scan/v1`. Fields are only ever added.
+
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// Schema tag of the scan report.
+pub const SCAN_SCHEMA: &str = "stackbench.scan/v1";
+
+/// Everything one scan found on a host.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ScanReport {
+    pub schema: String,
+    pub host: HostInfo,
+    /// Where the scan looked, in order, and why.
+    pub searched: Vec<SearchRoot>,
+    pub installations: Vec<Installation>,
+    /// Problems met outside any installation (unreadable directories, symlink loops, ...).
+    pub problems: Vec<Problem>,
+}
+
+/// The host the scan ran on.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct HostInfo {
+    pub hostname: String,
+    pub os: String,
+    pub arch: String,
+    pub stackbench_version: String,
+}
+
+/// A directory the scan searched and the reason it was searched.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Hash)]
+pub struct SearchRoot {
+    pub path: PathBuf,
+    pub source: Source,
+}
+
+/// How a directory came to be searched.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// Given with `--root`.
+    Root,
+    LdLibraryPath,
+    LdSoCache,
+    LdSoConf,
+    /// `CUDA_HOME`, `CUDA_PATH` or `CUDA_ROOT`.
+    CudaEnv,
+    /// `/usr/local/cuda*`.
+    UsrLocal,
+    Opt,
+    /// A Python environment: site-packages, a virtualenv, the user site.
+    Python,
+    Conda,
+    /// The loader's default directories (`/lib`, `/usr/lib`, ...).
+    SystemDefault,
+}
+
+/// How an installation is laid out on disk.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum Layout {
+    /// pip wheels in a `site-packages` (`nvidia/<lib>/lib`, `nvidia/cu13/lib`).
+    Pip,
+    /// A runfile or tarball toolkit (`cuda-X.Y/targets/<triple>/lib`).
+    Toolkit,
+    /// A conda environment (`lib/` beside `conda-meta/`).
+    Conda,
+    /// The NVIDIA driver's user-space libraries.
+    Driver,
+    /// A distribution's library directory (`/usr/lib/x86_64-linux-gnu`).
+    System,
+    /// Any other directory holding CUDA libraries.
+    Directory,
+}
+
+/// One CUDA installation: a root, its layout and the libraries in it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Installation {
+    pub root: PathBuf,
+    pub layout: Layout,
+    /// The CUDA version this installation provides or was built for (`12.9`, `11.8`).
+    pub cuda_version: Option<String>,
+    /// The driver version, for driver installations (`535.261.03`).
+    pub driver_version: Option<String>,
+    /// How the scan found it.
+    pub sources: Vec<Source>,
+    pub libraries: Vec<Library>,
+    pub problems: Vec<Problem>,
+}
+
+/// One shared-library file, read without loading it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct Library {
+    /// The component (`cudart`, `cublasLt`, `cudnn_ops_infer`, `cuda` for the driver).
+    pub name: String,
+    pub soname: Option<String>,
+    /// The path as found (often a symlink).
+    pub path: PathBuf,
+    /// The file the path finally points to.
+    pub real_path: PathBuf,
+    /// Every link from `path` to `real_path`, in order, `path` first.
+    pub symlink_chain: Vec<PathBuf>,
+    /// Other names in the same directory for the same file (`libcudart.so` beside `libcudart.so.12`).
+    pub aliases: Vec<PathBuf>,
+    pub version: Option<String>,
+    pub version_source: Option<VersionSource>,
+    pub size: u64,
+    pub elf_class: Option<String>,
+    pub machine: Option<String>,
+    pub needed: Vec<String>,
+    pub rpath: Vec<String>,
+    pub runpath: Vec<String>,
+    pub version_needs: Vec<VersionNeed>,
+    pub version_defs: Vec<String>,
+    pub dlopen_deps: Vec<String>,
+    pub sass: Vec<String>,
+    pub ptx: Vec<String>,
+    pub problems: Vec<Problem>,
+}
+
+/// Symbol versions a library needs from one dependency (ELF VERNEED).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct VersionNeed {
+    pub file: String,
+    pub versions: Vec<String>,
+}
+
+/// Where a library's version came from.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum VersionSource {
+    FileName,
+    VersionJson,
+    CondaMeta,
+    WheelMetadata,
+}
+
+/// Something the scan could not read, and why.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Problem {
+    pub kind: ProblemKind,
+    pub path: PathBuf,
+    pub message: String,
+}
+
+/// Stable codes for what went wrong while reading.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum ProblemKind {
+    Unreadable,
+    NotElf,
+    Truncated,
+    MalformedElf,
+    BrokenSymlink,
+    SymlinkLoop,
+    TooDeep,
+    TooManyEntries,
+    MalformedMetadata,
+}
+
+impl Layout {
+    /// The layout's stable name, as in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Layout::Pip => "pip",
+            Layout::Toolkit => "toolkit",
+            Layout::Conda => "conda",
+            Layout::Driver => "driver",
+            Layout::System => "system",
+            Layout::Directory => "directory",
+        }
+    }
+}
+
+impl Source {
+    /// How the source is shown to people.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Source::Root => "--root",
+            Source::LdLibraryPath => "LD_LIBRARY_PATH",
+            Source::LdSoCache => "ld.so.cache",
+            Source::LdSoConf => "ld.so.conf",
+            Source::CudaEnv => "CUDA_HOME/CUDA_PATH/CUDA_ROOT",
+            Source::UsrLocal => "/usr/local/cuda*",
+            Source::Opt => "/opt",
+            Source::Python => "python",
+            Source::Conda => "conda",
+            Source::SystemDefault => "loader default",
+        }
+    }
+}
+
+impl ProblemKind {
+    /// The stable snake_case code, as in JSON.
+    pub fn code(self) -> &'static str {
+        match self {
+            ProblemKind::Unreadable => "unreadable",
+            ProblemKind::NotElf => "not_elf",
+            ProblemKind::Truncated => "truncated",
+            ProblemKind::MalformedElf => "malformed_elf",
+            ProblemKind::BrokenSymlink => "broken_symlink",
+            ProblemKind::SymlinkLoop => "symlink_loop",
+            ProblemKind::TooDeep => "too_deep",
+            ProblemKind::TooManyEntries => "too_many_entries",
+            ProblemKind::MalformedMetadata => "malformed_metadata",
+        }
+    }
+}
+
+impl ScanReport {
+    /// Every problem in the report: the scan's own, each installation's and each library's.
+    pub fn all_problems(&self) -> impl Iterator<Item = &Problem> {
+        self.problems
+            .iter()
+            .chain(self.installations.iter().flat_map(|i| {
+                i.problems
+                    .iter()
+                    .chain(i.libraries.iter().flat_map(|l| l.problems.iter()))
+            }))
+    }
+}

@@ -1,0 +1,322 @@
+//! `stackbench scan`: discovery, then every library read without loading it, grouped into
+//! installations with their versions.
+
+use crate::catalog;
+use crate::discover::{self, layout, metadata, Discovery, Found, Host};
+use crate::elf::{self, ElfError, ElfInfo};
+use crate::model::*;
+use crate::symlink::{self, Chain};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+/// Scans the host (and the given roots) and reads every CUDA library found.
+pub fn scan(options: &discover::Options, host: &Host) -> ScanReport {
+    let discovery = discover::discover(options, host);
+    build_report(discovery)
+}
+
+/// One directory entry resolved to its file.
+struct Entry {
+    found: Found,
+    chain: Vec<PathBuf>,
+}
+
+fn build_report(discovery: Discovery) -> ScanReport {
+    let Discovery {
+        searched,
+        found,
+        mut problems,
+    } = discovery;
+    let placements = place_directories(&found);
+    let placement_of = |path: &Path| {
+        placements
+            .get(path.parent().unwrap_or(Path::new("")))
+            .cloned()
+    };
+    let mut installations: BTreeMap<layout::Placement, Installation> = BTreeMap::new();
+    let mut groups: BTreeMap<(layout::Placement, PathBuf), Vec<Entry>> = BTreeMap::new();
+    for found in found {
+        let Some(placement) = placement_of(&found.path) else {
+            continue;
+        };
+        let installation = installations
+            .entry(placement.clone())
+            .or_insert_with(|| empty_installation(&placement));
+        for source in &found.sources {
+            if !installation.sources.contains(source) {
+                installation.sources.push(*source);
+            }
+        }
+        match symlink::follow(&found.path) {
+            Chain::Resolved(chain) => {
+                let real = chain.last().cloned().unwrap_or_default();
+                groups
+                    .entry((placement, real))
+                    .or_default()
+                    .push(Entry { found, chain });
+            }
+            Chain::Dangling(chain) => installation
+                .problems
+                .push(chain_problem(ProblemKind::BrokenSymlink, &chain)),
+            Chain::Loop(chain) => installation
+                .problems
+                .push(chain_problem(ProblemKind::SymlinkLoop, &chain)),
+        }
+    }
+    let mut real_files: Vec<PathBuf> = groups.keys().map(|(_, real)| real.clone()).collect();
+    real_files.sort();
+    real_files.dedup();
+    let elves = read_all(&real_files);
+    for ((placement, real), entries) in groups {
+        let elf = elves.get(&real);
+        if let Some(installation) = installations.get_mut(&placement) {
+            installation.libraries.push(library(entries, real, elf));
+        }
+    }
+    let mut installations: Vec<Installation> = installations.into_values().collect();
+    for installation in &mut installations {
+        apply_versions(installation);
+        installation.sources.sort();
+        installation
+            .libraries
+            .sort_by(|a, b| (&a.name, &a.path).cmp(&(&b.name, &b.path)));
+    }
+    problems.sort_by(|a, b| a.path.cmp(&b.path));
+    ScanReport {
+        schema: SCAN_SCHEMA.to_string(),
+        host: host_info(),
+        searched,
+        installations,
+        problems,
+    }
+}
+
+/// The installation each directory of found libraries belongs to.
+fn place_directories(found: &[Found]) -> HashMap<PathBuf, layout::Placement> {
+    let mut components: BTreeMap<&Path, Vec<String>> = BTreeMap::new();
+    for f in found {
+        let name = f
+            .path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(catalog::classify);
+        if let (Some(dir), Some(name)) = (f.path.parent(), name) {
+            components.entry(dir).or_default().push(name.component);
+        }
+    }
+    components
+        .into_iter()
+        .map(|(dir, names)| {
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            (dir.to_path_buf(), layout::place(dir, &names))
+        })
+        .collect()
+}
+
+fn empty_installation(placement: &layout::Placement) -> Installation {
+    Installation {
+        root: placement.root.clone(),
+        layout: placement.layout,
+        cuda_version: None,
+        driver_version: None,
+        sources: Vec::new(),
+        libraries: Vec::new(),
+        problems: Vec::new(),
+    }
+}
+
+/// Reads every file's ELF facts, in parallel across the host's cores.
+fn read_all(files: &[PathBuf]) -> HashMap<PathBuf, Result<ElfInfo, ElfError>> {
+    let next = AtomicUsize::new(0);
+    let results = Mutex::new(HashMap::with_capacity(files.len()));
+    let workers = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .min(files.len().max(1));
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| loop {
+                let at = next.fetch_add(1, Ordering::Relaxed);
+                let Some(path) = files.get(at) else { break };
+                let read = elf::read_path(path);
+                if let Ok(mut results) = results.lock() {
+                    results.insert(path.clone(), read);
+                }
+            });
+        }
+    });
+    results.into_inner().unwrap_or_default()
+}
+
+/// One library from the directory entries that name the same file.
+fn library(entries: Vec<Entry>, real: PathBuf, elf: Option<&Result<ElfInfo, ElfError>>) -> Library {
+    let info = elf.and_then(|r| r.as_ref().ok());
+    let soname = info.and_then(|i| i.soname.clone());
+    let primary = entries
+        .iter()
+        .position(|e| {
+            soname.is_some()
+                && e.found.path.file_name().and_then(|n| n.to_str()) == soname.as_deref()
+        })
+        .or_else(|| {
+            entries
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, e)| e.found.path.as_os_str().len())
+                .map(|(i, _)| i)
+        })
+        .unwrap_or(0);
+    let name_of = |p: &Path| {
+        p.file_name()
+            .and_then(|n| n.to_str())
+            .and_then(catalog::classify)
+    };
+    let named = name_of(&real).or_else(|| name_of(&entries[primary].found.path));
+    let mut library = Library {
+        name: named
+            .as_ref()
+            .map(|n| n.component.clone())
+            .unwrap_or_default(),
+        soname,
+        path: entries[primary].found.path.clone(),
+        symlink_chain: entries[primary].chain.clone(),
+        aliases: entries
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != primary)
+            .map(|(_, e)| e.found.path.clone())
+            .collect(),
+        size: std::fs::metadata(&real).map(|m| m.len()).unwrap_or(0),
+        real_path: real,
+        ..Library::default()
+    };
+    if let Some(named) = named.filter(|n| !n.version.is_empty()) {
+        library.version = Some(named.version);
+        library.version_source = Some(VersionSource::FileName);
+    }
+    match elf {
+        Some(Ok(info)) => fill_elf(&mut library, info),
+        Some(Err(e)) => library.problems.push(elf_problem(&library.real_path, e)),
+        None => {}
+    }
+    library
+}
+
+fn fill_elf(library: &mut Library, info: &ElfInfo) {
+    library.elf_class = Some(info.class.clone());
+    library.machine = Some(info.machine.clone());
+    library.needed = info.needed.clone();
+    library.rpath = info.rpath.clone();
+    library.runpath = info.runpath.clone();
+    library.version_needs = info.version_needs.clone();
+    library.version_defs = info.version_defs.clone();
+    library.dlopen_deps = info.dlopen_names.clone();
+    library.sass = info.sass.clone();
+    library.ptx = info.ptx.clone();
+}
+
+fn elf_problem(path: &Path, e: &ElfError) -> Problem {
+    let (kind, fix) = match e {
+        ElfError::Io { .. } => (ProblemKind::Unreadable, "check the file's permissions"),
+        ElfError::NotElf => (
+            ProblemKind::NotElf,
+            "a file named like a library is not one; remove or rename it",
+        ),
+        ElfError::Truncated(_) => (
+            ProblemKind::Truncated,
+            "the file is cut short; reinstall the package it came from",
+        ),
+        ElfError::Malformed(_) => (
+            ProblemKind::MalformedElf,
+            "the file is damaged; reinstall the package it came from",
+        ),
+    };
+    Problem {
+        kind,
+        path: path.to_path_buf(),
+        message: format!("{e}; {fix}"),
+    }
+}
+
+fn chain_problem(kind: ProblemKind, chain: &[PathBuf]) -> Problem {
+    let shown: Vec<String> = chain.iter().map(|p| p.display().to_string()).collect();
+    let message = match kind {
+        ProblemKind::SymlinkLoop => {
+            format!("symlinks go round: {}; remove one link", shown.join(" -> "))
+        }
+        _ => format!(
+            "symlink points at nothing: {}; reinstall or remove the link",
+            shown.join(" -> ")
+        ),
+    };
+    Problem {
+        kind,
+        path: chain.first().cloned().unwrap_or_default(),
+        message,
+    }
+}
+
+/// Fills versions from the layout's metadata, and the installation's CUDA or driver version.
+fn apply_versions(installation: &mut Installation) {
+    let meta = match installation.layout {
+        Layout::Toolkit => metadata::toolkit(&installation.root),
+        Layout::Conda => metadata::conda(&installation.root),
+        Layout::Pip => metadata::wheels(&installation.root),
+        _ => metadata::Metadata::default(),
+    };
+    for library in &mut installation.libraries {
+        let specific = library
+            .version
+            .as_deref()
+            .is_some_and(|v| v.split('.').count() >= 3);
+        if specific {
+            continue;
+        }
+        let from_file = std::iter::once(&library.path)
+            .chain(&library.symlink_chain)
+            .chain(&library.aliases)
+            .find_map(|p| meta.by_file.get(p));
+        let from_component = catalog::toolkit_component_key(&library.name)
+            .and_then(|key| meta.by_component.get(key));
+        if let Some(version) = from_file.or(from_component) {
+            library.version = Some(version.clone());
+            library.version_source = meta.source;
+        }
+    }
+    let cudart = installation
+        .libraries
+        .iter()
+        .find(|l| l.name == "cudart")
+        .and_then(|l| l.version.as_deref());
+    installation.cuda_version = meta
+        .cuda_version
+        .as_deref()
+        .or(cudart.filter(|v| v.contains('.')))
+        .or_else(|| toolkit_dir_version(&installation.root))
+        .map(layout::major_minor);
+    if installation.layout == Layout::Driver {
+        installation.driver_version = installation
+            .libraries
+            .iter()
+            .find(|l| l.name == "cuda")
+            .and_then(|l| l.version.clone());
+    }
+    installation.problems.extend(meta.problems);
+}
+
+/// The version in a toolkit directory's name (`cuda-12.9`).
+fn toolkit_dir_version(root: &Path) -> Option<&str> {
+    root.file_name()?.to_str()?.strip_prefix("cuda-")
+}
+
+fn host_info() -> HostInfo {
+    HostInfo {
+        hostname: std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|h| h.trim().to_string())
+            .unwrap_or_default(),
+        os: std::env::consts::OS.to_string(),
+        arch: std::env::consts::ARCH.to_string(),
+        stackbench_version: env!("CARGO_PKG_VERSION").to_string(),
+    }
+}
