@@ -101,6 +101,30 @@ pub fn toolkit_component_key(component: &str) -> Option<&'static str> {
     })
 }
 
+/// The pip wheel that ships a component for a CUDA major (`cublasLt`, 12 -> `nvidia-cublas-cu12`).
+pub fn pip_package(component: &str, cuda_major: u32) -> Option<String> {
+    let base = match component {
+        "cudart" => "nvidia-cuda-runtime",
+        "nvrtc" | "nvrtc-builtins" => "nvidia-cuda-nvrtc",
+        "cupti" => "nvidia-cuda-cupti",
+        "cublas" | "cublasLt" | "nvblas" => "nvidia-cublas",
+        "cufft" | "cufftw" => "nvidia-cufft",
+        "curand" => "nvidia-curand",
+        "cusolver" | "cusolverMg" => "nvidia-cusolver",
+        "cusparse" => "nvidia-cusparse",
+        "nvJitLink" | "nvjitlink" => "nvidia-nvjitlink",
+        "nccl" => "nvidia-nccl",
+        c if c.starts_with("cudnn") => return Some(format!("nvidia-cudnn-cu{cuda_major}")),
+        _ => return None,
+    };
+    // CUDA 13 wheels dropped the suffix (cuDNN keeps it, above).
+    Some(if cuda_major >= 13 {
+        base.to_string()
+    } else {
+        format!("{base}-cu{cuda_major}")
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -130,6 +154,16 @@ mod tests {
                 .map(|n| (n.component.as_str(), n.version.as_str())),
             expected
         );
+    }
+
+    #[rstest]
+    #[case("cublasLt", 12, Some("nvidia-cublas-cu12"))]
+    #[case("cublas", 13, Some("nvidia-cublas"))]
+    #[case("cudnn_ops_infer", 11, Some("nvidia-cudnn-cu11"))]
+    #[case("cudnn", 13, Some("nvidia-cudnn-cu13"))]
+    #[case("cuda", 12, None)]
+    fn pip_packages(#[case] component: &str, #[case] major: u32, #[case] expected: Option<&str>) {
+        assert_eq!(pip_package(component, major).as_deref(), expected);
     }
 
     #[test]

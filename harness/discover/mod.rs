@@ -100,7 +100,7 @@ pub struct Discovery {
 
 /// Finds every CUDA library file the options ask for on `host`.
 pub fn discover(options: &Options, host: &Host) -> Discovery {
-    let starts = search_plan(options, host);
+    let (starts, plan_problems) = search_plan(options, host);
     let mut walk = Walk::default();
     let mut found: Vec<Found> = Vec::new();
     let mut index: HashMap<PathBuf, usize> = HashMap::new();
@@ -124,10 +124,12 @@ pub fn discover(options: &Options, host: &Host) -> Discovery {
             searched.push(root);
         }
     }
+    let mut problems = plan_problems;
+    problems.extend(walk.problems);
     Discovery {
         searched,
         found,
-        problems: walk.problems,
+        problems,
     }
 }
 
@@ -143,9 +145,11 @@ fn identity(path: &Path) -> PathBuf {
     }
 }
 
-/// Every directory to read, with why and how deep, in the order the loader would prefer them.
-pub fn search_plan(options: &Options, host: &Host) -> Vec<(SearchRoot, Limits)> {
+/// Every directory to read, with why and how deep, in the order the loader would prefer them;
+/// and what could not be read while planning (a damaged ld.so.cache).
+pub fn search_plan(options: &Options, host: &Host) -> (Vec<(SearchRoot, Limits)>, Vec<Problem>) {
     let mut plan = Vec::new();
+    let mut problems = Vec::new();
     let mut add = |path: PathBuf, source: Source, limits: Limits| {
         plan.push((SearchRoot { path, source }, limits));
     };
@@ -153,26 +157,32 @@ pub fn search_plan(options: &Options, host: &Host) -> Vec<(SearchRoot, Limits)> 
         add(root.clone(), Source::Root, ROOT);
     }
     if !options.system {
-        return plan;
+        return (plan, problems);
     }
     if let Some(value) = host.env.get("LD_LIBRARY_PATH") {
         for entry in value.split(':').filter(|e| !e.is_empty()) {
             add(PathBuf::from(entry), Source::LdLibraryPath, FLAT);
         }
     }
-    match std::fs::read(&host.ld_so_cache).map(|bytes| ldcache::parse(&bytes)) {
-        Ok(Ok(entries)) => {
-            let mut dirs: Vec<PathBuf> = entries
-                .iter()
-                .filter(|e| catalog::classify(&e.soname).is_some())
-                .filter_map(|e| e.path.parent().map(Path::to_path_buf))
-                .collect();
-            dirs.dedup();
-            for dir in dirs {
-                add(dir, Source::LdSoCache, FLAT);
+    if let Ok(bytes) = std::fs::read(&host.ld_so_cache) {
+        match ldcache::parse(&bytes) {
+            Ok(entries) => {
+                let mut dirs: Vec<PathBuf> = entries
+                    .iter()
+                    .filter(|e| catalog::classify(&e.soname).is_some())
+                    .filter_map(|e| e.path.parent().map(Path::to_path_buf))
+                    .collect();
+                dirs.dedup();
+                for dir in dirs {
+                    add(dir, Source::LdSoCache, FLAT);
+                }
             }
+            Err(e) => problems.push(Problem {
+                kind: ProblemKind::MalformedMetadata,
+                path: host.ld_so_cache.clone(),
+                message: e.to_string(),
+            }),
         }
-        Ok(Err(_)) | Err(_) => {}
     }
     for dir in ldconf::directories(&host.ld_so_conf) {
         add(dir, Source::LdSoConf, FLAT);
@@ -197,7 +207,7 @@ pub fn search_plan(options: &Options, host: &Host) -> Vec<(SearchRoot, Limits)> 
         add(dir, source, INSTALL);
     }
     add(PathBuf::from("/opt"), Source::Opt, OPT);
-    plan
+    (plan, problems)
 }
 
 /// Sorted subdirectories of `dir` whose names pass `keep`.

@@ -2,8 +2,8 @@
 
 use super::Host;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 /// How long the interpreter on PATH may take to say where its site-packages are.
 const INTERPRETER_TIMEOUT: Duration = Duration::from_secs(5);
@@ -14,33 +14,9 @@ const SITE_QUERY: &str =
 /// `sys.prefix`, the site-packages and the user site of the `python3` on PATH; none if it
 /// is missing, fails or hangs.
 pub fn interpreter_sites() -> Vec<PathBuf> {
-    let Ok(mut child) = Command::new("python3")
-        .args(["-I", "-c", SITE_QUERY])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-    else {
-        return vec![];
-    };
-    let started = Instant::now();
-    loop {
-        match child.try_wait() {
-            Ok(Some(_)) => break,
-            Ok(None) if started.elapsed() < INTERPRETER_TIMEOUT => {
-                std::thread::sleep(Duration::from_millis(10))
-            }
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return vec![];
-            }
-        }
-    }
-    let mut out = String::new();
-    if let Some(mut stdout) = child.stdout.take() {
-        let _ = std::io::Read::read_to_string(&mut stdout, &mut out);
-    }
+    let mut python = Command::new("python3");
+    python.args(["-I", "-c", SITE_QUERY]);
+    let out = crate::process::output_within(python, INTERPRETER_TIMEOUT).unwrap_or_default();
     out.lines()
         .filter(|l| !l.is_empty())
         .map(PathBuf::from)

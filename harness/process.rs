@@ -1,0 +1,59 @@
+//! Running a helper process with a deadline: its standard output, or nothing if it fails or hangs.
+
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Runs `command` and returns its standard output if it exits successfully within `timeout`;
+/// a process that runs longer is killed.
+pub fn output_within(mut command: Command, timeout: Duration) -> Option<String> {
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let mut stdout = child.stdout.take()?;
+    let reader = std::thread::spawn(move || {
+        let mut out = String::new();
+        let _ = stdout.read_to_string(&mut out);
+        out
+    });
+    let started = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            Ok(None) if started.elapsed() < timeout => std::thread::sleep(Duration::from_millis(5)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+        }
+    };
+    let out = reader.join().ok()?;
+    status.filter(|s| s.success()).map(|_| out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn returns_output_and_kills_hangs() {
+        let mut echo = Command::new("sh");
+        echo.args(["-c", "echo hi"]);
+        assert_eq!(
+            output_within(echo, Duration::from_secs(5)).as_deref(),
+            Some("hi\n")
+        );
+        let mut hang = Command::new("sh");
+        hang.args(["-c", "sleep 30"]);
+        let started = Instant::now();
+        assert_eq!(output_within(hang, Duration::from_millis(200)), None);
+        assert!(started.elapsed() < Duration::from_secs(5));
+        let mut fail = Command::new("sh");
+        fail.args(["-c", "exit 3"]);
+        assert_eq!(output_within(fail, Duration::from_secs(5)), None);
+    }
+}
