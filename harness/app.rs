@@ -31,5 +31,6 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> anyhow::Result<ExitCode>
             };
             Ok(ExitCode::from(status))
         }
+        Command::Probe => Ok(crate::probe::worker::run()),
     }
 }

@@ -18,6 +18,9 @@ pub struct Cli {
 pub enum Command {
     /// Find every CUDA installation and read every library in it without loading it.
     Scan(ScanArgs),
+    /// The worker process that loads libraries for `doctor` (internal; reads a request on stdin).
+    #[command(name = "__probe", hide = true)]
+    Probe,
 }
 
 /// Where to look and how to report.

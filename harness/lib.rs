@@ -1,17 +1,23 @@
 //! stackbench: find every CUDA installation on a host, read every library, and explain it.
 //!
 //! Data flows one way: `discover` finds library files, `elf` reads each without loading it,
-//! `scan` groups them into installations, `report` renders the result in each format.
+//! `scan` groups them into installations; `doctor` adds live loading (`probe`, in a worker
+//! process), the loader's search (`resolve`) and NVIDIA's rules (`compat`), and `diagnose`
+//! turns them into findings; `report` renders either report in each format.
 
 pub mod app;
 pub mod catalog;
 pub mod cli;
+pub mod compat;
 pub mod discover;
 pub mod elf;
 pub mod error;
 pub mod model;
 pub mod options;
 pub mod output;
+pub mod probe;
+pub mod process;
 pub mod report;
+pub mod resolve;
 pub mod scan;
 pub mod symlink;

@@ -1,0 +1,223 @@
+//! Pure decoding for the probe: version integers as people write them, status codes as names,
+//! signals as names. No FFI here, so everything is unit-tested.
+
+/// A CUDA version integer (`1000 * major + 10 * minor`, as `cudaRuntimeGetVersion`,
+/// `cuDriverGetVersion` and `cudnnGetCudartVersion` give it): 12090 -> "12.9", 12020 -> "12.2".
+/// A non-zero last digit is kept as a third component (12091 -> "12.9.1").
+pub fn cuda_version(v: i64) -> String {
+    let (major, minor, rest) = (v / 1000, (v % 1000) / 10, v % 10);
+    if rest == 0 {
+        format!("{major}.{minor}")
+    } else {
+        format!("{major}.{minor}.{rest}")
+    }
+}
+
+/// A cuDNN version integer: cuDNN 9 and later use `10000 * major + 100 * minor + patch`
+/// (92800 -> "9.28.0"), cuDNN 8 and earlier `1000 * major + 100 * minor + patch` (8906 -> "8.9.6").
+pub fn cudnn_version(v: i64) -> String {
+    if v >= 90000 {
+        ten_thousands(v)
+    } else {
+        thousands(v)
+    }
+}
+
+/// `10000 * major + 100 * minor + patch` (cuBLAS, cuBLASLt: 120901 -> "12.9.1").
+pub fn ten_thousands(v: i64) -> String {
+    format!("{}.{}.{}", v / 10000, (v % 10000) / 100, v % 100)
+}
+
+/// `1000 * major + 100 * minor + patch` (cuDNN 8, cuFFT, cuRAND: 10310 -> "10.3.10").
+pub fn thousands(v: i64) -> String {
+    format!("{}.{}.{}", v / 1000, (v % 1000) / 100, v % 100)
+}
+
+/// The value a `major.minor` pair gets in a report, CUDA-style (`nvrtcVersion` 12, 9 -> 12090).
+pub fn major_minor_value(major: i64, minor: i64) -> i64 {
+    major * 1000 + minor * 10
+}
+
+/// The value a `major.minor.patch` triple gets in a report (`cublasGetProperty` 12, 9, 1 -> 120901).
+pub fn triple_value(major: i64, minor: i64, patch: i64) -> i64 {
+    major * 10000 + minor * 100 + patch
+}
+
+/// The name of a signal number (11 -> "SIGSEGV"), for the signals a library can die from.
+pub fn signal_name(signal: i32) -> Option<&'static str> {
+    let name = match signal {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGTRAP => "SIGTRAP",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGUSR1 => "SIGUSR1",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGUSR2 => "SIGUSR2",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGALRM => "SIGALRM",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGSTKFLT => "SIGSTKFLT",
+        libc::SIGCHLD => "SIGCHLD",
+        libc::SIGCONT => "SIGCONT",
+        libc::SIGSTOP => "SIGSTOP",
+        libc::SIGTSTP => "SIGTSTP",
+        libc::SIGTTIN => "SIGTTIN",
+        libc::SIGTTOU => "SIGTTOU",
+        libc::SIGURG => "SIGURG",
+        libc::SIGXCPU => "SIGXCPU",
+        libc::SIGXFSZ => "SIGXFSZ",
+        libc::SIGVTALRM => "SIGVTALRM",
+        libc::SIGPROF => "SIGPROF",
+        libc::SIGWINCH => "SIGWINCH",
+        libc::SIGIO => "SIGIO",
+        libc::SIGPWR => "SIGPWR",
+        libc::SIGSYS => "SIGSYS",
+        _ => return None,
+    };
+    Some(name)
+}
+
+/// The driver API's name for a `CUresult`, for when the library's own `cuGetErrorName` is missing.
+pub fn driver_error_name(code: i64) -> Option<&'static str> {
+    Some(match code {
+        0 => "CUDA_SUCCESS",
+        1 => "CUDA_ERROR_INVALID_VALUE",
+        2 => "CUDA_ERROR_OUT_OF_MEMORY",
+        3 => "CUDA_ERROR_NOT_INITIALIZED",
+        4 => "CUDA_ERROR_DEINITIALIZED",
+        34 => "CUDA_ERROR_STUB_LIBRARY",
+        35 => "CUDA_ERROR_INSUFFICIENT_DRIVER",
+        100 => "CUDA_ERROR_NO_DEVICE",
+        101 => "CUDA_ERROR_INVALID_DEVICE",
+        222 => "CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
+        303 => "CUDA_ERROR_SHARED_OBJECT_INIT_FAILED",
+        304 => "CUDA_ERROR_OPERATING_SYSTEM",
+        803 => "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
+        804 => "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE",
+        999 => "CUDA_ERROR_UNKNOWN",
+        _ => return None,
+    })
+}
+
+/// The runtime API's name for a `cudaError_t`, for when the library's own `cudaGetErrorName` is missing.
+pub fn runtime_error_name(code: i64) -> Option<&'static str> {
+    Some(match code {
+        0 => "cudaSuccess",
+        1 => "cudaErrorInvalidValue",
+        2 => "cudaErrorMemoryAllocation",
+        3 => "cudaErrorInitializationError",
+        34 => "cudaErrorStubLibrary",
+        35 => "cudaErrorInsufficientDriver",
+        100 => "cudaErrorNoDevice",
+        101 => "cudaErrorInvalidDevice",
+        222 => "cudaErrorUnsupportedPtxVersion",
+        303 => "cudaErrorSharedObjectInitFailed",
+        304 => "cudaErrorOperatingSystem",
+        803 => "cudaErrorSystemDriverMismatch",
+        804 => "cudaErrorCompatNotSupportedOnDevice",
+        999 => "cudaErrorUnknown",
+        _ => return None,
+    })
+}
+
+/// The component a library file belongs to: the part of its name between `lib` and `.so`
+/// (`libcudnn_ops_infer.so.8` -> `cudnn_ops_infer`, `libcuda.so.535.261.03` -> `cuda`).
+pub fn component(file_name: &str) -> Option<&str> {
+    let rest = file_name.strip_prefix("lib")?;
+    let end = rest.find(".so")?;
+    Some(&rest[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    #[rstest]
+    #[case(12090, "12.9")]
+    #[case(12020, "12.2")]
+    #[case(11080, "11.8")]
+    #[case(13000, "13.0")]
+    #[case(10010, "10.1")]
+    #[case(12091, "12.9.1")]
+    fn cuda_versions(#[case] v: i64, #[case] text: &str) {
+        assert_eq!(cuda_version(v), text);
+    }
+
+    #[rstest]
+    #[case(8906, "8.9.6")]
+    #[case(8902, "8.9.2")]
+    #[case(7605, "7.6.5")]
+    #[case(90100, "9.1.0")]
+    #[case(91000, "9.10.0")]
+    #[case(92800, "9.28.0")]
+    #[case(100200, "10.2.0")]
+    fn cudnn_versions(#[case] v: i64, #[case] text: &str) {
+        assert_eq!(cudnn_version(v), text);
+    }
+
+    #[rstest]
+    #[case(120901, "12.9.1")]
+    #[case(111103, "11.11.3")]
+    fn cublas_versions(#[case] v: i64, #[case] text: &str) {
+        assert_eq!(ten_thousands(v), text);
+    }
+
+    #[rstest]
+    #[case(10310, "10.3.10")]
+    #[case(11401, "11.4.1")]
+    fn thousand_versions(#[case] v: i64, #[case] text: &str) {
+        assert_eq!(thousands(v), text);
+    }
+
+    #[test]
+    fn composed_values() {
+        assert_eq!(major_minor_value(12, 9), 12090);
+        assert_eq!(cuda_version(major_minor_value(11, 2)), "11.2");
+        assert_eq!(triple_value(11, 11, 3), 111103);
+    }
+
+    #[rstest]
+    #[case(11, Some("SIGSEGV"))]
+    #[case(6, Some("SIGABRT"))]
+    #[case(9, Some("SIGKILL"))]
+    #[case(7, Some("SIGBUS"))]
+    #[case(0, None)]
+    #[case(64, None)]
+    fn signals(#[case] signal: i32, #[case] name: Option<&str>) {
+        assert_eq!(signal_name(signal), name);
+    }
+
+    #[rstest]
+    #[case("libcudart.so.12", Some("cudart"))]
+    #[case("libcudart.so.12.9.79", Some("cudart"))]
+    #[case("libcuda.so.1", Some("cuda"))]
+    #[case("libcublasLt.so.11", Some("cublasLt"))]
+    #[case("libcudnn_ops_infer.so.8", Some("cudnn_ops_infer"))]
+    #[case("libnvrtc.alt.so.12", Some("nvrtc.alt"))]
+    #[case("libnvidia-ml.so.1", Some("nvidia-ml"))]
+    #[case("libnvJitLink.so.12", Some("nvJitLink"))]
+    #[case("cudart64_110.dll", None)]
+    #[case("libfoo", None)]
+    fn components(#[case] file: &str, #[case] want: Option<&str>) {
+        assert_eq!(component(file), want);
+    }
+
+    #[rstest]
+    #[case(
+        35,
+        Some("CUDA_ERROR_INSUFFICIENT_DRIVER"),
+        Some("cudaErrorInsufficientDriver")
+    )]
+    #[case(100, Some("CUDA_ERROR_NO_DEVICE"), Some("cudaErrorNoDevice"))]
+    #[case(12345, None, None)]
+    fn error_names(#[case] code: i64, #[case] driver: Option<&str>, #[case] runtime: Option<&str>) {
+        assert_eq!(driver_error_name(code), driver);
+        assert_eq!(runtime_error_name(code), runtime);
+    }
+}
