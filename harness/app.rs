@@ -2,8 +2,7 @@
 
 use crate::cli::{Cli, Command};
 use crate::discover::Host;
-use crate::options::ScanOptions;
-use crate::{output, report, scan};
+use crate::{doctor, gpu, options, output, probe, report, scan};
 use clap::Parser;
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -18,19 +17,30 @@ pub const EXIT_HARNESS: u8 = 2;
 /// Runs the command line `args`; errors are the harness's own failures.
 pub fn run(args: impl IntoIterator<Item = OsString>) -> anyhow::Result<ExitCode> {
     let cli = Cli::try_parse_from(args).unwrap_or_else(|e| e.exit());
-    match cli.command {
+    let findings = match cli.command {
         Command::Scan(args) => {
-            let options = ScanOptions::from_args(args, cli.color)?;
-            let report = scan::scan(&options.discover, &Host::current());
-            let bytes = report::exporter(options.format, options.color).scan(&report)?;
-            output::write(&options.destination, &bytes)?;
-            let status = if report.all_problems().next().is_some() {
-                EXIT_FINDINGS
-            } else {
-                EXIT_CLEAN
-            };
-            Ok(ExitCode::from(status))
+            let (search, report_options) = options::scan(args, cli.color)?;
+            let report = scan::scan(&search, &Host::current());
+            let bytes =
+                report::exporter(report_options.format, report_options.color).scan(&report)?;
+            output::write(&report_options.destination, &bytes)?;
+            let problems = report.all_problems().next().is_some();
+            problems
         }
-        Command::Probe => Ok(crate::probe::worker::run()),
-    }
+        Command::Doctor(args) => {
+            let (doctor_options, report_options) = options::doctor(args, cli.color)?;
+            let report = doctor::doctor(&doctor_options, &Host::current());
+            let bytes =
+                report::exporter(report_options.format, report_options.color).doctor(&report)?;
+            output::write(&report_options.destination, &bytes)?;
+            report.has_errors()
+        }
+        Command::Probe => return Ok(probe::worker::run()),
+        Command::Gpu => return Ok(gpu::report_from_nvml()),
+    };
+    Ok(ExitCode::from(if findings {
+        EXIT_FINDINGS
+    } else {
+        EXIT_CLEAN
+    }))
 }

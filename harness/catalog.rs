@@ -125,6 +125,24 @@ pub fn pip_package(component: &str, cuda_major: u32) -> Option<String> {
     })
 }
 
+/// The conda-forge package that ships a component (`cublasLt` -> `libcublas`).
+pub fn conda_package(component: &str) -> Option<&'static str> {
+    Some(match component {
+        "cudart" => "cuda-cudart",
+        "nvrtc" | "nvrtc-builtins" => "cuda-nvrtc",
+        "cupti" => "cuda-cupti",
+        "cublas" | "cublasLt" | "nvblas" => "libcublas",
+        "cufft" | "cufftw" => "libcufft",
+        "curand" => "libcurand",
+        "cusolver" | "cusolverMg" => "libcusolver",
+        "cusparse" => "libcusparse",
+        "nvJitLink" | "nvjitlink" => "libnvjitlink",
+        "nccl" => "nccl",
+        c if c.starts_with("cudnn") => "cudnn",
+        _ => return None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,28 +16,66 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Find every CUDA installation, load every library as a program would (in a worker
+    /// process), and explain every failure with its cause and a fix.
+    Doctor(DoctorArgs),
     /// Find every CUDA installation and read every library in it without loading it.
     Scan(ScanArgs),
     /// The worker process that loads libraries for `doctor` (internal; reads a request on stdin).
     #[command(name = "__probe", hide = true)]
     Probe,
+    /// Asks NVML for the host's GPUs and prints them as JSON (internal).
+    #[command(name = "__gpu", hide = true)]
+    Gpu,
 }
 
-/// Where to look and how to report.
+/// Where to look.
 #[derive(Debug, Args)]
-pub struct ScanArgs {
+pub struct SearchArgs {
     /// Also search this directory, recursively (repeatable).
     #[arg(long = "root", value_name = "DIR")]
     pub roots: Vec<PathBuf>,
     /// Search only the --root directories, not the host's own places.
     #[arg(long, requires = "roots")]
     pub no_system: bool,
+}
+
+/// How to report.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
     /// Report format; json is the canonical, schema-tagged form.
     #[arg(long, value_enum, default_value_t = Format::Terminal)]
     pub format: Format,
     /// Write the report to this file (atomically) instead of standard output; `-` is standard output.
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
+}
+
+/// Arguments of `scan`.
+#[derive(Debug, Args)]
+pub struct ScanArgs {
+    #[command(flatten)]
+    pub search: SearchArgs,
+    #[command(flatten)]
+    pub report: ReportArgs,
+}
+
+/// Arguments of `doctor`.
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    #[command(flatten)]
+    pub search: SearchArgs,
+    #[command(flatten)]
+    pub report: ReportArgs,
+    /// Static analysis only: load nothing (for trees one should not execute code from).
+    #[arg(long)]
+    pub no_load: bool,
+    /// Seconds one library may take to load before it counts as hung.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
+    pub timeout: f64,
+    /// The GPU to check GPU code against when the host has none, e.g. `sm_90` or `9.0`.
+    #[arg(long, value_name = "SM")]
+    pub target: Option<String>,
 }
 
 /// Report formats.

@@ -1,10 +1,13 @@
 //! Validated options: command-line arguments checked and turned into what the commands need.
 
-use crate::cli::{ColorChoice, Format, ScanArgs};
+use crate::cli::{ColorChoice, DoctorArgs, Format, ReportArgs, ScanArgs, SearchArgs};
+use crate::compat::ComputeCapability;
 use crate::discover;
+use crate::doctor::DoctorOptions;
 use crate::error::OptionsError;
 use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// Where a report goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -13,39 +16,70 @@ pub enum Destination {
     File(PathBuf),
 }
 
-/// What `scan` needs, checked.
+/// How a report is written.
 #[derive(Debug, Clone)]
-pub struct ScanOptions {
-    pub discover: discover::Options,
+pub struct ReportOptions {
     pub format: Format,
     pub destination: Destination,
     pub color: bool,
 }
 
-impl ScanOptions {
-    /// Checks the arguments: every `--root` must be a readable directory.
-    pub fn from_args(args: ScanArgs, color: ColorChoice) -> Result<ScanOptions, OptionsError> {
-        for root in &args.roots {
-            discover::check_root(root).map_err(|problem| OptionsError::BadRoot {
-                path: root.clone(),
-                reason: problem.message,
-            })?;
-        }
-        let destination = match args.output {
-            Some(path) if path.as_os_str() != "-" => Destination::File(path),
-            _ => Destination::Stdout,
-        };
-        let color = use_color(color, &destination);
-        Ok(ScanOptions {
-            discover: discover::Options {
-                roots: args.roots,
-                system: !args.no_system,
-            },
-            format: args.format,
-            destination,
-            color,
-        })
+/// Checks `--root`s: each must be a readable directory.
+fn search(args: SearchArgs) -> Result<discover::Options, OptionsError> {
+    for root in &args.roots {
+        discover::check_root(root).map_err(|problem| OptionsError::BadRoot {
+            path: root.clone(),
+            reason: problem.message,
+        })?;
     }
+    Ok(discover::Options {
+        roots: args.roots,
+        system: !args.no_system,
+    })
+}
+
+fn report(args: ReportArgs, color: ColorChoice) -> ReportOptions {
+    let destination = match args.output {
+        Some(path) if path.as_os_str() != "-" => Destination::File(path),
+        _ => Destination::Stdout,
+    };
+    let color = use_color(color, &destination);
+    ReportOptions {
+        format: args.format,
+        destination,
+        color,
+    }
+}
+
+/// `scan`'s options.
+pub fn scan(
+    args: ScanArgs,
+    color: ColorChoice,
+) -> Result<(discover::Options, ReportOptions), OptionsError> {
+    Ok((search(args.search)?, report(args.report, color)))
+}
+
+/// `doctor`'s options.
+pub fn doctor(
+    args: DoctorArgs,
+    color: ColorChoice,
+) -> Result<(DoctorOptions, ReportOptions), OptionsError> {
+    if !(args.timeout > 0.0 && args.timeout.is_finite()) {
+        return Err(OptionsError::BadTimeout(args.timeout));
+    }
+    let target = match &args.target {
+        Some(text) => Some(
+            ComputeCapability::parse(text).ok_or_else(|| OptionsError::BadTarget(text.clone()))?,
+        ),
+        None => None,
+    };
+    let options = DoctorOptions {
+        discover: search(args.search)?,
+        load: !args.no_load,
+        timeout: Duration::from_secs_f64(args.timeout),
+        target,
+    };
+    Ok((options, report(args.report, color)))
 }
 
 /// Colour only for a terminal on standard output, and never when `NO_COLOR` is set.

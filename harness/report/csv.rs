@@ -1,12 +1,14 @@
-//! CSV: one row per library, with its installation's columns repeated, for spreadsheets and diffs.
+//! CSV: the scan as one row per library (its installation's columns repeated), the doctor as one
+//! row per finding; for spreadsheets and diffs.
 
 use super::Exporter;
+use crate::doctor::DoctorReport;
 use crate::error::OutputError;
 use crate::model::{Installation, Library, ScanReport};
 
 pub struct Csv;
 
-const HEADER: &[&str] = &[
+const SCAN_HEADER: &[&str] = &[
     "root",
     "layout",
     "cuda_version",
@@ -26,29 +28,75 @@ const HEADER: &[&str] = &[
     "problems",
 ];
 
-impl Exporter for Csv {
-    fn scan(&self, report: &ScanReport) -> Result<Vec<u8>, OutputError> {
-        let encode = |e: csv::Error| OutputError::Encode {
-            format: "csv",
-            reason: e.to_string(),
-        };
-        let mut writer = csv::Writer::from_writer(Vec::new());
-        writer.write_record(HEADER).map_err(encode)?;
-        for installation in &report.installations {
-            for library in &installation.libraries {
-                writer
-                    .write_record(row(installation, library))
-                    .map_err(encode)?;
-            }
-        }
-        writer.into_inner().map_err(|e| OutputError::Encode {
-            format: "csv",
-            reason: e.to_string(),
-        })
+const DOCTOR_HEADER: &[&str] = &[
+    "severity",
+    "cause",
+    "library",
+    "path",
+    "installation",
+    "missing",
+    "needed_by",
+    "candidates",
+    "message",
+    "fix",
+    "evidence",
+];
+
+fn encode(e: impl std::fmt::Display) -> OutputError {
+    OutputError::Encode {
+        format: "csv",
+        reason: e.to_string(),
     }
 }
 
-fn row(installation: &Installation, library: &Library) -> Vec<String> {
+fn table(header: &[&str], rows: impl Iterator<Item = Vec<String>>) -> Result<Vec<u8>, OutputError> {
+    let mut writer = csv::Writer::from_writer(Vec::new());
+    writer.write_record(header).map_err(encode)?;
+    for row in rows {
+        writer.write_record(row).map_err(encode)?;
+    }
+    writer.into_inner().map_err(encode)
+}
+
+impl Exporter for Csv {
+    fn scan(&self, report: &ScanReport) -> Result<Vec<u8>, OutputError> {
+        let rows = report
+            .installations
+            .iter()
+            .flat_map(|i| i.libraries.iter().map(move |l| library_row(i, l)));
+        table(SCAN_HEADER, rows)
+    }
+
+    fn doctor(&self, report: &DoctorReport) -> Result<Vec<u8>, OutputError> {
+        let path = |p: &Option<std::path::PathBuf>| {
+            p.as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default()
+        };
+        let rows = report.findings.iter().map(|f| {
+            vec![
+                f.severity.name().to_string(),
+                f.cause.code(),
+                f.library.clone().unwrap_or_default(),
+                path(&f.path),
+                path(&f.installation),
+                f.missing.clone().unwrap_or_default(),
+                f.needed_by.clone().unwrap_or_default(),
+                f.candidates
+                    .iter()
+                    .map(|c| c.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                f.message.clone(),
+                f.fix.clone(),
+                f.evidence.join("; "),
+            ]
+        });
+        table(DOCTOR_HEADER, rows)
+    }
+}
+
+fn library_row(installation: &Installation, library: &Library) -> Vec<String> {
     let text = |v: &Option<String>| v.clone().unwrap_or_default();
     let problems: Vec<String> = library.problems.iter().map(|p| p.message.clone()).collect();
     vec![

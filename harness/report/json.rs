@@ -1,18 +1,28 @@
 //! The canonical form: the report's own structure, schema-tagged, pretty-printed.
 
 use super::Exporter;
+use crate::doctor::DoctorReport;
 use crate::error::OutputError;
 use crate::model::ScanReport;
+use serde::Serialize;
 
 pub struct Json;
 
+fn to_json(value: &impl Serialize) -> Result<Vec<u8>, OutputError> {
+    let mut bytes = serde_json::to_vec_pretty(value).map_err(|e| OutputError::Encode {
+        format: "json",
+        reason: e.to_string(),
+    })?;
+    bytes.push(b'\n');
+    Ok(bytes)
+}
+
 impl Exporter for Json {
     fn scan(&self, report: &ScanReport) -> Result<Vec<u8>, OutputError> {
-        let mut bytes = serde_json::to_vec_pretty(report).map_err(|e| OutputError::Encode {
-            format: "json",
-            reason: e.to_string(),
-        })?;
-        bytes.push(b'\n');
-        Ok(bytes)
+        to_json(report)
+    }
+
+    fn doctor(&self, report: &DoctorReport) -> Result<Vec<u8>, OutputError> {
+        to_json(report)
     }
 }

@@ -7,6 +7,7 @@ mod markdown;
 mod terminal;
 
 use crate::cli::Format;
+use crate::doctor::DoctorReport;
 use crate::error::OutputError;
 use crate::model::ScanReport;
 
@@ -14,6 +15,8 @@ use crate::model::ScanReport;
 pub trait Exporter {
     /// The scan report in this format.
     fn scan(&self, report: &ScanReport) -> Result<Vec<u8>, OutputError>;
+    /// The doctor report in this format.
+    fn doctor(&self, report: &DoctorReport) -> Result<Vec<u8>, OutputError>;
 }
 
 /// The exporter for a format; `color` matters to the terminal report only.
@@ -45,4 +48,38 @@ fn archs(items: &[String], prefix: &str) -> String {
         .map(|a| a.strip_prefix(prefix).unwrap_or(a))
         .collect();
     format!("{} {}", prefix.trim_end_matches('_'), numbers.join(" "))
+}
+
+/// Counts of findings by severity: errors, warnings, info.
+fn severity_counts(report: &DoctorReport) -> [usize; 3] {
+    use crate::diagnose::finding::Severity;
+    let count = |s: Severity| report.findings.iter().filter(|f| f.severity == s).count();
+    [
+        count(Severity::Error),
+        count(Severity::Warning),
+        count(Severity::Info),
+    ]
+}
+
+/// One line saying which GPU the report checked against.
+fn gpu_line(report: &DoctorReport) -> String {
+    let gpu = &report.gpu;
+    let devices: Vec<String> = gpu
+        .devices
+        .iter()
+        .map(|d| format!("{} (compute capability {})", d.name, d.compute_capability))
+        .collect();
+    let mut line = if devices.is_empty() {
+        "no GPU".to_string()
+    } else {
+        devices.join(", ")
+    };
+    line.push_str(&format!(" [{}]", gpu.source));
+    if let Some(v) = &gpu.driver_version {
+        line.push_str(&format!(", kernel driver {v}"));
+    }
+    if let Some(note) = &gpu.note {
+        line.push_str(&format!(": {note}"));
+    }
+    line
 }

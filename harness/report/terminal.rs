@@ -1,9 +1,11 @@
-//! The report for people: installations as headed, aligned tables, problems last, in colour
-//! when asked for.
+//! The report for people: findings first (errors, then warnings), then installations as headed,
+//! aligned tables, problems last; in colour when asked for.
 
-use super::{archs, Exporter};
+use super::{archs, gpu_line, severity_counts, Exporter};
+use crate::diagnose::finding::{Finding, Severity};
+use crate::doctor::DoctorReport;
 use crate::error::OutputError;
-use crate::model::{Problem, ScanReport};
+use crate::model::{Installation, Problem, ScanReport};
 use std::fmt::Write;
 
 pub struct Terminal {
@@ -14,7 +16,68 @@ const BOLD: &str = "1";
 const DIM: &str = "2";
 const RED: &str = "31";
 const YELLOW: &str = "33";
+const BLUE: &str = "34";
 const CYAN: &str = "36";
+const GREEN: &str = "32";
+
+/// Evidence lines shown per finding; JSON has them all.
+const EVIDENCE_LINES: usize = 6;
+
+impl Exporter for Terminal {
+    fn scan(&self, report: &ScanReport) -> Result<Vec<u8>, OutputError> {
+        let mut out = String::new();
+        let libraries: usize = report.installations.iter().map(|i| i.libraries.len()).sum();
+        let problems = report.all_problems().count();
+        let summary = format!(
+            "{} installations, {libraries} libraries, {problems} problems",
+            report.installations.len()
+        );
+        let _ = writeln!(out, "{} {summary}\n", self.paint(BOLD, "stackbench scan:"));
+        self.installations(&mut out, &report.installations, &report.problems);
+        Ok(out.into_bytes())
+    }
+
+    fn doctor(&self, report: &DoctorReport) -> Result<Vec<u8>, OutputError> {
+        let mut out = String::new();
+        let [errors, warnings, info] = severity_counts(report);
+        let libraries: usize = report.installations.iter().map(|i| i.libraries.len()).sum();
+        let verdict = if errors > 0 {
+            self.paint(RED, &format!("{errors} errors"))
+        } else {
+            self.paint(GREEN, "no errors")
+        };
+        let _ = writeln!(
+            out,
+            "{} {verdict}, {warnings} warnings, {info} notes ({} installations, {libraries} libraries{})",
+            self.paint(BOLD, "stackbench doctor:"),
+            report.installations.len(),
+            if report.loaded { "" } else { "; static analysis only, nothing loaded" }
+        );
+        let _ = writeln!(out, "GPU: {}\n", gpu_line(report));
+        for (severity, title, colour) in [
+            (Severity::Error, "errors", RED),
+            (Severity::Warning, "warnings", YELLOW),
+            (Severity::Info, "notes", BLUE),
+        ] {
+            let findings: Vec<&Finding> = report
+                .findings
+                .iter()
+                .filter(|f| f.severity == severity)
+                .collect();
+            if findings.is_empty() {
+                continue;
+            }
+            let _ = writeln!(out, "{}", self.paint(&format!("{BOLD};{colour}"), title));
+            for finding in findings {
+                self.finding(&mut out, finding, colour);
+            }
+            out.push('\n');
+        }
+        let _ = writeln!(out, "{}", self.paint(BOLD, "installations"));
+        self.installations(&mut out, &report.installations, &report.problems);
+        Ok(out.into_bytes())
+    }
+}
 
 impl Terminal {
     fn paint(&self, code: &str, text: &str) -> String {
@@ -25,32 +88,60 @@ impl Terminal {
         }
     }
 
-    fn problems(&self, out: &mut String, indent: &str, problems: &[&Problem]) {
-        for p in problems {
-            let code = self.paint(YELLOW, p.kind.code());
-            let _ = writeln!(out, "{indent}! {code} {}: {}", p.path.display(), p.message);
-        }
-    }
-}
-
-impl Exporter for Terminal {
-    fn scan(&self, report: &ScanReport) -> Result<Vec<u8>, OutputError> {
-        let mut out = String::new();
-        let libraries: usize = report.installations.iter().map(|i| i.libraries.len()).sum();
-        let problems = report.all_problems().count();
-        let summary = format!(
-            "{} installations, {} libraries, {} problems",
-            report.installations.len(),
-            libraries,
-            problems
-        );
+    fn finding(&self, out: &mut String, f: &Finding, colour: &str) {
         let _ = writeln!(
             out,
-            "{} {}\n",
-            self.paint(BOLD, "stackbench scan:"),
-            summary
+            "  {} {}",
+            self.paint(colour, &f.cause.code()),
+            f.message
         );
-        for installation in &report.installations {
+        if let Some(root) = &f.installation {
+            let _ = writeln!(
+                out,
+                "      {} {}",
+                self.paint(DIM, "installation:"),
+                root.display()
+            );
+        }
+        if let Some(path) = &f.path {
+            let _ = writeln!(out, "      {} {}", self.paint(DIM, "path:"), path.display());
+        }
+        for candidate in &f.candidates {
+            let _ = writeln!(
+                out,
+                "      {} {}",
+                self.paint(DIM, "copy at:"),
+                candidate.display()
+            );
+        }
+        for line in f.evidence.iter().take(EVIDENCE_LINES) {
+            let _ = writeln!(out, "      {} {line}", self.paint(DIM, "seen:"));
+        }
+        if f.evidence.len() > EVIDENCE_LINES {
+            let more = f.evidence.len() - EVIDENCE_LINES;
+            let _ = writeln!(
+                out,
+                "      {}",
+                self.paint(DIM, &format!("(+{more} more; --format json has all)"))
+            );
+        }
+        let _ = writeln!(out, "      {} {}", self.paint(GREEN, "fix:"), f.fix);
+    }
+
+    fn problems(&self, out: &mut String, problems: &[&Problem]) {
+        for p in problems {
+            let code = self.paint(YELLOW, p.kind.code());
+            let _ = writeln!(out, "  ! {code} {}: {}", p.path.display(), p.message);
+        }
+    }
+
+    fn installations(
+        &self,
+        out: &mut String,
+        installations: &[Installation],
+        problems: &[Problem],
+    ) {
+        for installation in installations {
             let mut versions = Vec::new();
             if let Some(v) = &installation.cuda_version {
                 versions.push(format!("CUDA {v}"));
@@ -111,14 +202,9 @@ impl Exporter for Terminal {
             for (row, library) in rows.iter().zip(&installation.libraries) {
                 let _ = writeln!(out, "{}", line(row));
                 if !library.dlopen_deps.is_empty() {
-                    let _ = writeln!(
-                        out,
-                        "{}",
-                        self.paint(
-                            DIM,
-                            &format!("      opens at run time: {}", library.dlopen_deps.join(" "))
-                        )
-                    );
+                    let opens =
+                        format!("      opens at run time: {}", library.dlopen_deps.join(" "));
+                    let _ = writeln!(out, "{}", self.paint(DIM, &opens));
                 }
             }
             let problems: Vec<&Problem> = installation
@@ -126,13 +212,12 @@ impl Exporter for Terminal {
                 .iter()
                 .chain(installation.libraries.iter().flat_map(|l| &l.problems))
                 .collect();
-            self.problems(&mut out, "  ", &problems);
+            self.problems(out, &problems);
             out.push('\n');
         }
-        if !report.problems.is_empty() {
+        if !problems.is_empty() {
             let _ = writeln!(out, "{}", self.paint(RED, "problems outside installations"));
-            self.problems(&mut out, "  ", &report.problems.iter().collect::<Vec<_>>());
+            self.problems(out, &problems.iter().collect::<Vec<_>>());
         }
-        Ok(out.into_bytes())
     }
 }

@@ -1,0 +1,376 @@
+//! Dependencies: every DT_NEEDED and every CUDA library opened at run time, resolved the way the
+//! loader would for the installation's programs; what cannot be found, what is the wrong class,
+//! and symbol versions the resolved copy does not define.
+
+use super::finding::{Cause, Finding, Severity};
+use super::{display_name, requester, Context};
+use crate::catalog;
+use crate::compat::{self, CudaVersion};
+use crate::model::{Installation, Layout, Library};
+use crate::resolve::{self, AttemptResult, Resolution, SearchContext};
+use std::path::PathBuf;
+
+pub fn check(ctx: &Context) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for installation in &ctx.scan.installations {
+        let search = ctx.search_for(installation);
+        for library in installation
+            .libraries
+            .iter()
+            .filter(|l| runs_on_host(l, &search))
+        {
+            for name in library.needed.iter().filter(|n| !is_driver(n)) {
+                let resolution = resolve::resolve(name, &requester(library), &search);
+                match &resolution.found {
+                    None => findings.push(not_found(
+                        ctx,
+                        installation,
+                        library,
+                        &resolution,
+                        Cause::MissingDependency,
+                    )),
+                    Some(found) => {
+                        findings.extend(symbol_versions(ctx, installation, library, name, found));
+                        findings.extend(shadowed(installation, library, &resolution));
+                    }
+                }
+            }
+            for name in library
+                .dlopen_deps
+                .iter()
+                .filter(|n| is_checked_runtime_dep(library, n))
+            {
+                let resolution = resolve::resolve(name, &requester(library), &search);
+                if resolution.found.is_some() {
+                    findings.extend(shadowed(installation, library, &resolution));
+                } else if !sibling_reachable(library, name, &search) {
+                    findings.push(not_found(
+                        ctx,
+                        installation,
+                        library,
+                        &resolution,
+                        Cause::MissingRuntimeDependency,
+                    ));
+                }
+            }
+        }
+    }
+    findings
+}
+
+/// Libraries of another class or machine are for other programs (a 32-bit libcuda beside the
+/// 64-bit one); their dependencies are not this host's programs' concern.
+fn runs_on_host(library: &Library, search: &SearchContext) -> bool {
+    library.elf_class.as_deref() == Some(search.class.as_str())
+        && library.machine.as_deref() == Some(search.machine.as_str())
+}
+
+/// Run-time names worth resolving: CUDA libraries, other than the driver and the library itself.
+fn is_checked_runtime_dep(library: &Library, name: &str) -> bool {
+    catalog::classify(name).is_some() && !is_driver(name) && library.soname.as_deref() != Some(name)
+}
+
+/// The driver's libraries are the driver rule's concern, found once for the whole host.
+fn is_driver(name: &str) -> bool {
+    catalog::classify(name).is_some_and(|n| catalog::is_driver_component(&n.component))
+}
+
+/// A dependency found outside the installation although the installation has its own copy:
+/// something earlier on the search path (usually LD_LIBRARY_PATH) shadows it.
+fn shadowed(
+    installation: &Installation,
+    library: &Library,
+    resolution: &Resolution,
+) -> Option<Finding> {
+    let found = resolution.found.as_ref()?;
+    if found.starts_with(&installation.root) {
+        return None;
+    }
+    let own = installation.libraries.iter().find(|l| {
+        l.soname.as_deref() == Some(resolution.name.as_str())
+            || super::file_name(&l.path) == resolution.name
+    })?;
+    let via = resolution
+        .attempts
+        .iter()
+        .find(|a| a.result == AttemptResult::Accepted)
+        .map(|a| a.via.describe())
+        .unwrap_or("search");
+    let needed_by = display_name(library);
+    let name = &resolution.name;
+    Some(
+        Finding::new(
+            Severity::Warning,
+            Cause::Shadowed,
+            format!(
+                "{needed_by} gets {name} from {} (via {via}), not its installation's own copy ({})",
+                found.display(),
+                own.version.as_deref().unwrap_or("unknown version")
+            ),
+            format!(
+                "take {} off LD_LIBRARY_PATH for this installation's programs, or put {} before it",
+                found
+                    .parent()
+                    .map(|d| d.display().to_string())
+                    .unwrap_or_default(),
+                own.path
+                    .parent()
+                    .map(|d| d.display().to_string())
+                    .unwrap_or_default()
+            ),
+        )
+        .library(needed_by.clone(), library.path.clone())
+        .installation(installation.root.clone())
+        .missing(name.clone(), needed_by)
+        .candidates(vec![own.path.clone()])
+        .evidence(resolution.attempts.iter().map(|a| a.describe()).collect()),
+    )
+}
+
+/// A library that opens a development name (`libcudnn_adv.so`) usually tries the versioned one
+/// of its own family first; one reachable means the name is satisfied.
+fn sibling_reachable(library: &Library, name: &str, search: &SearchContext) -> bool {
+    let Some(dep) = catalog::classify(name) else {
+        return false;
+    };
+    if !dep.version.is_empty() {
+        return false;
+    }
+    let same_family = library.name.split('_').next() == dep.component.split('_').next();
+    same_family
+        && library.real_path.parent().is_some_and(|dir| {
+            std::fs::read_dir(dir)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .any(|e| {
+                    let file = e.file_name().to_string_lossy().into_owned();
+                    file.starts_with(&format!("{name}."))
+                        && resolve::resolve(&file, &super::requester(library), search)
+                            .found
+                            .is_some()
+                })
+        })
+}
+
+/// A finding for a name the loader cannot find (or finds only in the wrong class).
+fn not_found(
+    ctx: &Context,
+    installation: &Installation,
+    library: &Library,
+    resolution: &Resolution,
+    cause: Cause,
+) -> Finding {
+    let name = resolution.name.as_str();
+    let wrong: Vec<&resolve::Attempt> = resolution
+        .attempts
+        .iter()
+        .filter(|a| {
+            matches!(
+                a.result,
+                AttemptResult::WrongClass { .. } | AttemptResult::WrongMachine { .. }
+            )
+        })
+        .collect();
+    let major = cuda_major(installation);
+    let candidates: Vec<PathBuf> = ctx
+        .copies_of(name)
+        .into_iter()
+        .filter(|(_, l)| l.elf_class == library.elf_class && l.machine == library.machine)
+        .filter(|(home, _)| {
+            major.is_none() || cuda_major(home).is_none() || cuda_major(home) == major
+        })
+        .map(|(_, l)| l.path.clone())
+        .collect();
+    let evidence: Vec<String> = resolution.attempts.iter().map(|a| a.describe()).collect();
+    let needed_by = display_name(library);
+    let dep_major = compat::cuda_major_of_soname(name);
+    let other_major = other_major_reachable(resolution, library, &ctx.search_for(installation));
+    let (cause, severity, mut message) = if let Some(first) = wrong.first() {
+        let cause = match first.result {
+            AttemptResult::WrongMachine { .. } => Cause::WrongMachine,
+            _ => Cause::WrongElfClass,
+        };
+        (
+            cause,
+            Severity::Error,
+            format!(
+                "{needed_by} needs {name}; the only copies on its search path are {}",
+                first.describe()
+            ),
+        )
+    } else if cause == Cause::MissingDependency {
+        (
+            cause,
+            Severity::Error,
+            format!("{needed_by} needs {name} (DT_NEEDED), which is not on its search path"),
+        )
+    } else {
+        let severity = if catalog::classify(name).is_some_and(|n| !n.version.is_empty()) {
+            Severity::Error
+        } else {
+            Severity::Warning
+        };
+        (
+            cause,
+            severity,
+            format!("{needed_by} opens {name} at run time (dlopen), which is not on its search path: it loads, then fails at first use"),
+        )
+    };
+    if let (Some(major), Some((other, other_name))) = (dep_major, &other_major) {
+        message.push_str(&format!(
+            "; this library was built for CUDA {major} but only CUDA {other} {other_name} is reachable"
+        ));
+    }
+    let fix = fix_for(name, installation, &candidates);
+    Finding::new(severity, cause, message, fix)
+        .library(needed_by.clone(), library.path.clone())
+        .installation(installation.root.clone())
+        .missing(name, needed_by)
+        .candidates(candidates)
+        .evidence(evidence)
+}
+
+/// Another CUDA major's copy of the same component that the search does reach
+/// (`libcublasLt.so.11` when `.so.12` is wanted).
+fn other_major_reachable(
+    resolution: &Resolution,
+    library: &Library,
+    search: &SearchContext,
+) -> Option<(u32, String)> {
+    let wanted = catalog::classify(&resolution.name)?;
+    let wanted_major = compat::cuda_major_of_soname(&resolution.name)?;
+    let dirs: Vec<PathBuf> = resolution
+        .attempts
+        .iter()
+        .filter_map(|a| a.path.parent().map(PathBuf::from))
+        .collect();
+    for dir in dirs {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let file = entry.file_name().to_string_lossy().into_owned();
+            let Some(named) = catalog::classify(&file) else {
+                continue;
+            };
+            let Some(major) = compat::cuda_major_of_soname(&file) else {
+                continue;
+            };
+            if named.component == wanted.component
+                && major != wanted_major
+                && resolve::resolve(&file, &requester(library), search)
+                    .found
+                    .is_some()
+            {
+                return Some((major, file));
+            }
+        }
+    }
+    None
+}
+
+/// The CUDA major an installation provides or was built for.
+fn cuda_major(installation: &Installation) -> Option<u32> {
+    installation
+        .cuda_version
+        .as_deref()
+        .and_then(CudaVersion::parse)
+        .map(|v| v.major)
+}
+
+/// The fix for a missing library: the package to install in a pip or conda environment, a
+/// directory to add when a copy exists elsewhere, else what to install.
+pub fn fix_for(name: &str, installation: &Installation, candidates: &[PathBuf]) -> String {
+    let component = catalog::classify(name)
+        .map(|n| n.component)
+        .unwrap_or_else(|| name.to_string());
+    let major = compat::cuda_major_of_soname(name).or_else(|| cuda_major(installation));
+    match (installation.layout, major) {
+        (Layout::Pip, Some(m)) => {
+            if let Some(package) = catalog::pip_package(&component, m) {
+                return format!(
+                    "pip install {package}   (into the environment of {})",
+                    installation.root.display()
+                );
+            }
+        }
+        (Layout::Conda, Some(m)) => {
+            if let Some(package) = catalog::conda_package(&component) {
+                return format!(
+                    "conda install -p {} -c conda-forge {package} cuda-version={m}",
+                    installation.root.display()
+                );
+            }
+        }
+        _ => {}
+    }
+    if !candidates.is_empty() {
+        return format!(
+            "export LD_LIBRARY_PATH={}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}   (a copy of {name} is there)",
+            super::dirs_of(&candidates[..1])
+        );
+    }
+    match major {
+        Some(m) => format!(
+            "install {component} for CUDA {m} where this installation's programs can find it"
+        ),
+        None => format!("install the package that provides {name} (e.g. `apt-file search {name}`)"),
+    }
+}
+
+/// Symbol versions needed from `name` that the copy found does not define.
+fn symbol_versions(
+    ctx: &Context,
+    installation: &Installation,
+    library: &Library,
+    name: &str,
+    found: &std::path::Path,
+) -> Option<Finding> {
+    let needs: Vec<_> = library
+        .version_needs
+        .iter()
+        .filter(|n| n.file == name)
+        .cloned()
+        .collect();
+    if needs.is_empty() {
+        return None;
+    }
+    let provider = ctx.elf_of(found)?;
+    let missing = resolve::missing_symbol_versions(&needs, name, &provider.version_defs);
+    if missing.is_empty() {
+        return None;
+    }
+    let needed_by = display_name(library);
+    let glibc = name.starts_with("libc.so") || missing.iter().all(|v| v.starts_with("GLIBC_"));
+    let (cause, fix) = if glibc {
+        (
+            Cause::GlibcTooOld,
+            format!("this host's C library is older than {needed_by} needs ({}); use a newer OS image or an older build of the library", missing.join(", ")),
+        )
+    } else {
+        (
+            Cause::MissingSymbolVersion,
+            format!(
+                "put a newer {name} first on the search path (the one found is {}), e.g. the copy from the same release as {needed_by}",
+                found.display()
+            ),
+        )
+    };
+    Some(
+        Finding::new(
+            Severity::Error,
+            cause,
+            format!(
+                "{needed_by} needs symbol versions {} from {name}, but {} does not define them",
+                missing.join(", "),
+                found.display()
+            ),
+            fix,
+        )
+        .library(needed_by.clone(), library.path.clone())
+        .installation(installation.root.clone())
+        .missing(name, needed_by)
+        .evidence(vec![
+            format!("needed: {}", missing.join(", ")),
+            format!("resolved: {}", found.display()),
+        ]),
+    )
+}

@@ -1,0 +1,291 @@
+//! The driver: is a `libcuda.so.1` reachable, is it a real one, of the right class, and new
+//! enough for every runtime on the host; and what the runtimes themselves said when asked.
+
+use super::finding::{Cause, Finding, Severity};
+use super::{dirs_of, Context};
+use crate::compat::{self, CudaVersion, DriverVerdict};
+use crate::model::{Installation, Layout};
+use crate::probe::LoadReport;
+use crate::resolve::{self, AttemptResult, Requester};
+use std::path::{Path, PathBuf};
+
+const DRIVER_SONAME: &str = "libcuda.so.1";
+
+/// The driver the host's programs get.
+struct Driver {
+    path: PathBuf,
+    version: Option<String>,
+    cuda: Option<CudaVersion>,
+}
+
+pub fn check(ctx: &Context) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    let anywhere = Requester {
+        path: PathBuf::from("/"),
+        rpath: vec![],
+        runpath: vec![],
+    };
+    let resolution = resolve::resolve(DRIVER_SONAME, &anywhere, ctx.search);
+    let evidence: Vec<String> = resolution.attempts.iter().map(|a| a.describe()).collect();
+    let right_copies: Vec<PathBuf> = ctx
+        .copies_of(DRIVER_SONAME)
+        .into_iter()
+        .filter(|(_, l)| {
+            l.elf_class.as_deref() == Some(ctx.search.class.as_str())
+                && l.machine.as_deref() == Some(ctx.search.machine.as_str())
+        })
+        .map(|(_, l)| l.path.clone())
+        .collect();
+    for attempt in &resolution.attempts {
+        if let AttemptResult::WrongClass { found } | AttemptResult::WrongMachine { found } =
+            &attempt.result
+        {
+            let severity = if resolution.found.is_some() {
+                Severity::Warning
+            } else {
+                Severity::Error
+            };
+            let fix = match right_copies.first() {
+                Some(copy) => format!(
+                    "take {} off LD_LIBRARY_PATH (it is for {found} programs) and use the {} copy at {}",
+                    dir_display(&attempt.path),
+                    ctx.search.class,
+                    copy.display()
+                ),
+                None => format!("take {} off LD_LIBRARY_PATH and install the {} driver library", dir_display(&attempt.path), ctx.search.machine),
+            };
+            findings.push(
+                Finding::new(
+                    severity,
+                    Cause::WrongElfClass,
+                    format!(
+                        "{} on the search path is {found}, not {} {}: the loader skips it",
+                        attempt.path.display(),
+                        ctx.search.class,
+                        ctx.search.machine
+                    ),
+                    fix,
+                )
+                .library(DRIVER_SONAME, attempt.path.clone())
+                .missing(DRIVER_SONAME, "every CUDA program")
+                .candidates(right_copies.clone())
+                .evidence(evidence.clone()),
+            );
+        }
+    }
+    let Some(found) = resolution.real.clone().or(resolution.found.clone()) else {
+        let fix = if right_copies.is_empty() {
+            "install the NVIDIA driver (e.g. `apt install nvidia-driver` or NVIDIA's .run installer); in a container, start it with the NVIDIA Container Toolkit (`--gpus all`)".to_string()
+        } else {
+            format!("export LD_LIBRARY_PATH={}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}   (a driver library is there)", dirs_of(&right_copies))
+        };
+        let mut finding = no_driver_evidence(String::new())
+            .candidates(right_copies)
+            .evidence(evidence);
+        finding.fix = fix;
+        findings.push(finding);
+        findings.extend(runtime_answers(ctx, None));
+        return findings;
+    };
+    let driver = describe_driver(ctx, &found);
+    if is_under(&found, "stubs") {
+        findings.push(
+            Finding::new(
+                Severity::Error,
+                Cause::StubDriver,
+                format!("the libcuda.so.1 the loader finds is a toolkit stub ({}): CUDA calls fail with CUDA_ERROR_STUB_LIBRARY (34)", found.display()),
+                format!("take {} off LD_LIBRARY_PATH; stubs are for linking only", dir_display(&found)),
+            )
+            .library(DRIVER_SONAME, found.clone())
+            .evidence(evidence.clone()),
+        );
+    } else if is_under(&found, "compat") {
+        findings.push(
+            Finding::new(
+                Severity::Warning,
+                Cause::CompatDriver,
+                format!("the libcuda.so.1 the loader finds is a forward-compatibility package ({}): it works only on data-centre GPUs and with a matching kernel driver (errors 803, 804 otherwise)", found.display()),
+                "keep cuda-compat only on data-centre GPUs; elsewhere take its directory off LD_LIBRARY_PATH and upgrade the driver instead".into(),
+            )
+            .library(DRIVER_SONAME, found.clone())
+            .evidence(evidence.clone()),
+        );
+    }
+    if let Some(driver_cuda) = driver.cuda {
+        for installation in ctx
+            .scan
+            .installations
+            .iter()
+            .filter(|i| i.layout != Layout::Driver)
+        {
+            findings.extend(runtime_on_driver(installation, &driver, driver_cuda));
+        }
+    }
+    findings.extend(runtime_answers(ctx, Some(&driver)));
+    findings
+}
+
+/// The one "no driver" finding; every rule that meets the missing driver adds its evidence to it.
+pub fn no_driver_evidence(evidence: String) -> Finding {
+    Finding::new(
+        Severity::Error,
+        Cause::NoDriver,
+        "no NVIDIA driver library (libcuda.so.1) is reachable: every CUDA runtime reports error 35 (cudaErrorInsufficientDriver) and no GPU code can run".into(),
+        "install the NVIDIA driver (e.g. `apt install nvidia-driver` or NVIDIA's .run installer); in a container, start it with the NVIDIA Container Toolkit (`--gpus all`)".into(),
+    )
+    .missing(DRIVER_SONAME, "every CUDA program")
+    .evidence(if evidence.is_empty() { vec![] } else { vec![evidence] })
+}
+
+fn describe_driver(ctx: &Context, found: &Path) -> Driver {
+    let version = found
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.strip_prefix("libcuda.so."))
+        .filter(|v| v.contains('.'))
+        .map(String::from);
+    let from_api = ctx
+        .probes
+        .iter()
+        .flat_map(|p| &p.loads)
+        .filter(|l| l.path == found)
+        .flat_map(|l| &l.api)
+        .find(|c| c.function == "cuDriverGetVersion" && c.status == Some(0))
+        .and_then(|c| c.value)
+        .and_then(|v| u32::try_from(v).ok().and_then(CudaVersion::from_api));
+    let cuda = from_api.or_else(|| version.as_deref().and_then(compat::driver_cuda_version));
+    Driver {
+        path: found.to_path_buf(),
+        version,
+        cuda,
+    }
+}
+
+/// The CUDA runtime of one installation against the driver.
+fn runtime_on_driver(
+    installation: &Installation,
+    driver: &Driver,
+    driver_cuda: CudaVersion,
+) -> Option<Finding> {
+    let runtime = installation.libraries.iter().find(|l| l.name == "cudart")?;
+    let runtime_version = installation
+        .cuda_version
+        .as_deref()
+        .and_then(CudaVersion::parse)?;
+    let driver_text = driver
+        .version
+        .clone()
+        .unwrap_or_else(|| driver.path.display().to_string());
+    match compat::runtime_on_driver(runtime_version, driver_cuda, driver.version.as_deref()) {
+        DriverVerdict::Supported => None,
+        DriverVerdict::MinorVersionCompatible => Some(
+            Finding::new(
+                Severity::Warning,
+                Cause::MinorVersionCompatibility,
+                format!(
+                    "CUDA {runtime_version} runtime in {} runs on driver {driver_text} (CUDA {driver_cuda}) through minor-version compatibility: PTX built by the newer toolkit (NVRTC, JIT) fails with cudaErrorUnsupportedPtxVersion (222)",
+                    installation.root.display()
+                ),
+                format!("upgrade the driver to one for CUDA {runtime_version} or newer, or compile GPU code for SASS (sm_XX) rather than PTX"),
+            )
+            .library("libcudart", runtime.path.clone())
+            .installation(installation.root.clone()),
+        ),
+        DriverVerdict::TooOld => Some(
+            Finding::new(
+                Severity::Error,
+                Cause::DriverTooOld,
+                format!(
+                    "CUDA {runtime_version} runtime in {} needs a driver for CUDA {}.x ({}); driver {driver_text} supports CUDA {driver_cuda}: \"CUDA driver version is insufficient for CUDA runtime version\" (error 35)",
+                    installation.root.display(),
+                    runtime_version.major,
+                    compat::minor_version_minimum(runtime_version.major).map(|m| format!(">= {m}")).unwrap_or_else(|| "a newer driver".into())
+                ),
+                format!(
+                    "upgrade the NVIDIA driver{}, or use a CUDA {}.x runtime in this environment",
+                    compat::minor_version_minimum(runtime_version.major).map(|m| format!(" to {m} or newer")).unwrap_or_default(),
+                    driver_cuda.major
+                ),
+            )
+            .library("libcudart", runtime.path.clone())
+            .installation(installation.root.clone())
+            .evidence(vec![format!("driver: {}", driver.path.display())]),
+        ),
+    }
+}
+
+/// What each runtime's `cudaGetDeviceCount` answered, explained.
+fn runtime_answers(ctx: &Context, driver: Option<&Driver>) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for probe in ctx.probes {
+        for load in &probe.loads {
+            let Some(call) = load.api.iter().find(|c| c.function == "cudaGetDeviceCount") else {
+                continue;
+            };
+            let Some(status) = call.status.filter(|s| *s != 0) else {
+                continue;
+            };
+            if status == 35 && driver.is_none() {
+                findings.push(no_driver_evidence(format!(
+                    "{} answered cudaGetDeviceCount with 35 (cudaErrorInsufficientDriver)",
+                    load.path.display()
+                )));
+                continue;
+            }
+            let explained = compat::runtime_error(status as i32);
+            let name = explained
+                .and_then(|e| e.runtime_name)
+                .unwrap_or("unknown error");
+            let meaning = explained
+                .map(|e| e.meaning)
+                .unwrap_or("not in stackbench's table");
+            let mut evidence = vec![format!(
+                "cudaGetDeviceCount() = {status} ({name}: {meaning})"
+            )];
+            evidence.extend(loaded_driver(load));
+            let (severity, cause, fix) = match status {
+                100 => (Severity::Info, Cause::NoDevice, "run on a host with an NVIDIA GPU (or pass the GPU into the container)".to_string()),
+                34 => (Severity::Error, Cause::StubDriver, "take the toolkit's stubs directory off LD_LIBRARY_PATH".to_string()),
+                803 | 804 => (Severity::Error, Cause::CompatDriver, "remove cuda-compat from the search path or upgrade the kernel driver to match it".to_string()),
+                35 => (Severity::Error, Cause::DriverTooOld, explained.map(|e| e.fix.to_string()).unwrap_or_default()),
+                _ => (Severity::Warning, Cause::LoadFailed, explained.map(|e| e.fix.to_string()).unwrap_or_else(|| "see the CUDA runtime API documentation for this error code".into())),
+            };
+            findings.push(
+                Finding::new(
+                    severity,
+                    cause,
+                    format!(
+                        "{} answered cudaGetDeviceCount with {status} ({name}): {meaning}",
+                        load.path.display()
+                    ),
+                    fix,
+                )
+                .library("libcudart", load.path.clone())
+                .installation(probe.root.clone())
+                .evidence(evidence),
+            );
+        }
+    }
+    findings
+}
+
+/// Which libcuda the worker mapped while loading a runtime, as evidence.
+fn loaded_driver(load: &LoadReport) -> Option<String> {
+    let object = load
+        .loaded
+        .iter()
+        .find(|o| o.name.starts_with("libcuda.so"))?;
+    Some(format!("driver loaded: {}", object.path.display()))
+}
+
+fn is_under(path: &Path, dir_name: &str) -> bool {
+    path.parent()
+        .and_then(|d| d.file_name())
+        .is_some_and(|n| n == dir_name)
+}
+
+fn dir_display(path: &Path) -> String {
+    path.parent()
+        .map(|d| d.display().to_string())
+        .unwrap_or_default()
+}

@@ -1,0 +1,161 @@
+//! A finding: one cause, its evidence, and the one thing to do about it.
+
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// How much a finding matters.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    /// Something will fail.
+    Error,
+    /// Something may fail, or will be slow, or is fragile.
+    Warning,
+    /// Worth knowing.
+    Info,
+}
+
+/// Stable cause codes (GUIDE section 6). Only ever added to.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum Cause {
+    /// A DT_NEEDED library cannot be found on the search path.
+    MissingDependency,
+    /// A library opened at run time with dlopen cannot be found: loads fine, fails at first use.
+    MissingRuntimeDependency,
+    /// A 32-bit (or 64-bit) copy where the other class is needed.
+    WrongElfClass,
+    /// A library for another machine (aarch64 on x86-64).
+    WrongMachine,
+    /// The resolved library does not define a symbol version this one needs.
+    MissingSymbolVersion,
+    /// The C library is older than a library needs (`GLIBC_2.xx` not found).
+    GlibcTooOld,
+    /// An undefined symbol or other dlopen failure.
+    LoadFailed,
+    /// Loading the library killed the worker process.
+    LoadCrashed,
+    /// Loading the library did not finish in time.
+    LoadHung,
+    /// No NVIDIA driver library (`libcuda.so.1`) is reachable.
+    NoDriver,
+    /// The reachable `libcuda` is a toolkit stub.
+    StubDriver,
+    /// A forward-compatibility `libcuda` from `cuda-X.Y/compat`.
+    CompatDriver,
+    /// The driver supports an older CUDA than a runtime needs.
+    DriverTooOld,
+    /// The runtime is newer than the driver within one major: works, with PTX limits.
+    MinorVersionCompatibility,
+    /// No GPU is present (the driver said so).
+    NoDevice,
+    /// cuDNN built for another CUDA major than the runtime beside it.
+    CudnnCudaMismatch,
+    /// One process's libraries come from different installations.
+    MixedInstallations,
+    /// The same soname in several places; one copy wins.
+    Shadowed,
+    /// No SASS and no usable PTX for the GPU.
+    NoKernelsForGpu,
+    /// Only PTX for the GPU: JIT compilation at first use.
+    PtxJitOnly,
+    /// An empty `LD_LIBRARY_PATH` entry (means the current directory).
+    EmptySearchPathEntry,
+    /// A relative `LD_LIBRARY_PATH` entry.
+    RelativeSearchPathEntry,
+    /// A world-writable directory on the search path.
+    WorldWritableSearchPath,
+    /// The scan could not read something (truncated, not ELF, loops, ...).
+    ScanProblem,
+}
+
+/// One finding of `doctor`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Finding {
+    pub severity: Severity,
+    pub cause: Cause,
+    /// What happened, in one sentence.
+    pub message: String,
+    /// The library concerned (file name or soname).
+    pub library: Option<String>,
+    pub path: Option<PathBuf>,
+    /// The installation the library belongs to.
+    pub installation: Option<PathBuf>,
+    /// The dependency that is missing or wrong, for dependency findings.
+    pub missing: Option<String>,
+    /// The library that needs `missing`.
+    pub needed_by: Option<String>,
+    /// Copies of `missing` elsewhere on the host.
+    pub candidates: Vec<PathBuf>,
+    /// What shows it: paths tried, loader messages, API answers.
+    pub evidence: Vec<String>,
+    /// The one command or setting that fixes it.
+    pub fix: String,
+}
+
+impl Finding {
+    /// A finding with the required parts; the rest is filled with the builder methods.
+    pub fn new(severity: Severity, cause: Cause, message: String, fix: String) -> Finding {
+        Finding {
+            severity,
+            cause,
+            message,
+            library: None,
+            path: None,
+            installation: None,
+            missing: None,
+            needed_by: None,
+            candidates: Vec::new(),
+            evidence: Vec::new(),
+            fix,
+        }
+    }
+
+    pub fn library(mut self, name: impl Into<String>, path: impl Into<PathBuf>) -> Finding {
+        self.library = Some(name.into());
+        self.path = Some(path.into());
+        self
+    }
+
+    pub fn installation(mut self, root: impl Into<PathBuf>) -> Finding {
+        self.installation = Some(root.into());
+        self
+    }
+
+    pub fn missing(mut self, name: impl Into<String>, needed_by: impl Into<String>) -> Finding {
+        self.missing = Some(name.into());
+        self.needed_by = Some(needed_by.into());
+        self
+    }
+
+    pub fn candidates(mut self, candidates: Vec<PathBuf>) -> Finding {
+        self.candidates = candidates;
+        self
+    }
+
+    pub fn evidence(mut self, evidence: Vec<String>) -> Finding {
+        self.evidence = evidence;
+        self
+    }
+}
+
+impl Cause {
+    /// The stable snake_case code, as in JSON.
+    pub fn code(self) -> String {
+        serde_json::to_value(self)
+            .ok()
+            .and_then(|v| v.as_str().map(String::from))
+            .unwrap_or_default()
+    }
+}
+
+impl Severity {
+    /// The stable name, as in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Info => "info",
+        }
+    }
+}

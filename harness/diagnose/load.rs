@@ -1,0 +1,159 @@
+//! What live loading showed: libraries that failed to load (with the loader's own words),
+//! crashed or hung while loading, or pulled their dependencies from another installation.
+
+use super::finding::{Cause, Finding, Severity};
+use super::{file_name, Context, InstallationProbe};
+use crate::catalog;
+use crate::model::Layout;
+use crate::probe::{LoadOutcome, LoadReport};
+
+/// Trail lines kept as evidence for a failure.
+const TRAIL_LINES: usize = 12;
+
+pub fn check(ctx: &Context) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for probe in ctx.probes {
+        for load in &probe.loads {
+            findings.extend(outcome(probe, load));
+            findings.extend(mixed(ctx, probe, load));
+        }
+    }
+    findings
+}
+
+fn outcome(probe: &InstallationProbe, load: &LoadReport) -> Option<Finding> {
+    let name = file_name(&load.path);
+    let trail: Vec<String> = load
+        .search_trail
+        .iter()
+        .rev()
+        .take(TRAIL_LINES)
+        .rev()
+        .cloned()
+        .collect();
+    let finding = match &load.outcome {
+        LoadOutcome::Loaded => return None,
+        LoadOutcome::Failed { error } => failed(&name, error),
+        LoadOutcome::Crashed { signal_name, exit_code, .. } => Finding::new(
+            Severity::Error,
+            Cause::LoadCrashed,
+            match (signal_name, exit_code) {
+                (Some(signal), _) => format!("loading {name} killed the process with {signal}"),
+                (None, Some(code)) => format!("loading {name} ended the process with exit status {code}"),
+                _ => format!("loading {name} ended the process"),
+            },
+            format!("{name}'s initialisation crashes: reinstall it, and check that the libraries it loads come from the same release"),
+        ),
+        LoadOutcome::NotProbed { reason } => Finding::new(
+            Severity::Warning,
+            Cause::LoadFailed,
+            format!("{name} was not loaded: {reason}"),
+            "run doctor again; if it repeats, run with --no-load for the static analysis".into(),
+        ),
+        LoadOutcome::TimedOut { after_ms } => Finding::new(
+            Severity::Error,
+            Cause::LoadHung,
+            format!("loading {name} did not finish within {after_ms} ms"),
+            format!("{name}'s initialisation hangs (often a driver or device-node wait): run `LD_DEBUG=libs` on a program that loads it to see where"),
+        ),
+    };
+    if finding.cause == Cause::NoDriver {
+        return Some(finding);
+    }
+    Some(
+        finding
+            .library(name, load.path.clone())
+            .installation(probe.root.clone())
+            .evidence(trail),
+    )
+}
+
+/// A dlopen failure, classified by the loader's message.
+fn failed(name: &str, error: &str) -> Finding {
+    let evidence_first = |f: Finding| f.evidence(vec![format!("dlopen: {error}")]);
+    if error.contains("wrong ELF class") {
+        return evidence_first(Finding::new(
+            Severity::Error,
+            Cause::WrongElfClass,
+            format!("{name} cannot load: {error}"),
+            "use the copy built for this machine's word size (x86-64 programs need ELF64 libraries)".into(),
+        ));
+    }
+    if let Some(missing) = error
+        .split(": cannot open shared object file")
+        .next()
+        .filter(|_| error.contains("cannot open shared object file"))
+    {
+        let missing = missing
+            .rsplit(": ")
+            .next()
+            .unwrap_or(missing)
+            .trim()
+            .to_string();
+        if catalog::classify(&missing).is_some_and(|n| catalog::is_driver_component(&n.component)) {
+            return super::driver::no_driver_evidence(format!(
+                "{name} cannot load without it: {error}"
+            ));
+        }
+        return evidence_first(
+            Finding::new(
+                Severity::Error,
+                Cause::MissingDependency,
+                format!("{name} cannot load: {missing} is not on its search path"),
+                format!("install {missing} or add its directory to LD_LIBRARY_PATH"),
+            )
+            .missing(missing, name),
+        );
+    }
+    if error.contains("version `") && error.contains("not found") {
+        let cause = if error.contains("GLIBC_") {
+            Cause::GlibcTooOld
+        } else {
+            Cause::MissingSymbolVersion
+        };
+        return evidence_first(Finding::new(
+            Severity::Error,
+            cause,
+            format!("{name} cannot load: {error}"),
+            "put the release of the named library that defines this version first on the search path".into(),
+        ));
+    }
+    evidence_first(Finding::new(
+        Severity::Error,
+        Cause::LoadFailed,
+        format!("{name} cannot load: {error}"),
+        "the library or one of its dependencies is incompatible with the others loaded; reinstall them from one release".into(),
+    ))
+}
+
+/// CUDA libraries that a library of one installation pulled in from another (drivers aside).
+fn mixed(ctx: &Context, probe: &InstallationProbe, load: &LoadReport) -> Option<Finding> {
+    let foreign: Vec<String> = load
+        .loaded
+        .iter()
+        .filter(|o| {
+            catalog::classify(&file_name(&o.path))
+                .is_some_and(|n| !catalog::is_driver_component(&n.component))
+        })
+        .filter_map(|o| {
+            let home = ctx.installation_of(&o.path)?;
+            (home.root != probe.root && home.layout != Layout::Driver)
+                .then(|| format!("{} from {}", o.path.display(), home.root.display()))
+        })
+        .collect();
+    if foreign.is_empty() {
+        return None;
+    }
+    let name = file_name(&load.path);
+    Some(
+        Finding::new(
+            Severity::Warning,
+            Cause::MixedInstallations,
+            format!("{name} from {} loads CUDA libraries from another installation", probe.root.display()),
+            format!("make {} self-contained (install the missing wheels/packages there) or drop the other installation from LD_LIBRARY_PATH", probe.root.display()),
+        )
+        .library(name, load.path.clone())
+        .installation(probe.root.clone())
+        .evidence(foreign),
+    )
+}

@@ -1,0 +1,247 @@
+//! Findings: each rule looks at the scan (and, unless `--no-load`, the live probes) and says
+//! what is wrong, why, and what to do. One module per family of causes.
+
+mod arch;
+mod cudnn;
+mod deps;
+pub mod driver;
+pub mod finding;
+mod hygiene;
+mod load;
+mod shadow;
+
+use crate::compat::ComputeCapability;
+use crate::elf::{self, ElfInfo};
+use crate::model::{Installation, Library, ScanReport};
+use crate::probe::LoadReport;
+use crate::resolve::{self, Requester, SearchContext};
+use finding::{Cause, Finding, Severity};
+use serde::{Deserialize, Serialize};
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// The live results for one installation's libraries.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct InstallationProbe {
+    pub root: PathBuf,
+    pub loads: Vec<LoadReport>,
+}
+
+/// Everything the rules look at.
+pub struct Context<'a> {
+    pub scan: &'a ScanReport,
+    /// The host's loader search (LD_LIBRARY_PATH as given, ld.so.cache, default directories).
+    pub search: &'a SearchContext,
+    /// `LD_LIBRARY_PATH` exactly as given, for hygiene checks.
+    pub ld_library_path: Option<&'a str>,
+    /// Live loads; empty with `--no-load`.
+    pub probes: &'a [InstallationProbe],
+    /// The GPU to check architectures against: the device's, or `--target`.
+    pub gpu: Option<ComputeCapability>,
+    /// ELF facts of files outside the scan (a system libc), read once.
+    elf_cache: RefCell<HashMap<PathBuf, Option<ElfInfo>>>,
+}
+
+impl<'a> Context<'a> {
+    pub fn new(
+        scan: &'a ScanReport,
+        search: &'a SearchContext,
+        ld_library_path: Option<&'a str>,
+        probes: &'a [InstallationProbe],
+        gpu: Option<ComputeCapability>,
+    ) -> Context<'a> {
+        Context {
+            scan,
+            search,
+            ld_library_path,
+            probes,
+            gpu,
+            elf_cache: RefCell::default(),
+        }
+    }
+
+    /// The search an installation's programs get: see [`search_path`].
+    pub fn search_for(&self, installation: &Installation) -> SearchContext {
+        let mut search = self.search.clone();
+        search.ld_library_path =
+            resolve::split_search_path(&search_path(installation, self.ld_library_path));
+        search
+    }
+
+    /// ELF facts of a file: from the scan when it is there, else read now (and remembered).
+    pub fn elf_of(&self, path: &Path) -> Option<ElfInfo> {
+        let real = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+        if let Some(cached) = self.elf_cache.borrow().get(&real) {
+            return cached.clone();
+        }
+        let info = elf::read_path(&real).ok();
+        self.elf_cache.borrow_mut().insert(real, info.clone());
+        info
+    }
+
+    /// Every library file on the host the scan saw whose name or soname is `name`.
+    pub fn copies_of(&self, name: &str) -> Vec<(&'a Installation, &'a Library)> {
+        self.scan
+            .installations
+            .iter()
+            .flat_map(|i| i.libraries.iter().map(move |l| (i, l)))
+            .filter(|(_, l)| {
+                l.soname.as_deref() == Some(name)
+                    || std::iter::once(&l.path)
+                        .chain(&l.aliases)
+                        .chain(&l.symlink_chain)
+                        .any(|p| file_name(p) == name)
+            })
+            .collect()
+    }
+
+    /// The installation a path lies in.
+    pub fn installation_of(&self, path: &Path) -> Option<&'a Installation> {
+        self.scan
+            .installations
+            .iter()
+            .filter(|i| path.starts_with(&i.root))
+            .max_by_key(|i| i.root.as_os_str().len())
+    }
+}
+
+/// Runs every rule and orders the findings: errors first, then warnings, then info.
+pub fn diagnose(ctx: &Context) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    findings.extend(scan_problems(ctx.scan));
+    findings.extend(hygiene::check(ctx));
+    findings.extend(driver::check(ctx));
+    findings.extend(deps::check(ctx));
+    findings.extend(load::check(ctx));
+    findings.extend(cudnn::check(ctx));
+    findings.extend(shadow::check(ctx));
+    findings.extend(arch::check(ctx));
+    findings.sort_by(|a, b| {
+        (a.severity, a.cause, &a.installation, &a.library, &a.missing).cmp(&(
+            b.severity,
+            b.cause,
+            &b.installation,
+            &b.library,
+            &b.missing,
+        ))
+    });
+    merge(findings)
+}
+
+/// One finding per (cause, installation, library, missing): the same cause seen by several
+/// rules (the loader's simulation and the live load) becomes one finding with all the evidence.
+fn merge(findings: Vec<Finding>) -> Vec<Finding> {
+    let mut merged: Vec<Finding> = Vec::new();
+    for finding in findings {
+        let same = merged.iter_mut().find(|m| {
+            (m.cause, &m.installation, &m.library, &m.missing)
+                == (
+                    finding.cause,
+                    &finding.installation,
+                    &finding.library,
+                    &finding.missing,
+                )
+        });
+        match same {
+            Some(kept) => {
+                for line in finding.evidence {
+                    if !kept.evidence.contains(&line) {
+                        kept.evidence.push(line);
+                    }
+                }
+                for candidate in finding.candidates {
+                    if !kept.candidates.contains(&candidate) {
+                        kept.candidates.push(candidate);
+                    }
+                }
+            }
+            None => merged.push(finding),
+        }
+    }
+    merged
+}
+
+/// What the scan could not read becomes a finding too.
+fn scan_problems(scan: &ScanReport) -> Vec<Finding> {
+    scan.all_problems()
+        .map(|p| {
+            Finding::new(
+                Severity::Warning,
+                Cause::ScanProblem,
+                format!("{}: {}", p.kind.code(), p.message),
+                "see the message; the rest of the report does not depend on this file".into(),
+            )
+            .library(file_name(&p.path), p.path.clone())
+        })
+        .collect()
+}
+
+/// The `LD_LIBRARY_PATH` a program of this installation runs with: the environment's, as
+/// given, then the installation's own library directories. So what the environment puts first
+/// (another toolkit, a stray driver copy) shadows the installation, as it would for real.
+pub fn search_path(installation: &Installation, environment: Option<&str>) -> String {
+    let dirs = library_dirs(installation)
+        .into_iter()
+        .map(|d| d.display().to_string());
+    environment
+        .filter(|e| !e.is_empty())
+        .map(String::from)
+        .into_iter()
+        .chain(dirs)
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+/// The directories an installation's libraries are in, in report order; toolkit `stubs` and
+/// `compat` directories are left out, as no program should find those by default.
+fn library_dirs(installation: &Installation) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for library in &installation.libraries {
+        let Some(dir) = library.path.parent() else {
+            continue;
+        };
+        let special = dir
+            .file_name()
+            .is_some_and(|n| n == "stubs" || n == "compat");
+        if !special && !dirs.iter().any(|d| d == dir) {
+            dirs.push(dir.to_path_buf());
+        }
+    }
+    dirs
+}
+
+/// How the loader would see a library as the loading object.
+pub fn requester(library: &Library) -> Requester {
+    Requester {
+        path: library.real_path.clone(),
+        rpath: library.rpath.clone(),
+        runpath: library.runpath.clone(),
+    }
+}
+
+/// The name a library is known by: its soname, else its file name.
+pub fn display_name(library: &Library) -> String {
+    library
+        .soname
+        .clone()
+        .unwrap_or_else(|| file_name(&library.path))
+}
+
+pub fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// The directories that hold the given paths, without duplicates, as `a:b` for LD_LIBRARY_PATH.
+pub fn dirs_of(paths: &[PathBuf]) -> String {
+    let mut dirs: Vec<String> = Vec::new();
+    for dir in paths.iter().filter_map(|p| p.parent()) {
+        let dir = dir.display().to_string();
+        if !dirs.contains(&dir) {
+            dirs.push(dir);
+        }
+    }
+    dirs.join(":")
+}

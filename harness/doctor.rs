@@ -1,0 +1,133 @@
+//! `stackbench doctor`: the scan, live loading of every library in a worker process, and the
+//! findings that explain what will fail and how to fix it.
+
+use crate::compat::ComputeCapability;
+use crate::diagnose::finding::{Finding, Severity};
+use crate::diagnose::{self, Context, InstallationProbe};
+use crate::discover::{self, Host};
+use crate::gpu::{self, GpuInfo};
+use crate::model::{HostInfo, Installation, Problem, ScanReport, SearchRoot};
+use crate::probe::{self, ProbeRequest};
+use crate::resolve::SearchContext;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// Schema tag of the doctor report.
+pub const DOCTOR_SCHEMA: &str = "stackbench.doctor/v1";
+
+/// What `doctor` found: findings first, then everything the scan saw.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct DoctorReport {
+    pub schema: String,
+    pub host: HostInfo,
+    pub gpu: GpuInfo,
+    /// Whether libraries were loaded (false with `--no-load`).
+    pub loaded: bool,
+    pub findings: Vec<Finding>,
+    /// What each installation's libraries did when loaded.
+    pub probes: Vec<InstallationProbe>,
+    pub searched: Vec<SearchRoot>,
+    pub installations: Vec<Installation>,
+    pub problems: Vec<Problem>,
+}
+
+impl DoctorReport {
+    /// True when any finding is an error.
+    pub fn has_errors(&self) -> bool {
+        self.findings.iter().any(|f| f.severity == Severity::Error)
+    }
+}
+
+/// How `doctor` runs.
+#[derive(Debug, Clone)]
+pub struct DoctorOptions {
+    pub discover: discover::Options,
+    /// Load libraries in a worker process (false: static analysis only).
+    pub load: bool,
+    /// How long one library may take to load.
+    pub timeout: Duration,
+    /// The GPU to check GPU code against when there is no device.
+    pub target: Option<ComputeCapability>,
+}
+
+/// Runs the doctor on `host`.
+pub fn doctor(options: &DoctorOptions, host: &Host) -> DoctorReport {
+    let scan = crate::scan::scan(&options.discover, host);
+    let search = SearchContext::host(Vec::new());
+    let ld_library_path = host.env.get("LD_LIBRARY_PATH").cloned();
+    let gpu = match options.target {
+        Some(cc) => GpuInfo::target(cc),
+        None if options.load => gpu::detect(),
+        None => GpuInfo::none("--no-load: NVML not asked; give --target sm_XX to check GPU code"),
+    };
+    let probes = if options.load {
+        probe_all(&scan, ld_library_path.as_deref(), options.timeout)
+    } else {
+        Vec::new()
+    };
+    let ctx = Context::new(
+        &scan,
+        &search,
+        ld_library_path.as_deref(),
+        &probes,
+        gpu.compute_capability(),
+    );
+    let findings = diagnose::diagnose(&ctx);
+    let ScanReport {
+        host: host_info,
+        searched,
+        installations,
+        problems,
+        ..
+    } = scan;
+    DoctorReport {
+        schema: DOCTOR_SCHEMA.to_string(),
+        host: host_info,
+        gpu,
+        loaded: options.load,
+        findings,
+        probes,
+        searched,
+        installations,
+        problems,
+    }
+}
+
+/// Loads every installation's libraries, one worker per installation, several at a time.
+fn probe_all(
+    scan: &ScanReport,
+    ld_library_path: Option<&str>,
+    timeout: Duration,
+) -> Vec<InstallationProbe> {
+    let class = if cfg!(target_pointer_width = "64") {
+        "ELF64"
+    } else {
+        "ELF32"
+    };
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = scan
+            .installations
+            .iter()
+            .map(|installation| {
+                let request = ProbeRequest {
+                    libraries: installation
+                        .libraries
+                        .iter()
+                        .filter(|l| l.elf_class.as_deref() == Some(class))
+                        .map(|l| l.real_path.clone())
+                        .collect(),
+                    search_dirs: Vec::new(),
+                    ld_library_path: Some(diagnose::search_path(installation, ld_library_path)),
+                    timeout,
+                    isolate: false,
+                };
+                let root = installation.root.clone();
+                scope.spawn(move || InstallationProbe {
+                    root,
+                    loads: probe::run(&request),
+                })
+            })
+            .collect();
+        handles.into_iter().filter_map(|h| h.join().ok()).collect()
+    })
+}

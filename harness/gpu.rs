@@ -1,0 +1,115 @@
+//! Which GPUs the host has, from NVML, asked in a helper process so a broken driver cannot
+//! take stackbench down; or the `--target` the user named.
+
+use crate::compat::ComputeCapability;
+use serde::{Deserialize, Serialize};
+use std::process::Command;
+use std::time::Duration;
+
+/// How long NVML may take to answer.
+const NVML_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// The GPUs checked against, and where that knowledge came from.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct GpuInfo {
+    /// `nvml`, `target` (from `--target`) or `none`.
+    pub source: String,
+    pub devices: Vec<Gpu>,
+    /// The kernel driver's version, as NVML reports it.
+    pub driver_version: Option<String>,
+    /// Why there is no device, when there is none.
+    pub note: Option<String>,
+}
+
+/// One GPU.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Gpu {
+    pub index: u32,
+    pub name: String,
+    /// `9.0`
+    pub compute_capability: String,
+}
+
+impl GpuInfo {
+    /// The capability to check GPU code against: the first device's.
+    pub fn compute_capability(&self) -> Option<ComputeCapability> {
+        self.devices
+            .first()
+            .and_then(|d| ComputeCapability::parse(&d.compute_capability))
+    }
+
+    /// A GPU named with `--target`.
+    pub fn target(cc: ComputeCapability) -> GpuInfo {
+        GpuInfo {
+            source: "target".into(),
+            devices: vec![Gpu {
+                index: 0,
+                name: "--target".into(),
+                compute_capability: format!("{}.{}", cc.major, cc.minor),
+            }],
+            driver_version: None,
+            note: None,
+        }
+    }
+
+    /// No device known, and why.
+    pub fn none(note: impl Into<String>) -> GpuInfo {
+        GpuInfo {
+            source: "none".into(),
+            note: Some(note.into()),
+            ..GpuInfo::default()
+        }
+    }
+}
+
+/// Asks NVML through `stackbench __gpu` in a child process.
+pub fn detect() -> GpuInfo {
+    let Ok(exe) = std::env::current_exe() else {
+        return GpuInfo::none("cannot find stackbench's own executable to ask NVML");
+    };
+    let mut command = Command::new(exe);
+    command.arg("__gpu");
+    match crate::process::output_within(command, NVML_TIMEOUT)
+        .and_then(|out| serde_json::from_str(&out).ok())
+    {
+        Some(info) => info,
+        None => GpuInfo::none("NVML did not answer (crashed or hung)"),
+    }
+}
+
+/// The child side: asks NVML and prints the answer as JSON.
+pub fn report_from_nvml() -> std::process::ExitCode {
+    let info = match nvml_wrapper::Nvml::init() {
+        Err(e) => GpuInfo::none(format!(
+            "no NVML ({e}); give --target sm_XX to check GPU code"
+        )),
+        Ok(nvml) => {
+            let count = nvml.device_count().unwrap_or(0);
+            let devices: Vec<Gpu> = (0..count)
+                .filter_map(|index| {
+                    let device = nvml.device_by_index(index).ok()?;
+                    let cc = device.cuda_compute_capability().ok()?;
+                    Some(Gpu {
+                        index,
+                        name: device.name().unwrap_or_default(),
+                        compute_capability: format!("{}.{}", cc.major, cc.minor),
+                    })
+                })
+                .collect();
+            let note = devices.is_empty().then(|| "NVML found no GPU".to_string());
+            GpuInfo {
+                source: "nvml".into(),
+                devices,
+                driver_version: nvml.sys_driver_version().ok(),
+                note,
+            }
+        }
+    };
+    match serde_json::to_string(&info) {
+        Ok(json) => {
+            println!("{json}");
+            std::process::ExitCode::SUCCESS
+        }
+        Err(_) => std::process::ExitCode::from(2),
+    }
+}
