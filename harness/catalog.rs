@@ -9,6 +9,8 @@ const COMPONENTS: &[&str] = &[
     "cupti",
     "nvrtc",
     "nvrtc-builtins",
+    "nvrtc.alt",
+    "nvrtc-builtins.alt",
     "nvJitLink",
     "nvjitlink",
     "cufft",
@@ -85,7 +87,7 @@ pub fn is_driver_component(component: &str) -> bool {
 pub fn toolkit_component_key(component: &str) -> Option<&'static str> {
     Some(match component {
         "cudart" => "cuda_cudart",
-        "nvrtc" | "nvrtc-builtins" => "cuda_nvrtc",
+        "nvrtc" | "nvrtc-builtins" | "nvrtc.alt" | "nvrtc-builtins.alt" => "cuda_nvrtc",
         "cupti" | "nvperf_host" | "nvperf_target" | "pcsamplingutil" | "checkpoint" => "cuda_cupti",
         "cublas" | "cublasLt" | "nvblas" => "libcublas",
         "cufft" | "cufftw" => "libcufft",
@@ -160,6 +162,7 @@ mod tests {
     #[case("libnvidia-ml.so.1", Some(("nvidia-ml", "1")))]
     #[case("libnvrtc-builtins.so.12.9", Some(("nvrtc-builtins", "12.9")))]
     #[case("libnppc.so.12", Some(("nppc", "12")))]
+    #[case("libnvrtc.alt.so.12", Some(("nvrtc.alt", "12")))]
     #[case("libcudart_static.a", None)]
     #[case("libcudart.so.12.bak", None)]
     #[case("libc.so.6", None)]

@@ -10,6 +10,7 @@ use crate::model::{HostInfo, Installation, Problem, ScanReport, SearchRoot};
 use crate::probe::{self, ProbeRequest};
 use crate::resolve::SearchContext;
 use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// Schema tag of the doctor report.
@@ -48,6 +49,8 @@ pub struct DoctorOptions {
     pub timeout: Duration,
     /// The GPU to check GPU code against when there is no device.
     pub target: Option<ComputeCapability>,
+    /// The stackbench executable that serves as worker (`__probe`, `__gpu`): normally this one.
+    pub worker: PathBuf,
 }
 
 /// Runs the doctor on `host`.
@@ -57,11 +60,16 @@ pub fn doctor(options: &DoctorOptions, host: &Host) -> DoctorReport {
     let ld_library_path = host.env.get("LD_LIBRARY_PATH").cloned();
     let gpu = match options.target {
         Some(cc) => GpuInfo::target(cc),
-        None if options.load => gpu::detect(),
+        None if options.load => gpu::detect(&options.worker),
         None => GpuInfo::none("--no-load: NVML not asked; give --target sm_XX to check GPU code"),
     };
     let probes = if options.load {
-        probe_all(&scan, ld_library_path.as_deref(), options.timeout)
+        probe_all(
+            &scan,
+            ld_library_path.as_deref(),
+            options.timeout,
+            &options.worker,
+        )
     } else {
         Vec::new()
     };
@@ -98,6 +106,7 @@ fn probe_all(
     scan: &ScanReport,
     ld_library_path: Option<&str>,
     timeout: Duration,
+    worker: &Path,
 ) -> Vec<InstallationProbe> {
     let class = if cfg!(target_pointer_width = "64") {
         "ELF64"
@@ -124,7 +133,7 @@ fn probe_all(
                 let root = installation.root.clone();
                 scope.spawn(move || InstallationProbe {
                     root,
-                    loads: probe::run(&request),
+                    loads: probe::run_with(&request, worker),
                 })
             })
             .collect();

@@ -12,6 +12,8 @@ pub enum OptionsError {
     BadTimeout(f64),
     #[error("--target {0}: give a GPU architecture such as sm_90, sm_86 or 9.0")]
     BadTarget(String),
+    #[error("cannot find stackbench's own executable to start worker processes ({0}); run it by its path, or use --no-load")]
+    NoExecutable(std::io::Error),
 }
 
 /// A report that could not be written.

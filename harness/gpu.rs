@@ -3,6 +3,7 @@
 
 use crate::compat::ComputeCapability;
 use serde::{Deserialize, Serialize};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -62,12 +63,9 @@ impl GpuInfo {
     }
 }
 
-/// Asks NVML through `stackbench __gpu` in a child process.
-pub fn detect() -> GpuInfo {
-    let Ok(exe) = std::env::current_exe() else {
-        return GpuInfo::none("cannot find stackbench's own executable to ask NVML");
-    };
-    let mut command = Command::new(exe);
+/// Asks NVML through `<worker> __gpu` (a stackbench executable) in a child process.
+pub fn detect(worker: &Path) -> GpuInfo {
+    let mut command = Command::new(worker);
     command.arg("__gpu");
     match crate::process::output_within(command, NVML_TIMEOUT)
         .and_then(|out| serde_json::from_str(&out).ok())

@@ -73,11 +73,13 @@ pub fn doctor(
         ),
         None => None,
     };
+    let worker = std::env::current_exe().map_err(OptionsError::NoExecutable)?;
     let options = DoctorOptions {
         discover: search(args.search)?,
         load: !args.no_load,
         timeout: Duration::from_secs_f64(args.timeout),
         target,
+        worker,
     };
     Ok((options, report(args.report, color)))
 }

@@ -1,16 +1,19 @@
 //! Running a helper process with a deadline: its standard output, or nothing if it fails or hangs.
 
 use std::io::Read;
+use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Runs `command` and returns its standard output if it exits successfully within `timeout`;
-/// a process that runs longer is killed.
+/// a process that runs longer is killed with everything it started (its process group), so a
+/// grandchild holding the pipe open cannot keep us waiting.
 pub fn output_within(mut command: Command, timeout: Duration) -> Option<String> {
     let mut child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
+        .process_group(0)
         .spawn()
         .ok()?;
     let mut stdout = child.stdout.take()?;
@@ -25,6 +28,10 @@ pub fn output_within(mut command: Command, timeout: Duration) -> Option<String> 
             Ok(Some(status)) => break Some(status),
             Ok(None) if started.elapsed() < timeout => std::thread::sleep(Duration::from_millis(5)),
             _ => {
+                if let Ok(group) = i32::try_from(child.id()) {
+                    // SAFETY: kill(2) with a negative pid signals that process group; no memory is touched.
+                    unsafe { libc::kill(-group, libc::SIGKILL) };
+                }
                 let _ = child.kill();
                 let _ = child.wait();
                 break None;

@@ -1,4 +1,4 @@
-//! `probe::run` on the real fixture libraries (`ci/fetch-toolkits`) and on small libraries built
+//! `probe::run_with` on the real fixture libraries (`ci/fetch-toolkits`) and on small libraries built
 //! here that crash, hang or cannot bind. No GPU needed: the values asserted are what the real
 //! libraries answer on a machine with the 535 driver's libcuda but no NVIDIA device.
 
@@ -430,7 +430,7 @@ fn the_whole_cu12_venv_in_one_request() {
     let reports = probe_with_driver(libraries.clone());
     let elapsed = started.elapsed();
     eprintln!(
-        "probe::run: {} libraries of venv-cu12 in {elapsed:?} ({:?} each); worker-side sum {} ms",
+        "probe::run_with: {} libraries of venv-cu12 in {elapsed:?} ({:?} each); worker-side sum {} ms",
         libraries.len(),
         elapsed / libraries.len() as u32,
         reports.iter().map(|r| r.millis).sum::<u64>()

@@ -119,7 +119,11 @@ pub fn version_calls(component: &str, lib: &Library, observe: &mut dyn FnMut()) 
                 i32::try_from(code)
                     .ok()
                     .and_then(|c| calls::cu_get_error_name(lib, c))
-                    .or_else(|| decode::driver_error_name(code).map(str::to_owned))
+                    .or_else(|| {
+                        crate::compat::driver_error(code as i32)
+                            .and_then(|e| e.driver_name)
+                            .map(str::to_owned)
+                    })
             };
             out.push(valued(
                 "cuDriverGetVersion",
@@ -144,7 +148,11 @@ pub fn version_calls(component: &str, lib: &Library, observe: &mut dyn FnMut()) 
                 i32::try_from(code)
                     .ok()
                     .and_then(|c| calls::cuda_get_error_name(lib, c))
-                    .or_else(|| decode::runtime_error_name(code).map(str::to_owned))
+                    .or_else(|| {
+                        crate::compat::runtime_error(code as i32)
+                            .and_then(|e| e.runtime_name)
+                            .map(str::to_owned)
+                    })
             };
             out.push(valued(
                 "cudaRuntimeGetVersion",

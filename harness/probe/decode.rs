@@ -82,57 +82,6 @@ pub fn signal_name(signal: i32) -> Option<&'static str> {
     Some(name)
 }
 
-/// The driver API's name for a `CUresult`, for when the library's own `cuGetErrorName` is missing.
-pub fn driver_error_name(code: i64) -> Option<&'static str> {
-    Some(match code {
-        0 => "CUDA_SUCCESS",
-        1 => "CUDA_ERROR_INVALID_VALUE",
-        2 => "CUDA_ERROR_OUT_OF_MEMORY",
-        3 => "CUDA_ERROR_NOT_INITIALIZED",
-        4 => "CUDA_ERROR_DEINITIALIZED",
-        34 => "CUDA_ERROR_STUB_LIBRARY",
-        35 => "CUDA_ERROR_INSUFFICIENT_DRIVER",
-        100 => "CUDA_ERROR_NO_DEVICE",
-        101 => "CUDA_ERROR_INVALID_DEVICE",
-        222 => "CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
-        303 => "CUDA_ERROR_SHARED_OBJECT_INIT_FAILED",
-        304 => "CUDA_ERROR_OPERATING_SYSTEM",
-        803 => "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
-        804 => "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE",
-        999 => "CUDA_ERROR_UNKNOWN",
-        _ => return None,
-    })
-}
-
-/// The runtime API's name for a `cudaError_t`, for when the library's own `cudaGetErrorName` is missing.
-pub fn runtime_error_name(code: i64) -> Option<&'static str> {
-    Some(match code {
-        0 => "cudaSuccess",
-        1 => "cudaErrorInvalidValue",
-        2 => "cudaErrorMemoryAllocation",
-        3 => "cudaErrorInitializationError",
-        34 => "cudaErrorStubLibrary",
-        35 => "cudaErrorInsufficientDriver",
-        100 => "cudaErrorNoDevice",
-        101 => "cudaErrorInvalidDevice",
-        222 => "cudaErrorUnsupportedPtxVersion",
-        303 => "cudaErrorSharedObjectInitFailed",
-        304 => "cudaErrorOperatingSystem",
-        803 => "cudaErrorSystemDriverMismatch",
-        804 => "cudaErrorCompatNotSupportedOnDevice",
-        999 => "cudaErrorUnknown",
-        _ => return None,
-    })
-}
-
-/// The component a library file belongs to: the part of its name between `lib` and `.so`
-/// (`libcudnn_ops_infer.so.8` -> `cudnn_ops_infer`, `libcuda.so.535.261.03` -> `cuda`).
-pub fn component(file_name: &str) -> Option<&str> {
-    let rest = file_name.strip_prefix("lib")?;
-    let end = rest.find(".so")?;
-    Some(&rest[..end])
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -191,33 +140,5 @@ mod tests {
     #[case(64, None)]
     fn signals(#[case] signal: i32, #[case] name: Option<&str>) {
         assert_eq!(signal_name(signal), name);
-    }
-
-    #[rstest]
-    #[case("libcudart.so.12", Some("cudart"))]
-    #[case("libcudart.so.12.9.79", Some("cudart"))]
-    #[case("libcuda.so.1", Some("cuda"))]
-    #[case("libcublasLt.so.11", Some("cublasLt"))]
-    #[case("libcudnn_ops_infer.so.8", Some("cudnn_ops_infer"))]
-    #[case("libnvrtc.alt.so.12", Some("nvrtc.alt"))]
-    #[case("libnvidia-ml.so.1", Some("nvidia-ml"))]
-    #[case("libnvJitLink.so.12", Some("nvJitLink"))]
-    #[case("cudart64_110.dll", None)]
-    #[case("libfoo", None)]
-    fn components(#[case] file: &str, #[case] want: Option<&str>) {
-        assert_eq!(component(file), want);
-    }
-
-    #[rstest]
-    #[case(
-        35,
-        Some("CUDA_ERROR_INSUFFICIENT_DRIVER"),
-        Some("cudaErrorInsufficientDriver")
-    )]
-    #[case(100, Some("CUDA_ERROR_NO_DEVICE"), Some("cudaErrorNoDevice"))]
-    #[case(12345, None, None)]
-    fn error_names(#[case] code: i64, #[case] driver: Option<&str>, #[case] runtime: Option<&str>) {
-        assert_eq!(driver_error_name(code), driver);
-        assert_eq!(runtime_error_name(code), runtime);
     }
 }

@@ -168,17 +168,6 @@ pub(crate) enum WorkerEvent {
     },
 }
 
-/// Loads every library of `request` in a worker started from this very executable.
-pub fn run(request: &ProbeRequest) -> Vec<LoadReport> {
-    match std::env::current_exe() {
-        Ok(exe) => run_with(request, &exe),
-        Err(e) => not_probed(
-            &request.libraries,
-            &format!("cannot find the stackbench executable to start the probe worker: {e}"),
-        ),
-    }
-}
-
 /// Loads every library of `request` in workers started as `<worker> __probe` (`worker` is a
 /// stackbench binary). One report per library, in the request's order.
 pub fn run_with(request: &ProbeRequest, worker: &Path) -> Vec<LoadReport> {

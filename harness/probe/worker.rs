@@ -8,7 +8,6 @@
 //! threads, and vendor destructors are not ours to run.
 
 use super::api;
-use super::decode;
 use super::dl::{self, Mapped};
 use super::trail;
 use super::{LoadOutcome, LoadStage, LoadedObject, ProbeRequest, WorkerEvent};
@@ -149,7 +148,7 @@ fn load(index: usize, path: &Path) -> WorkerEvent {
 fn component_of(path: &Path) -> Option<String> {
     let from = |p: &Path| {
         p.file_name()
-            .and_then(|n| decode::component(&n.to_string_lossy()).map(str::to_owned))
+            .and_then(|n| crate::catalog::classify(&n.to_string_lossy()).map(|n| n.component))
     };
     from(path).or_else(|| {
         std::fs::canonicalize(path)
