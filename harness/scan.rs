@@ -79,6 +79,7 @@ fn build_report(discovery: Discovery) -> ScanReport {
     for installation in &mut installations {
         apply_versions(installation);
         installation.sources.sort();
+        installation.problems.sort_by(|a, b| a.path.cmp(&b.path));
         installation
             .libraries
             .sort_by(|a, b| (&a.name, &a.path).cmp(&(&b.name, &b.path)));

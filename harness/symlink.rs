@@ -17,27 +17,27 @@ pub enum Chain {
     Loop(Vec<PathBuf>),
 }
 
-/// Follows `path` through every symlink to the file it names.
+/// Follows `path` through every symlink to the file it names. Each link's directory is made
+/// canonical, so the chain holds real paths (no `..`) and ends at the real file.
 pub fn follow(path: &Path) -> Chain {
     let mut chain = vec![path.to_path_buf()];
     let mut current = path.to_path_buf();
     loop {
         let target = match std::fs::read_link(&current) {
             Ok(target) => target,
-            Err(_) if current.exists() => {
-                return match current.canonicalize() {
-                    Ok(real) if real != current => {
-                        chain.push(real);
-                        Chain::Resolved(chain)
-                    }
-                    _ => Chain::Resolved(chain),
-                };
-            }
+            Err(_) if current.exists() => return Chain::Resolved(chain),
             Err(_) => return Chain::Dangling(chain),
         };
-        let next = match current.parent() {
+        let joined = match current.parent() {
             Some(dir) => dir.join(target),
             None => target,
+        };
+        let next = match (joined.parent().map(Path::canonicalize), joined.file_name()) {
+            (Some(Ok(dir)), Some(name)) => dir.join(name),
+            _ => {
+                chain.push(joined);
+                return Chain::Dangling(chain);
+            }
         };
         if chain.contains(&next) || chain.len() > MAX_LINKS {
             chain.push(next);
@@ -71,6 +71,33 @@ mod tests {
         assert_eq!(
             follow(&d.join("libcudart.so.12.9.79")),
             Chain::Resolved(vec![d.join("libcudart.so.12.9.79")])
+        );
+    }
+
+    #[test]
+    fn chains_through_parent_directories_hold_real_paths() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(d.join("targets/lib")).unwrap();
+        std::fs::create_dir_all(d.join("lib")).unwrap();
+        std::fs::write(d.join("targets/lib/libcudart.so.13.0.96"), b"x").unwrap();
+        symlink(
+            "libcudart.so.13.0.96",
+            d.join("targets/lib/libcudart.so.13"),
+        )
+        .unwrap();
+        symlink(
+            "../targets/lib/libcudart.so.13",
+            d.join("lib/libcudart.so.13"),
+        )
+        .unwrap();
+        assert_eq!(
+            follow(&d.join("lib/libcudart.so.13")),
+            Chain::Resolved(vec![
+                d.join("lib/libcudart.so.13"),
+                d.join("targets/lib/libcudart.so.13"),
+                d.join("targets/lib/libcudart.so.13.0.96")
+            ])
         );
     }
 

@@ -224,19 +224,21 @@ pub fn children_matching(dir: &Path, keep: impl Fn(&str) -> bool) -> Vec<PathBuf
     found
 }
 
-/// A problem for a path given by the user that cannot be searched.
+/// A problem for a path given by the user that cannot be searched: missing, not a directory,
+/// or not readable.
 pub fn check_root(root: &Path) -> Result<(), Problem> {
+    let unreadable = |message: String| Problem {
+        kind: ProblemKind::Unreadable,
+        path: root.to_path_buf(),
+        message,
+    };
     match std::fs::metadata(root) {
-        Ok(meta) if meta.is_dir() => Ok(()),
-        Ok(_) => Err(Problem {
-            kind: ProblemKind::Unreadable,
-            path: root.to_path_buf(),
-            message: "not a directory; --root takes a directory to search".into(),
-        }),
-        Err(e) => Err(Problem {
-            kind: ProblemKind::Unreadable,
-            path: root.to_path_buf(),
-            message: e.to_string(),
-        }),
+        Ok(meta) if meta.is_dir() => std::fs::read_dir(root)
+            .map(|_| ())
+            .map_err(|e| unreadable(e.to_string())),
+        Ok(_) => Err(unreadable(
+            "not a directory; --root takes a directory to search".into(),
+        )),
+        Err(e) => Err(unreadable(e.to_string())),
     }
 }

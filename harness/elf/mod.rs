@@ -79,13 +79,20 @@ pub(crate) fn map_file(path: &Path) -> Result<memmap2::Mmap, ElfError> {
         path: path.to_path_buf(),
         source,
     };
+    // Check the type before opening: opening a FIFO named like a library would block.
+    let not_regular = || {
+        io(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ))
+    };
+    if !std::fs::metadata(path).map_err(io)?.is_file() {
+        return Err(not_regular());
+    }
     let file = std::fs::File::open(path).map_err(io)?;
     let meta = file.metadata().map_err(io)?;
     if !meta.is_file() {
-        return Err(io(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            "not a regular file",
-        )));
+        return Err(not_regular());
     }
     if meta.len() == 0 {
         return Err(ElfError::Truncated("empty file".into()));

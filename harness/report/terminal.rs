@@ -152,10 +152,10 @@ impl Terminal {
             let sources: Vec<&str> = installation.sources.iter().map(|s| s.describe()).collect();
             let _ = writeln!(
                 out,
-                "{} {}  {}  {}",
+                "{} {}  {}{}",
                 self.paint(CYAN, &format!("{:<9}", installation.layout.name())),
                 self.paint(BOLD, &installation.root.display().to_string()),
-                versions.join(", "),
+                versions.iter().map(|v| format!("{v}  ")).collect::<String>(),
                 self.paint(DIM, &format!("(found via {})", sources.join(", ")))
             );
             let rows: Vec<[String; 6]> = installation

@@ -1,0 +1,152 @@
+//! Shared helpers for the integration tests: where the fixture toolkits are, and small
+//! conveniences over a scan's JSON.
+//!
+//! The fixtures are real NVIDIA libraries built by `ci/fetch-toolkits` into
+//! `$STACKBENCH_TOOLKITS` or `<repo>/.toolkits`. Tests that need them fail, never skip, when
+//! they are missing.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+/// Where the fixtures are expected: `$STACKBENCH_TOOLKITS`, else `<repo>/.toolkits`.
+pub fn toolkits_location() -> PathBuf {
+    match std::env::var_os("STACKBENCH_TOOLKITS") {
+        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
+        _ => Path::new(env!("CARGO_MANIFEST_DIR")).join(".toolkits"),
+    }
+}
+
+/// The fixture toolkits directory, canonical; panics with what to do when it is missing or
+/// half built (`ci/fetch-toolkits` writes `.complete` last).
+pub fn toolkits() -> PathBuf {
+    let dir = toolkits_location();
+    assert!(
+        dir.join(".complete").is_file(),
+        "fixtures missing: run ci/fetch-toolkits (looked for a complete fixture tree at {}; \
+         set STACKBENCH_TOOLKITS to use another)",
+        dir.display()
+    );
+    dir.canonicalize().unwrap_or_else(|e| {
+        panic!(
+            "fixtures missing: run ci/fetch-toolkits ({}: {e})",
+            dir.display()
+        )
+    })
+}
+
+/// A file inside the fixtures, which must exist.
+pub fn fixture(relative: &str) -> PathBuf {
+    let path = toolkits().join(relative);
+    assert!(
+        path.exists(),
+        "fixtures missing: run ci/fetch-toolkits ({} is not there)",
+        path.display()
+    );
+    path
+}
+
+/// Site-packages of the three fixture virtual environments, relative to the fixtures.
+pub const VENV_CU11: &str = "venv-cu11/lib/python3.11/site-packages";
+pub const VENV_CU12: &str = "venv-cu12/lib/python3.11/site-packages";
+pub const VENV_CUDNN8: &str = "venv-cudnn8-cu12-cublas11/lib/python3.11/site-packages";
+/// The runfile toolkit, its library directory, the conda environment and the driver libraries.
+pub const TOOLKIT: &str = "usr/local/cuda-12.9";
+pub const TOOLKIT_LIB: &str = "usr/local/cuda-12.9/targets/x86_64-linux/lib";
+pub const CONDA: &str = "conda/envs/cu13";
+pub const DRIVER_AMD64: &str = "driver-535/amd64/usr/lib/x86_64-linux-gnu/nvidia/current";
+pub const DRIVER_I386: &str = "driver-535/i386/usr/lib/i386-linux-gnu/nvidia/current";
+
+/// A real, small CUDA library to copy next to fault fixtures (CUDA 12.9's runtime).
+pub fn real_cudart() -> PathBuf {
+    fixture(&format!(
+        "{VENV_CU12}/nvidia/cuda_runtime/lib/libcudart.so.12"
+    ))
+}
+
+/// Strings of a JSON array (panics on anything else).
+pub fn strings(value: &serde_json::Value) -> Vec<String> {
+    value
+        .as_array()
+        .unwrap_or_else(|| panic!("not an array: {value}"))
+        .iter()
+        .map(|v| {
+            v.as_str()
+                .unwrap_or_else(|| panic!("not a string: {v}"))
+                .to_string()
+        })
+        .collect()
+}
+
+/// Every problem object in a scan's JSON: the scan's own, each installation's and each
+/// library's.
+pub fn all_problems(report: &serde_json::Value) -> Vec<&serde_json::Value> {
+    let mut out: Vec<&serde_json::Value> = Vec::new();
+    if let Some(p) = report["problems"].as_array() {
+        out.extend(p.iter());
+    }
+    for installation in report["installations"].as_array().into_iter().flatten() {
+        if let Some(p) = installation["problems"].as_array() {
+            out.extend(p.iter());
+        }
+        for library in installation["libraries"].as_array().into_iter().flatten() {
+            if let Some(p) = library["problems"].as_array() {
+                out.extend(p.iter());
+            }
+        }
+    }
+    out
+}
+
+/// Every library object in a scan's JSON.
+pub fn all_libraries(report: &serde_json::Value) -> Vec<&serde_json::Value> {
+    report["installations"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|i| i["libraries"].as_array().into_iter().flatten())
+        .collect()
+}
+
+/// The `stackbench` binary with nothing of this host's environment but a PATH: HOME is `home`
+/// (give it a fresh directory) and LD_LIBRARY_PATH, CUDA_HOME, NO_COLOR and the like are unset
+/// unless the test sets them, so no result depends on this host's own CUDA set-up.
+pub fn isolated_stackbench(home: &Path) -> assert_cmd::Command {
+    let mut command = assert_cmd::Command::new(env!("CARGO_BIN_EXE_stackbench"));
+    command
+        .env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("HOME", home);
+    command
+}
+
+/// A doctor report's JSON from standard output: checks the schema tag and that it reads back as
+/// stackbench's own `DoctorReport` (so every finding's cause is a known code).
+pub fn doctor_report(stdout: &[u8]) -> serde_json::Value {
+    let value: serde_json::Value = serde_json::from_slice(stdout).unwrap_or_else(|e| {
+        panic!(
+            "doctor's stdout is not JSON ({e}): {}",
+            String::from_utf8_lossy(stdout)
+        )
+    });
+    assert_eq!(
+        value["schema"],
+        stackbench::doctor::DOCTOR_SCHEMA,
+        "schema tag"
+    );
+    assert_eq!(stackbench::doctor::DOCTOR_SCHEMA, "stackbench.doctor/v1");
+    if let Err(e) = serde_json::from_value::<stackbench::doctor::DoctorReport>(value.clone()) {
+        panic!("doctor's JSON does not read back as a DoctorReport: {e}");
+    }
+    value
+}
+
+/// The findings of a doctor report with cause code `cause`, in report order.
+pub fn findings_of<'a>(report: &'a serde_json::Value, cause: &str) -> Vec<&'a serde_json::Value> {
+    report["findings"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no findings array in {report}"))
+        .iter()
+        .filter(|f| f["cause"] == cause)
+        .collect()
+}
