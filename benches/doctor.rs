@@ -1,24 +1,15 @@
 //! `doctor` over all the fixture toolkits, live loading included (target: under 3 s on this
 //! 2-core machine), and the static analysis alone (`--no-load`).
 
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use common::toolkits;
 use criterion::{criterion_group, criterion_main, Criterion};
 use stackbench::discover::{Host, Options};
 use stackbench::doctor::{doctor, DoctorOptions};
 use std::path::PathBuf;
 use std::time::Duration;
-
-/// The fixture toolkits made by `ci/fetch-toolkits`.
-fn toolkits() -> PathBuf {
-    let dir = std::env::var_os("STACKBENCH_TOOLKITS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".toolkits"));
-    assert!(
-        dir.join(".complete").is_file(),
-        "fixtures missing in {}: run ci/fetch-toolkits",
-        dir.display()
-    );
-    dir
-}
 
 fn bench(c: &mut Criterion) {
     let options = |load| DoctorOptions {

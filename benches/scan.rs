@@ -2,25 +2,16 @@
 //! listing the GPU architectures of the largest fixture library against NVIDIA's
 //! `cuobjdump --list-elf` on the same file (target: faster, by reading headers only).
 
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use common::toolkits;
 use criterion::{criterion_group, criterion_main, Criterion};
 use stackbench::discover::{Host, Options};
 use stackbench::elf::fatbin;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
-
-/// The fixture toolkits made by `ci/fetch-toolkits`.
-fn toolkits() -> PathBuf {
-    let dir = std::env::var_os("STACKBENCH_TOOLKITS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".toolkits"));
-    assert!(
-        dir.join(".complete").is_file(),
-        "fixtures missing in {}: run ci/fetch-toolkits",
-        dir.display()
-    );
-    dir
-}
 
 /// The largest library file among the fixtures.
 fn largest_library(dir: &Path) -> PathBuf {

@@ -5,6 +5,9 @@
 //! The libraries come from the fixture toolkits built by `ci/fetch-toolkits`
 //! (`$STACKBENCH_TOOLKITS`, or `.toolkits/` in the repository). Missing fixtures fail the tests.
 
+mod common;
+use common::fixture;
+
 use rstest::rstest;
 use stackbench::elf::{self, fatbin, ElfInfo};
 use std::collections::BTreeMap;
@@ -17,23 +20,6 @@ const CUDNN8_CU12: &str = "venv-cudnn8-cu12-cublas11/lib/python3.11/site-package
 const CONDA_CU13: &str = "conda/envs/cu13/lib";
 const DRIVER_AMD64: &str = "driver-535/amd64/usr/lib/x86_64-linux-gnu/nvidia/current";
 const DRIVER_I386: &str = "driver-535/i386/usr/lib/i386-linux-gnu/nvidia/current";
-
-fn toolkits() -> PathBuf {
-    std::env::var_os("STACKBENCH_TOOLKITS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".toolkits"))
-}
-
-/// A file of the fixture toolkits; fails the test when it is not there.
-fn fixture(relative: &str) -> PathBuf {
-    let path = toolkits().join(relative);
-    assert!(
-        path.exists(),
-        "fixture {} is missing: run ci/fetch-toolkits (or point STACKBENCH_TOOLKITS at a built tree)",
-        path.display()
-    );
-    path
-}
 
 fn read(relative: &str) -> ElfInfo {
     let path = fixture(relative);

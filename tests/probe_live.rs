@@ -2,6 +2,9 @@
 //! here that crash, hang or cannot bind. No GPU needed: the values asserted are what the real
 //! libraries answer on a machine with the 535 driver's libcuda but no NVIDIA device.
 
+mod common;
+use common::fixture;
+
 use rstest::rstest;
 use stackbench::probe::{self, ApiCall, LoadOutcome, LoadReport, LoadStage, ProbeRequest};
 use std::path::{Path, PathBuf};
@@ -11,28 +14,6 @@ use std::time::{Duration, Instant};
 const SP: &str = "lib/python3.11/site-packages/nvidia";
 const DRIVER: &str = "driver-535/amd64/usr/lib/x86_64-linux-gnu/nvidia/current";
 const DRIVER_I386: &str = "driver-535/i386/usr/lib/i386-linux-gnu/nvidia/current";
-
-fn toolkits() -> PathBuf {
-    let dir = std::env::var_os("STACKBENCH_TOOLKITS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".toolkits"));
-    assert!(
-        dir.join(".complete").is_file(),
-        "fixture toolkits missing at {}: run ci/fetch-toolkits",
-        dir.display()
-    );
-    dir
-}
-
-fn fixture(relative: &str) -> PathBuf {
-    let path = toolkits().join(relative);
-    assert!(
-        path.exists(),
-        "{} missing: run ci/fetch-toolkits",
-        path.display()
-    );
-    path
-}
 
 fn driver_dir() -> PathBuf {
     fixture(DRIVER)

@@ -3,6 +3,9 @@
 //! The search contexts here have no ld.so.cache and no default directories, so the results do
 //! not depend on the host's own libraries.
 
+mod common;
+use common::toolkits;
+
 use stackbench::compat::{self, ComputeCapability, CudaVersion, DriverVerdict, KernelSupport};
 use stackbench::elf;
 use stackbench::resolve::{self, AttemptResult, Requester, SearchContext, SearchStep};
@@ -11,19 +14,6 @@ use std::path::{Path, PathBuf};
 const SITE: &str = "lib/python3.11/site-packages";
 const I386_DRIVER: &str = "driver-535/i386/usr/lib/i386-linux-gnu/nvidia/current";
 const AMD64_DRIVER: &str = "driver-535/amd64/usr/lib/x86_64-linux-gnu/nvidia/current";
-
-/// The fixture tree: `$STACKBENCH_TOOLKITS` or `<repo>/.toolkits`. Missing fixtures fail.
-fn toolkits() -> PathBuf {
-    let dir = std::env::var_os("STACKBENCH_TOOLKITS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".toolkits"));
-    assert!(
-        dir.join(".complete").is_file(),
-        "fixture toolkits missing or incomplete at {}: run ci/fetch-toolkits",
-        dir.display()
-    );
-    dir
-}
 
 fn bare() -> SearchContext {
     SearchContext::bare("ELF64", "x86_64")
