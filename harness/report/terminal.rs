@@ -155,7 +155,10 @@ impl Terminal {
                 "{} {}  {}{}",
                 self.paint(CYAN, &format!("{:<9}", installation.layout.name())),
                 self.paint(BOLD, &installation.root.display().to_string()),
-                versions.iter().map(|v| format!("{v}  ")).collect::<String>(),
+                versions
+                    .iter()
+                    .map(|v| format!("{v}  "))
+                    .collect::<String>(),
                 self.paint(DIM, &format!("(found via {})", sources.join(", ")))
             );
             let rows: Vec<[String; 6]> = installation
