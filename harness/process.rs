@@ -2,7 +2,7 @@
 
 use std::io::Read;
 use std::os::unix::process::CommandExt;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Runs `command` and returns its standard output if it exits successfully within `timeout`;
@@ -28,11 +28,7 @@ pub fn output_within(mut command: Command, timeout: Duration) -> Option<String> 
             Ok(Some(status)) => break Some(status),
             Ok(None) if started.elapsed() < timeout => std::thread::sleep(Duration::from_millis(5)),
             _ => {
-                if let Ok(group) = i32::try_from(child.id()) {
-                    // SAFETY: kill(2) with a negative pid signals that process group; no memory is touched.
-                    unsafe { libc::kill(-group, libc::SIGKILL) };
-                }
-                let _ = child.kill();
+                kill_group(&mut child);
                 let _ = child.wait();
                 break None;
             }
@@ -40,6 +36,16 @@ pub fn output_within(mut command: Command, timeout: Duration) -> Option<String> 
     };
     let out = reader.join().ok()?;
     status.filter(|s| s.success()).map(|_| out)
+}
+
+/// Kills a child started with `process_group(0)` and everything in its process group.
+/// Call it before reaping the child: until then its pid (the group's id) cannot be reused.
+pub fn kill_group(child: &mut Child) {
+    if let Ok(group) = i32::try_from(child.id()) {
+        // SAFETY: kill(2) with a negative pid signals that process group; no memory is touched.
+        unsafe { libc::kill(-group, libc::SIGKILL) };
+    }
+    let _ = child.kill();
 }
 
 #[cfg(test)]

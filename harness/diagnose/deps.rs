@@ -8,7 +8,7 @@ use crate::catalog;
 use crate::compat::{self, CudaVersion};
 use crate::model::{Installation, Layout, Library};
 use crate::resolve::{self, AttemptResult, Resolution, SearchContext};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 pub fn check(ctx: &Context) -> Vec<Finding> {
     let mut findings = Vec::new();
@@ -222,7 +222,7 @@ fn not_found(
             "; this library was built for CUDA {major} but only CUDA {other} {other_name} is reachable"
         ));
     }
-    let fix = fix_for(name, installation, &candidates);
+    let fix = fix_for(name, library, installation, &candidates);
     Finding::new(severity, cause, message, fix)
         .library(needed_by.clone(), library.path.clone())
         .installation(installation.root.clone())
@@ -267,6 +267,10 @@ fn other_major_reachable(
     None
 }
 
+fn file_name_of(path: &Path) -> String {
+    super::file_name(path)
+}
+
 /// The CUDA major an installation provides or was built for.
 fn cuda_major(installation: &Installation) -> Option<u32> {
     installation
@@ -276,13 +280,40 @@ fn cuda_major(installation: &Installation) -> Option<u32> {
         .map(|v| v.major)
 }
 
-/// The fix for a missing library: the package to install in a pip or conda environment, a
-/// directory to add when a copy exists elsewhere, else what to install.
-pub fn fix_for(name: &str, installation: &Installation, candidates: &[PathBuf]) -> String {
-    let component = catalog::classify(name)
-        .map(|n| n.component)
+/// The fix for a library `library` cannot find: the development link to create when the
+/// installation has the library under its versioned name only; the package to install in a pip
+/// or conda environment; a directory to add when a copy exists elsewhere; else what to install.
+fn fix_for(
+    name: &str,
+    library: &Library,
+    installation: &Installation,
+    candidates: &[PathBuf],
+) -> String {
+    let named = catalog::classify(name);
+    let component = named
+        .as_ref()
+        .map(|n| n.component.clone())
         .unwrap_or_else(|| name.to_string());
-    let major = compat::cuda_major_of_soname(name).or_else(|| cuda_major(installation));
+    if named.as_ref().is_some_and(|n| n.version.is_empty()) {
+        if let Some(versioned) = installation.libraries.iter().find(|l| l.name == component) {
+            let dir = versioned.path.parent().unwrap_or(Path::new("."));
+            return format!(
+                "ln -s {} {}   (the installation has {component} only under its versioned name)",
+                file_name_of(&versioned.path),
+                dir.join(name).display()
+            );
+        }
+    }
+    let consumer_major = compat::cuda_major_of_names(
+        library
+            .dlopen_deps
+            .iter()
+            .chain(&library.needed)
+            .map(String::as_str),
+    );
+    let major = compat::cuda_major_of_soname(name)
+        .or_else(|| cuda_major(installation))
+        .or(consumer_major);
     match (installation.layout, major) {
         (Layout::Pip, Some(m)) => {
             if let Some(package) = catalog::pip_package(&component, m) {

@@ -6,6 +6,7 @@ use super::{file_name, Context, InstallationProbe};
 use crate::catalog;
 use crate::model::Layout;
 use crate::probe::{LoadOutcome, LoadReport};
+use std::path::PathBuf;
 
 /// Trail lines kept as evidence for a failure.
 const TRAIL_LINES: usize = 12;
@@ -33,7 +34,10 @@ fn outcome(probe: &InstallationProbe, load: &LoadReport) -> Option<Finding> {
         .collect();
     let finding = match &load.outcome {
         LoadOutcome::Loaded => return None,
-        LoadOutcome::Failed { error } => failed(&name, error),
+        LoadOutcome::Failed { error } => match failed(&name, error) {
+            Failure::Host(finding) => return Some(finding),
+            Failure::Library(finding) => finding,
+        },
         LoadOutcome::Crashed { signal_name, exit_code, .. } => Finding::new(
             Severity::Error,
             Cause::LoadCrashed,
@@ -57,52 +61,86 @@ fn outcome(probe: &InstallationProbe, load: &LoadReport) -> Option<Finding> {
             format!("{name}'s initialisation hangs (often a driver or device-node wait): run `LD_DEBUG=libs` on a program that loads it to see where"),
         ),
     };
-    if finding.cause == Cause::NoDriver {
-        return Some(finding);
-    }
-    Some(
-        finding
-            .library(name, load.path.clone())
-            .installation(probe.root.clone())
-            .evidence(trail),
-    )
+    let mut finding = finding
+        .library(name, load.path.clone())
+        .installation(probe.root.clone());
+    finding.evidence.extend(trail);
+    Some(finding)
+}
+
+/// A load failure is about the library itself, or about the host's driver (one finding for
+/// the whole host, which this failure adds its evidence to).
+enum Failure {
+    Library(Finding),
+    Host(Finding),
 }
 
 /// A dlopen failure, classified by the loader's message.
-fn failed(name: &str, error: &str) -> Finding {
-    let evidence_first = |f: Finding| f.evidence(vec![format!("dlopen: {error}")]);
-    if error.contains("wrong ELF class") {
-        return evidence_first(Finding::new(
+fn failed(name: &str, error: &str) -> Failure {
+    let seen = vec![format!("dlopen: {error}")];
+    let is_driver = |lib: &str| {
+        catalog::classify(lib).is_some_and(|n| catalog::is_driver_component(&n.component))
+    };
+    if let Some((culprit, _)) = error.split_once(": wrong ELF class") {
+        let culprit = culprit
+            .rsplit('/')
+            .next()
+            .unwrap_or(culprit)
+            .trim()
+            .to_string();
+        if culprit == name {
+            return Failure::Library(
+                Finding::new(
+                    Severity::Error,
+                    Cause::WrongElfClass,
+                    format!("{name} cannot load: {error}"),
+                    "use the copy built for this machine's word size (x86-64 programs need ELF64 libraries)".into(),
+                )
+                .evidence(seen),
+            );
+        }
+        let finding = Finding::new(
             Severity::Error,
             Cause::WrongElfClass,
-            format!("{name} cannot load: {error}"),
-            "use the copy built for this machine's word size (x86-64 programs need ELF64 libraries)".into(),
-        ));
+            format!("{name} cannot load: its dependency {culprit} resolves to a copy of the wrong ELF class"),
+            format!("put the {} build of {culprit} first on the search path", std::env::consts::ARCH),
+        )
+        .evidence(vec![format!("{name}: {error}")]);
+        return if is_driver(&culprit) {
+            let mut host = finding
+                .library(culprit.clone(), PathBuf::new())
+                .missing(culprit, "every CUDA program");
+            host.severity = Severity::Info;
+            Failure::Host(host)
+        } else {
+            Failure::Library(finding.missing(culprit, name))
+        };
     }
-    if let Some(missing) = error
-        .split(": cannot open shared object file")
-        .next()
-        .filter(|_| error.contains("cannot open shared object file"))
-    {
+    if error.contains("cannot open shared object file") {
+        let missing = error
+            .split(": cannot open shared object file")
+            .next()
+            .unwrap_or(error);
         let missing = missing
             .rsplit(": ")
             .next()
             .unwrap_or(missing)
             .trim()
             .to_string();
-        if catalog::classify(&missing).is_some_and(|n| catalog::is_driver_component(&n.component)) {
-            return super::driver::no_driver_evidence(format!(
+        if is_driver(&missing) {
+            return Failure::Host(super::driver::no_driver_evidence(format!(
                 "{name} cannot load without it: {error}"
-            ));
+            )));
         }
-        return evidence_first(
+        return Failure::Library(
             Finding::new(
                 Severity::Error,
                 Cause::MissingDependency,
                 format!("{name} cannot load: {missing} is not on its search path"),
                 format!("install {missing} or add its directory to LD_LIBRARY_PATH"),
             )
-            .missing(missing, name),
+            .missing(missing, name)
+            .evidence(seen),
         );
     }
     if error.contains("version `") && error.contains("not found") {
@@ -111,19 +149,25 @@ fn failed(name: &str, error: &str) -> Finding {
         } else {
             Cause::MissingSymbolVersion
         };
-        return evidence_first(Finding::new(
-            Severity::Error,
-            cause,
-            format!("{name} cannot load: {error}"),
-            "put the release of the named library that defines this version first on the search path".into(),
-        ));
+        return Failure::Library(
+            Finding::new(
+                Severity::Error,
+                cause,
+                format!("{name} cannot load: {error}"),
+                "put the release of the named library that defines this version first on the search path".into(),
+            )
+            .evidence(seen),
+        );
     }
-    evidence_first(Finding::new(
-        Severity::Error,
-        Cause::LoadFailed,
-        format!("{name} cannot load: {error}"),
-        "the library or one of its dependencies is incompatible with the others loaded; reinstall them from one release".into(),
-    ))
+    Failure::Library(
+        Finding::new(
+            Severity::Error,
+            Cause::LoadFailed,
+            format!("{name} cannot load: {error}"),
+            "the library or one of its dependencies is incompatible with the others loaded; reinstall them from one release".into(),
+        )
+        .evidence(seen),
+    )
 }
 
 /// CUDA libraries that a library of one installation pulled in from another (drivers aside).

@@ -5,6 +5,7 @@ use super::Context;
 use crate::model::{Installation, Library};
 use crate::resolve::{self, Requester};
 use std::collections::BTreeMap;
+use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 
 pub fn check(ctx: &Context) -> Vec<Finding> {
@@ -40,7 +41,18 @@ pub fn check(ctx: &Context) -> Vec<Finding> {
             .iter()
             .map(|(_, l)| l.version.clone().unwrap_or_default())
             .collect();
-        let differ = versions.iter().any(|v| *v != versions[0]);
+        // Hard links of one file (one inode) are the same bytes whatever their metadata says.
+        let mut files: Vec<(u64, u64)> = copies
+            .iter()
+            .filter_map(|(_, l)| {
+                std::fs::metadata(&l.real_path)
+                    .ok()
+                    .map(|m| (m.dev(), m.ino()))
+            })
+            .collect();
+        files.sort();
+        files.dedup();
+        let differ = files.len() > 1 && versions.iter().any(|v| *v != versions[0]);
         let evidence: Vec<String> = copies
             .iter()
             .map(|(i, l)| {

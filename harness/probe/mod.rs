@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::process::CommandExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -293,7 +294,9 @@ fn run_batch(request: &ProbeRequest, worker: &Path, batch: &[PathBuf]) -> Batch 
         .env_remove("LD_DEBUG_OUTPUT")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+        .stderr(Stdio::piped())
+        // Its own process group, so whatever a library's constructor forks dies with it.
+        .process_group(0);
     match library_path(&request.search_dirs, request.ld_library_path.as_deref()) {
         Some(path) => command.env("LD_LIBRARY_PATH", path),
         None => command.env_remove("LD_LIBRARY_PATH"),
@@ -311,7 +314,7 @@ fn run_batch(request: &ProbeRequest, worker: &Path, batch: &[PathBuf]) -> Batch 
     let (Some(mut stdin), Some(stdout), Some(stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
     else {
-        let _ = child.kill();
+        crate::process::kill_group(&mut child);
         let _ = child.wait();
         return failed("the probe worker's pipes could not be set up".to_owned());
     };
@@ -364,13 +367,14 @@ fn run_batch(request: &ProbeRequest, worker: &Path, batch: &[PathBuf]) -> Batch 
                 current = None;
                 last = Instant::now();
                 if settled.len() == batch.len() {
-                    // All done: no need to wait for the pipe to close (a library may have left
-                    // a child process holding it).
+                    // All done: end the worker and anything a library left running (which
+                    // would otherwise hold the pipes open and outlive doctor).
+                    crate::process::kill_group(&mut child);
                     break;
                 }
             }
             Err(RecvTimeoutError::Timeout) => {
-                let _ = child.kill();
+                crate::process::kill_group(&mut child);
                 match current.take() {
                     Some((index, since)) => {
                         if let Some(path) = batch.get(index).filter(|_| index == settled.len()) {
@@ -478,7 +482,7 @@ fn wait(child: &mut Child) -> Option<ExitStatus> {
             Ok(Some(status)) => return Some(status),
             Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
             Ok(None) => {
-                let _ = child.kill();
+                crate::process::kill_group(child);
                 return child.wait().ok();
             }
             Err(_) => return None,

@@ -1,0 +1,1129 @@
+//! `stackbench doctor` as a user runs it, on the real NVIDIA fixture libraries: each cause code
+//! shown on a real broken combination with its evidence and fix, `--no-load`, `--target`,
+//! search-path hygiene, shadowing and the report formats.
+//!
+//! Every run gets an empty environment (PATH, HOME in a temporary directory, LD_LIBRARY_PATH only
+//! where the case is about it), so nothing depends on this host's own CUDA set-up.
+
+mod common;
+
+use common::*;
+use rstest::rstest;
+use serde_json::Value;
+use std::fs;
+use std::os::unix::fs::{symlink, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+/// Fixture roots, relative to the fixtures: cuDNN 8.9 for CUDA 12 beside only CUDA 11 cuBLAS,
+/// the CUDA 12 and CUDA 11 pip environments, and the 535 driver (amd64 and i386).
+const CUDNN8_VENV: &str = "venv-cudnn8-cu12-cublas11";
+const CU12_VENV: &str = "venv-cu12";
+const CU11_VENV: &str = "venv-cu11";
+const DRIVER: &str = "driver-535";
+
+/// One `doctor --format json` run.
+struct Run {
+    code: i32,
+    report: Value,
+}
+
+/// `doctor --no-system --root <each root>` plus `args`, in an isolated environment with
+/// LD_LIBRARY_PATH set to `ld_library_path` (unset for `None`) and the extra `env`.
+fn doctor_output(
+    roots: &[PathBuf],
+    ld_library_path: Option<&str>,
+    env: &[(&str, &str)],
+    args: &[&str],
+) -> Output {
+    let home = tempfile::tempdir().expect("temporary HOME");
+    let mut command = isolated_stackbench(home.path());
+    command.args(["doctor", "--no-system"]);
+    for root in roots {
+        command.arg("--root").arg(root);
+    }
+    command.args(args);
+    if let Some(value) = ld_library_path {
+        command.env("LD_LIBRARY_PATH", value);
+    }
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    command.output().expect("run stackbench doctor")
+}
+
+/// `doctor ... --format json`, parsed, with the report-wide invariants checked.
+fn doctor(roots: &[PathBuf], ld_library_path: Option<&str>, args: &[&str]) -> Run {
+    let mut all = args.to_vec();
+    all.extend(["--format", "json"]);
+    let output = doctor_output(roots, ld_library_path, &[], &all);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(!stderr.contains("panicked"), "doctor panicked: {stderr}");
+    let code = output
+        .status
+        .code()
+        .unwrap_or_else(|| panic!("doctor was killed by a signal; stderr: {stderr}"));
+    assert!(
+        code == 0 || code == 1,
+        "exit status {code}; stderr: {stderr}"
+    );
+    let report = doctor_report(&output.stdout);
+    check_invariants(&report, code);
+    Run { code, report }
+}
+
+/// What holds for every report: findings ordered errors, warnings, notes; each has a message,
+/// a fix and every field; the exit status is 1 exactly when there is an error.
+fn check_invariants(report: &Value, code: i32) {
+    let findings = report["findings"].as_array().expect("findings array");
+    let rank = |f: &Value| match f["severity"].as_str() {
+        Some("error") => 0,
+        Some("warning") => 1,
+        Some("info") => 2,
+        other => panic!("unknown severity {other:?} in {f}"),
+    };
+    for pair in findings.windows(2) {
+        assert!(
+            rank(&pair[0]) <= rank(&pair[1]),
+            "findings out of order: {} before {}",
+            pair[0],
+            pair[1]
+        );
+    }
+    for f in findings {
+        for key in [
+            "severity",
+            "cause",
+            "message",
+            "library",
+            "path",
+            "installation",
+            "missing",
+            "needed_by",
+            "candidates",
+            "evidence",
+            "fix",
+        ] {
+            assert!(f.get(key).is_some(), "finding without `{key}`: {f}");
+        }
+        assert!(
+            !text(f, "message").is_empty(),
+            "finding without a message: {f}"
+        );
+        assert!(!text(f, "fix").is_empty(), "finding without a fix: {f}");
+    }
+    let errors = findings.iter().any(|f| f["severity"] == "error");
+    assert_eq!(
+        code,
+        i32::from(errors),
+        "exit status 1 exactly when there is an error; findings:\n{}",
+        summary(report)
+    );
+}
+
+fn roots(relative: &[&str]) -> Vec<PathBuf> {
+    relative.iter().map(|r| fixture(r)).collect()
+}
+
+fn display(path: &Path) -> String {
+    path.display().to_string()
+}
+
+/// A string field of a finding; "" for null.
+fn text<'a>(finding: &'a Value, key: &str) -> &'a str {
+    finding[key].as_str().unwrap_or("")
+}
+
+/// One line per finding, for failure messages.
+fn summary(report: &Value) -> String {
+    report["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|f| {
+            format!(
+                "  {} {} library={} missing={} needed_by={} installation={}",
+                text(f, "severity"),
+                text(f, "cause"),
+                text(f, "library"),
+                text(f, "missing"),
+                text(f, "needed_by"),
+                text(f, "installation")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The one finding with `cause` for which `pick` holds.
+fn the<'a>(report: &'a Value, cause: &str, pick: impl Fn(&Value) -> bool) -> &'a Value {
+    let found: Vec<&Value> = findings_of(report, cause)
+        .into_iter()
+        .filter(|f| pick(f))
+        .collect();
+    assert_eq!(
+        found.len(),
+        1,
+        "expected exactly one matching `{cause}` finding; findings:\n{}",
+        summary(report)
+    );
+    found[0]
+}
+
+fn has_line(lines: &Value, wanted: &str) -> bool {
+    strings(lines).iter().any(|l| l == wanted)
+}
+
+fn has_line_containing(lines: &Value, wanted: &str) -> bool {
+    strings(lines).iter().any(|l| l.contains(wanted))
+}
+
+/// The live load of the library whose requested path ends in `/file`.
+fn load<'a>(report: &'a Value, file: &str) -> &'a Value {
+    let loads: Vec<&Value> = report["probes"]
+        .as_array()
+        .expect("probes array")
+        .iter()
+        .flat_map(|p| p["loads"].as_array().into_iter().flatten())
+        .filter(|l| text(l, "path").ends_with(&format!("/{file}")))
+        .collect();
+    assert_eq!(loads.len(), 1, "one load of {file} in {}", report["probes"]);
+    loads[0]
+}
+
+/// What one API call of a load answered: (status, value).
+fn api<'a>(load: &'a Value, function: &str) -> &'a Value {
+    load["api"]
+        .as_array()
+        .expect("api array")
+        .iter()
+        .find(|c| c["function"] == function)
+        .unwrap_or_else(|| panic!("{function} not called in {load}"))
+}
+
+/// A library object of the report's inventory, by installation and soname.
+fn library<'a>(report: &'a Value, installation: &Path, soname: &str) -> &'a Value {
+    report["installations"]
+        .as_array()
+        .expect("installations array")
+        .iter()
+        .filter(|i| i["root"] == display(installation).as_str())
+        .flat_map(|i| i["libraries"].as_array().into_iter().flatten())
+        .find(|l| l["soname"] == soname)
+        .unwrap_or_else(|| panic!("no {soname} in {}", installation.display()))
+}
+
+fn amd64_driver_dir() -> PathBuf {
+    fixture(DRIVER_AMD64)
+}
+
+fn i386_driver_dir() -> PathBuf {
+    fixture(DRIVER_I386)
+}
+
+// 1. A dependency opened at run time, built for another CUDA major than the one reachable.
+
+#[test]
+fn cudnn8_for_cuda12_beside_cuda11_cublas_cannot_reach_cublaslt_12() {
+    let run = doctor(&roots(&[CUDNN8_VENV, CU12_VENV]), None, &[]);
+    let venv = fixture(VENV_CUDNN8);
+    let ops_infer = venv.join("nvidia/cudnn/lib/libcudnn_ops_infer.so.8");
+    for (missing, cuda11) in [
+        ("libcublasLt.so.12", "libcublasLt.so.11"),
+        ("libcublas.so.12", "libcublas.so.11"),
+    ] {
+        let f = the(&run.report, "missing_runtime_dependency", |f| {
+            f["missing"] == missing && f["needed_by"] == "libcudnn_ops_infer.so.8"
+        });
+        assert_eq!(f["severity"], "error", "{f}");
+        assert_eq!(f["library"], "libcudnn_ops_infer.so.8");
+        assert_eq!(text(f, "path"), display(&ops_infer));
+        assert_eq!(text(f, "installation"), display(&venv));
+        let message = text(f, "message");
+        assert!(
+            message.contains(&format!("opens {missing} at run time (dlopen)")),
+            "{message}"
+        );
+        assert!(
+            message.contains(&format!(
+                "built for CUDA 12 but only CUDA 11 {cuda11} is reachable"
+            )),
+            "{message}"
+        );
+        // The one CUDA 12 copy on the host, in the other environment.
+        assert_eq!(
+            strings(&f["candidates"]),
+            vec![display(
+                &fixture(VENV_CU12).join(format!("nvidia/cublas/lib/{missing}"))
+            )]
+        );
+        assert!(
+            text(f, "fix").starts_with("pip install nvidia-cublas-cu12"),
+            "{f}"
+        );
+        assert!(text(f, "fix").contains(&display(&venv)), "{f}");
+        // The wheel's own RUNPATH was followed to the CUDA 11 cuBLAS directory.
+        let runpath_try = format!(
+            "{}/nvidia/cudnn/lib/../../cublas/lib/{missing} via DT_RUNPATH: no such file",
+            venv.display()
+        );
+        assert!(has_line(&f["evidence"], &runpath_try), "{f}");
+    }
+    // It loads fine (the names are opened at first use) and says it was built for CUDA 12.1.
+    let loaded = load(&run.report, "libcudnn_ops_infer.so.8");
+    assert_eq!(loaded["outcome"]["kind"], "loaded", "{loaded}");
+    assert_eq!(api(loaded, "cudnnGetVersion")["value"], 8902);
+    assert_eq!(api(loaded, "cudnnGetCudartVersion")["value"], 12010);
+    assert_eq!(run.code, 1);
+}
+
+// 2. The 32-bit driver library on the search path.
+
+#[test]
+fn a_32_bit_libcuda_alone_on_the_path_is_a_wrong_elf_class_error() {
+    let i386 = i386_driver_dir();
+    let amd64 = amd64_driver_dir();
+    let run = doctor(&roots(&[DRIVER, CU12_VENV]), Some(&display(&i386)), &[]);
+    let f = the(&run.report, "wrong_elf_class", |f| {
+        f["library"] == "libcuda.so.1"
+    });
+    assert_eq!(f["severity"], "error", "{f}");
+    assert_eq!(text(f, "path"), display(&i386.join("libcuda.so.1")));
+    assert_eq!(f["missing"], "libcuda.so.1");
+    assert!(
+        text(f, "message").contains("is ELF32, not ELF64 x86_64"),
+        "{f}"
+    );
+    assert_eq!(
+        strings(&f["candidates"]),
+        vec![display(&amd64.join("libcuda.so.1"))]
+    );
+    assert!(
+        text(f, "fix").contains(&format!("take {} off LD_LIBRARY_PATH", i386.display())),
+        "{f}"
+    );
+    assert!(
+        text(f, "fix").contains(&display(&amd64.join("libcuda.so.1"))),
+        "{f}"
+    );
+    assert!(
+        has_line(
+            &f["evidence"],
+            &format!(
+                "{} via LD_LIBRARY_PATH: wrong ELF class (ELF32)",
+                i386.join("libcuda.so.1").display()
+            )
+        ),
+        "{f}"
+    );
+    // Nothing usable is reachable, and the fix points at the 64-bit copy.
+    let none = the(&run.report, "no_driver", |_| true);
+    assert_eq!(
+        strings(&none["candidates"]),
+        vec![display(&amd64.join("libcuda.so.1"))]
+    );
+    assert!(
+        text(none, "fix").starts_with(&format!("export LD_LIBRARY_PATH={}", amd64.display())),
+        "{none}"
+    );
+    assert_eq!(run.code, 1);
+}
+
+#[test]
+fn a_32_bit_libcuda_before_the_64_bit_one_is_only_a_warning() {
+    let i386 = i386_driver_dir();
+    let amd64 = amd64_driver_dir();
+    let path = format!("{}:{}", i386.display(), amd64.display());
+    let run = doctor(&roots(&[DRIVER, CU12_VENV]), Some(&path), &[]);
+    let f = the(&run.report, "wrong_elf_class", |f| {
+        f["library"] == "libcuda.so.1"
+    });
+    assert_eq!(f["severity"], "warning", "the loader skips it: {f}");
+    assert_eq!(text(f, "path"), display(&i386.join("libcuda.so.1")));
+    assert!(
+        has_line(
+            &f["evidence"],
+            &format!(
+                "{} via LD_LIBRARY_PATH: found",
+                amd64.join("libcuda.so.1").display()
+            )
+        ),
+        "{f}"
+    );
+    assert!(
+        findings_of(&run.report, "no_driver").is_empty(),
+        "{}",
+        summary(&run.report)
+    );
+    // The runtime reached the 64-bit driver: it answers for CUDA 12.2.
+    let cudart = load(&run.report, "libcudart.so.12");
+    assert_eq!(api(cudart, "cudaDriverGetVersion")["value"], 12020);
+}
+
+// 3. The driver against the runtimes.
+
+#[test]
+fn the_cuda_13_runtime_on_the_535_driver_is_driver_too_old() {
+    let amd64 = amd64_driver_dir();
+    let run = doctor(&roots(&[CONDA, DRIVER]), Some(&display(&amd64)), &[]);
+    let f = the(&run.report, "driver_too_old", |_| true);
+    assert_eq!(f["severity"], "error", "{f}");
+    assert_eq!(f["library"], "libcudart");
+    assert_eq!(text(f, "installation"), display(&fixture(CONDA)));
+    let message = text(f, "message");
+    for part in [
+        "CUDA 13.0 runtime",
+        "needs a driver for CUDA 13.x (>= 580)",
+        "driver 535.261.03 supports CUDA 12.2",
+        "(error 35)",
+    ] {
+        assert!(message.contains(part), "`{part}` not in: {message}");
+    }
+    assert!(
+        text(f, "fix").contains("upgrade the NVIDIA driver to 580 or newer"),
+        "{f}"
+    );
+    // The static verdict and the runtime's own answer are one finding.
+    assert!(
+        has_line_containing(
+            &f["evidence"],
+            "cudaGetDeviceCount() = 35 (cudaErrorInsufficientDriver"
+        ),
+        "{f}"
+    );
+    assert!(
+        has_line(
+            &f["evidence"],
+            &format!(
+                "driver loaded: {}",
+                amd64.join("libcuda.so.535.261.03").display()
+            )
+        ),
+        "{f}"
+    );
+    assert!(
+        findings_of(&run.report, "no_driver").is_empty(),
+        "{}",
+        summary(&run.report)
+    );
+    let driver = load(&run.report, "libcuda.so.535.261.03");
+    assert_eq!(api(driver, "cuDriverGetVersion")["value"], 12020);
+    assert_eq!(run.code, 1);
+}
+
+#[test]
+fn the_cuda_12_9_runtime_on_the_535_driver_is_minor_version_compatibility() {
+    let amd64 = amd64_driver_dir();
+    let run = doctor(&roots(&[TOOLKIT, DRIVER]), Some(&display(&amd64)), &[]);
+    let f = the(&run.report, "minor_version_compatibility", |_| true);
+    assert_eq!(f["severity"], "warning", "{f}");
+    assert_eq!(f["library"], "libcudart");
+    assert_eq!(text(f, "installation"), display(&fixture(TOOLKIT)));
+    let message = text(f, "message");
+    for part in [
+        "CUDA 12.9 runtime",
+        "driver 535.261.03 (CUDA 12.2)",
+        "cudaErrorUnsupportedPtxVersion (222)",
+    ] {
+        assert!(message.contains(part), "`{part}` not in: {message}");
+    }
+    let note = the(&run.report, "no_device", |_| true);
+    assert_eq!(note["severity"], "info", "{note}");
+    assert!(
+        has_line_containing(
+            &note["evidence"],
+            "cudaGetDeviceCount() = 100 (cudaErrorNoDevice"
+        ),
+        "{note}"
+    );
+    assert!(findings_of(&run.report, "driver_too_old").is_empty());
+    assert!(findings_of(&run.report, "no_driver").is_empty());
+    // It works, with limits: not an error.
+    assert_eq!(run.code, 0, "{}", summary(&run.report));
+}
+
+// 4. No driver at all.
+
+#[test]
+fn no_driver_at_all_is_one_no_driver_error_with_the_runtimes_answer() {
+    let run = doctor(&roots(&[CU12_VENV]), None, &[]);
+    let f = the(&run.report, "no_driver", |_| true);
+    assert_eq!(f["severity"], "error");
+    assert_eq!(f["missing"], "libcuda.so.1");
+    assert_eq!(f["needed_by"], "every CUDA program");
+    assert_eq!(f["candidates"], serde_json::json!([]), "no copy anywhere");
+    assert!(text(f, "fix").contains("install the NVIDIA driver"), "{f}");
+    let cudart = fixture(VENV_CU12).join("nvidia/cuda_runtime/lib/libcudart.so.12");
+    assert!(
+        has_line(
+            &f["evidence"],
+            &format!(
+                "{} answered cudaGetDeviceCount with 35 (cudaErrorInsufficientDriver)",
+                cudart.display()
+            )
+        ),
+        "{f}"
+    );
+    // The cuDNN engine that links libcuda.so.1 fails to load for the same reason: evidence here,
+    // not a finding of its own.
+    assert!(
+        has_line_containing(
+            &f["evidence"],
+            "libcudnn_engines_runtime_compiled.so.9 cannot load without it"
+        ),
+        "{f}"
+    );
+    assert!(findings_of(&run.report, "driver_too_old").is_empty());
+    assert!(findings_of(&run.report, "missing_dependency").is_empty());
+    assert_eq!(
+        api(load(&run.report, "libcudart.so.12"), "cudaGetDeviceCount")["status"],
+        35
+    );
+    assert_eq!(run.code, 1);
+}
+
+// 5. Static analysis only.
+
+#[test]
+fn no_load_loads_nothing_and_keeps_the_static_findings() {
+    let both = roots(&[CUDNN8_VENV, CU12_VENV]);
+    let live = doctor(&both, None, &[]);
+    let run = doctor(&both, None, &["--no-load"]);
+    assert_eq!(run.report["loaded"], false);
+    assert_eq!(run.report["probes"], serde_json::json!([]));
+    assert_eq!(run.report["gpu"]["source"], "none");
+    assert!(text(&run.report["gpu"], "note").contains("--no-load"));
+    for missing in ["libcublasLt.so.12", "libcublas.so.12"] {
+        let pick =
+            |f: &Value| f["missing"] == missing && f["needed_by"] == "libcudnn_ops_infer.so.8";
+        let static_only = the(&run.report, "missing_runtime_dependency", pick);
+        let with_loading = the(&live.report, "missing_runtime_dependency", pick);
+        assert_eq!(static_only, with_loading);
+    }
+    for live_only in [
+        "load_failed",
+        "load_crashed",
+        "load_hung",
+        "mixed_installations",
+        "no_device",
+    ] {
+        assert!(
+            findings_of(&run.report, live_only).is_empty(),
+            "{live_only}"
+        );
+    }
+    // The driver is still missing; only the runtime's answer is not there to quote.
+    let none = the(&run.report, "no_driver", |_| true);
+    assert!(
+        !has_line_containing(&none["evidence"], "cudaGetDeviceCount"),
+        "{none}"
+    );
+    assert_eq!(run.code, 1);
+}
+
+// 6. cuDNN for another CUDA major than the runtime beside it.
+
+/// A pip environment with the real CUDA 11.8 runtime and the real cuDNN 9 for CUDA 12.
+fn cuda11_runtime_with_cudnn_for_cuda12() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let site = dir
+        .path()
+        .canonicalize()
+        .expect("canonical tempdir")
+        .join("lib/python3.11/site-packages");
+    let runtime = site.join("nvidia/cuda_runtime/lib");
+    let cudnn = site.join("nvidia/cudnn/lib");
+    fs::create_dir_all(&runtime).expect("mkdir");
+    fs::create_dir_all(&cudnn).expect("mkdir");
+    symlink(
+        fixture(&format!(
+            "{VENV_CU11}/nvidia/cuda_runtime/lib/libcudart.so.11.0"
+        )),
+        runtime.join("libcudart.so.11.0"),
+    )
+    .expect("symlink cudart");
+    let cudnn12 = fixture(&format!("{VENV_CU12}/nvidia/cudnn/lib"));
+    for entry in fs::read_dir(&cudnn12).expect("read cuDNN dir") {
+        let entry = entry.expect("entry");
+        symlink(entry.path(), cudnn.join(entry.file_name())).expect("symlink cuDNN");
+    }
+    (dir, site)
+}
+
+#[test]
+fn cudnn_for_cuda_12_beside_the_cuda_11_runtime_is_a_mismatch() {
+    let (dir, site) = cuda11_runtime_with_cudnn_for_cuda12();
+    let root = vec![dir.path().to_path_buf()];
+    for args in [&[][..], &["--no-load"][..]] {
+        let run = doctor(&root, None, args);
+        let f = the(&run.report, "cudnn_cuda_mismatch", |_| true);
+        assert_eq!(f["severity"], "error", "{f}");
+        assert_eq!(text(f, "installation"), display(&site));
+        assert!(text(f, "library").starts_with("libcudnn"), "{f}");
+        assert!(
+            text(f, "message")
+                .contains("was built for CUDA 12, but the CUDA runtime beside it is CUDA 11"),
+            "{f}"
+        );
+        assert!(text(f, "fix").contains("nvidia-cudnn-cu11"), "{f}");
+        // Live: cuDNN's own answer; static: the CUDA 12 names it opens.
+        let shown = if args.is_empty() {
+            has_line(&f["evidence"], "cudnnGetCudartVersion() = 12090")
+        } else {
+            strings(&f["evidence"])
+                .iter()
+                .any(|l| l.starts_with("opens ") && l.ends_with(".so.12"))
+        };
+        assert!(shown, "{args:?}: {f}");
+        assert_eq!(run.code, 1);
+    }
+}
+
+// 7. GPU code against a target GPU.
+
+/// The arch cases below rest on what the fatbins hold (checked against `cuobjdump --list-elf`
+/// and `--list-ptx`).
+#[test]
+fn fixture_fatbins_hold_what_the_target_cases_assume() {
+    let run = doctor(&roots(&[CU11_VENV, CU12_VENV]), None, &["--no-load"]);
+    let cu11 = fixture(VENV_CU11);
+    let cu12 = fixture(VENV_CU12);
+    let ops8 = library(&run.report, &cu11, "libcudnn_ops_infer.so.8");
+    assert_eq!(
+        strings(&ops8["sass"]),
+        ["sm_50", "sm_60", "sm_61", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"]
+    );
+    assert_eq!(strings(&ops8["ptx"]), ["compute_90"]);
+    let ops9 = library(&run.report, &cu12, "libcudnn_ops.so.9");
+    assert_eq!(
+        strings(&ops9["sass"]),
+        ["sm_75", "sm_80", "sm_90a", "sm_100", "sm_120"]
+    );
+    assert_eq!(strings(&ops9["ptx"]), ["compute_120f"]);
+    let cublas11 = library(&run.report, &cu11, "libcublas.so.11");
+    assert_eq!(strings(&cublas11["sass"])[0], "sm_35");
+    let cublas12 = library(&run.report, &cu12, "libcublas.so.12");
+    assert_eq!(strings(&cublas12["sass"])[0], "sm_50");
+    assert!(strings(&cublas12["sass"]).contains(&"sm_120".to_string()));
+}
+
+#[rstest]
+#[case("sm_90")]
+#[case("9.0")]
+fn sm_90_has_sass_in_every_fixture_library(#[case] target: &str) {
+    let run = doctor(
+        &roots(&[CU11_VENV, CU12_VENV]),
+        None,
+        &["--no-load", "--target", target],
+    );
+    assert_eq!(run.report["gpu"]["source"], "target");
+    assert_eq!(run.report["gpu"]["devices"][0]["compute_capability"], "9.0");
+    // cuDNN 9's sm_90a SASS runs on a 9.0 device.
+    assert!(
+        findings_of(&run.report, "ptx_jit_only").is_empty(),
+        "{}",
+        summary(&run.report)
+    );
+    assert!(
+        findings_of(&run.report, "no_kernels_for_gpu").is_empty(),
+        "{}",
+        summary(&run.report)
+    );
+}
+
+#[test]
+fn sm_120_runs_cudnn_8_only_through_the_ptx_jit() {
+    let run = doctor(
+        &roots(&[CU11_VENV, CU12_VENV]),
+        None,
+        &["--no-load", "--target", "sm_120"],
+    );
+    let f = the(&run.report, "ptx_jit_only", |f| {
+        f["library"] == "libcudnn_ops_infer.so.8"
+    });
+    assert_eq!(f["severity"], "warning");
+    assert_eq!(text(f, "installation"), display(&fixture(VENV_CU11)));
+    let message = text(f, "message");
+    assert!(message.contains("no SASS for sm_120"), "{message}");
+    assert!(message.contains("compute_90"), "{message}");
+    assert!(message.contains("JIT-compiles"), "{message}");
+    // Every CUDA 11 library with GPU code is JIT-only there; no CUDA 12 one is.
+    let jit: Vec<String> = findings_of(&run.report, "ptx_jit_only")
+        .iter()
+        .map(|f| text(f, "installation").to_string())
+        .collect();
+    assert_eq!(jit.len(), 8, "{}", summary(&run.report));
+    assert!(jit.iter().all(|i| *i == display(&fixture(VENV_CU11))));
+    assert!(findings_of(&run.report, "no_kernels_for_gpu").is_empty());
+}
+
+#[test]
+fn sm_35_has_no_kernels_in_cudnn_9_or_cublas_12_but_cublas_11_has_sass() {
+    let run = doctor(
+        &roots(&[CU11_VENV, CU12_VENV]),
+        None,
+        &["--no-load", "--target", "sm_35"],
+    );
+    let f = the(&run.report, "no_kernels_for_gpu", |f| {
+        f["library"] == "libcudnn_ops.so.9"
+    });
+    assert_eq!(f["severity"], "error");
+    let message = text(f, "message");
+    assert!(message.contains("no kernels for sm_35"), "{message}");
+    assert!(
+        message.contains("SASS sm_75 sm_80 sm_90a sm_100 sm_120"),
+        "{message}"
+    );
+    assert!(message.contains("PTX compute_120f"), "{message}");
+    assert!(text(f, "fix").contains("sm_35"), "{f}");
+    the(&run.report, "no_kernels_for_gpu", |f| {
+        f["library"] == "libcublas.so.12"
+    });
+    the(&run.report, "no_kernels_for_gpu", |f| {
+        f["library"] == "libcudnn_ops_infer.so.8"
+    });
+    for library in ["libcublas.so.11", "libcublasLt.so.11"] {
+        assert!(
+            findings_of(&run.report, "no_kernels_for_gpu")
+                .iter()
+                .all(|f| f["library"] != library),
+            "{library} has SASS for sm_35:\n{}",
+            summary(&run.report)
+        );
+    }
+    assert!(findings_of(&run.report, "ptx_jit_only").is_empty());
+    assert_eq!(run.code, 1);
+}
+
+#[rstest]
+#[case("nonsense")]
+#[case("sm_")]
+#[case("99")]
+#[case("")]
+fn a_bad_target_exits_2_and_says_what_to_give(#[case] target: &str) {
+    let output = doctor_output(
+        &roots(&[CU12_VENV]),
+        None,
+        &[],
+        &["--no-load", "--target", target],
+    );
+    assert_eq!(output.status.code(), Some(2));
+    assert!(output.stdout.is_empty(), "no report on a usage error");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.starts_with(&format!(
+            "error: --target {target}: give a GPU architecture such as sm_90"
+        )),
+        "{stderr}"
+    );
+}
+
+// 8. Search-path hygiene.
+
+#[test]
+fn empty_relative_and_world_writable_search_path_entries_are_warnings() {
+    let open = tempfile::tempdir().expect("temporary directory");
+    let open_dir = open.path().canonicalize().expect("canonical");
+    fs::set_permissions(&open_dir, fs::Permissions::from_mode(0o777)).expect("chmod 777");
+    let value = format!(":/x:lib:{}", open_dir.display());
+    let run = doctor(&roots(&[CU12_VENV]), Some(&value), &["--no-load"]);
+    let clean = format!("export LD_LIBRARY_PATH=/x:{}", open_dir.display());
+    let empty = the(&run.report, "empty_search_path_entry", |_| true);
+    assert!(
+        text(empty, "message").contains("current directory"),
+        "{empty}"
+    );
+    assert_eq!(text(empty, "fix"), clean);
+    let relative = the(&run.report, "relative_search_path_entry", |_| true);
+    assert!(
+        text(relative, "message").contains("`lib` is relative"),
+        "{relative}"
+    );
+    assert_eq!(text(relative, "fix"), clean);
+    let writable = the(&run.report, "world_writable_search_path", |_| true);
+    assert!(
+        text(writable, "message").starts_with(&format!(
+            "{} on LD_LIBRARY_PATH is world-writable",
+            open_dir.display()
+        )),
+        "{writable}"
+    );
+    assert_eq!(
+        text(writable, "fix"),
+        format!("chmod o-w {}", open_dir.display())
+    );
+    for f in [empty, relative, writable] {
+        assert_eq!(f["severity"], "warning", "{f}");
+        assert!(
+            has_line(&f["evidence"], &format!("LD_LIBRARY_PATH={value}")),
+            "{f}"
+        );
+    }
+}
+
+#[rstest]
+#[case("/x:")]
+#[case("/x::/y")]
+#[case(":")]
+fn every_empty_entry_form_is_seen(#[case] value: &str) {
+    let run = doctor(&roots(&[CU12_VENV]), Some(value), &["--no-load"]);
+    assert_eq!(
+        findings_of(&run.report, "empty_search_path_entry").len(),
+        1,
+        "{}",
+        summary(&run.report)
+    );
+}
+
+#[test]
+fn a_clean_search_path_has_no_hygiene_findings() {
+    let clean = tempfile::tempdir().expect("temporary directory");
+    fs::set_permissions(clean.path(), fs::Permissions::from_mode(0o755)).expect("chmod 755");
+    for value in [display(clean.path()), String::new()] {
+        let run = doctor(&roots(&[CU12_VENV]), Some(&value), &["--no-load"]);
+        for cause in [
+            "empty_search_path_entry",
+            "relative_search_path_entry",
+            "world_writable_search_path",
+        ] {
+            assert!(
+                findings_of(&run.report, cause).is_empty(),
+                "{value:?}: {cause}"
+            );
+        }
+    }
+}
+
+// 9. Shadowing.
+
+#[test]
+fn the_toolkit_on_ld_library_path_shadows_the_venvs_own_cublaslt() {
+    let toolkit_lib = fixture(TOOLKIT_LIB);
+    let venv = fixture(VENV_CU12);
+    let run = doctor(
+        &roots(&[CU12_VENV, TOOLKIT]),
+        Some(&display(&toolkit_lib)),
+        &[],
+    );
+    let f = the(&run.report, "shadowed", |f| {
+        f["library"] == "libcudnn_adv.so.9" && f["missing"] == "libcublasLt.so.12"
+    });
+    assert_eq!(f["severity"], "warning", "{f}");
+    assert_eq!(text(f, "installation"), display(&venv));
+    assert_eq!(f["needed_by"], "libcudnn_adv.so.9");
+    assert!(
+        text(f, "message").contains(&format!(
+            "gets libcublasLt.so.12 from {} (via LD_LIBRARY_PATH), not its installation's own copy",
+            toolkit_lib.join("libcublasLt.so.12").display()
+        )),
+        "{f}"
+    );
+    assert_eq!(
+        strings(&f["candidates"]),
+        vec![display(&venv.join("nvidia/cublas/lib/libcublasLt.so.12"))]
+    );
+    assert!(
+        text(f, "fix").starts_with(&format!(
+            "take {} off LD_LIBRARY_PATH",
+            toolkit_lib.display()
+        )),
+        "{f}"
+    );
+    // The live load shows the same: the venv's cuBLAS mapped the toolkit's cuBLASLt.
+    let mixed = the(&run.report, "mixed_installations", |f| {
+        f["library"] == "libcublas.so.12"
+    });
+    assert_eq!(text(mixed, "installation"), display(&venv));
+    assert!(
+        has_line(
+            &mixed["evidence"],
+            &format!(
+                "{} from {}",
+                toolkit_lib.join("libcublasLt.so.12.9.1.4").display(),
+                fixture(TOOLKIT).display()
+            )
+        ),
+        "{mixed}"
+    );
+    // The host-wide view: a program that brings nothing gets the toolkit's copy.
+    let host = the(&run.report, "shadowed", |f| {
+        f["library"] == "libcublasLt.so.12" && f["installation"].is_null()
+    });
+    assert!(
+        has_line_containing(&host["evidence"], "<- loaded"),
+        "{host}"
+    );
+    assert_eq!(strings(&host["candidates"]).len(), 2, "{host}");
+}
+
+#[test]
+fn without_ld_library_path_each_installation_keeps_its_own_copies() {
+    let run = doctor(&roots(&[CU12_VENV, TOOLKIT]), None, &["--no-load"]);
+    assert!(
+        findings_of(&run.report, "shadowed").is_empty(),
+        "{}",
+        summary(&run.report)
+    );
+}
+
+/// Rule bug (harness/diagnose/shadow.rs): the toolkit's and the venv's `libcudnn.so.9` are one
+/// file (hard links to one inode, identical bytes), yet the host-wide `shadowed` finding is a
+/// warning because the version strings come from different sources (`9.28.0` from the file name,
+/// `9.28.0.42` from the wheel's METADATA; `2025.2.1` vs `12.9.79` for libcupti.so.12). Copies of
+/// one release should be a note.
+#[test]
+fn copies_that_are_one_file_are_not_reported_as_different_versions() {
+    let toolkit_lib = fixture(TOOLKIT_LIB);
+    let venv_copy = fixture(&format!("{VENV_CU12}/nvidia/cudnn/lib/libcudnn.so.9"));
+    let toolkit_copy = toolkit_lib.join("libcudnn.so.9");
+    assert_eq!(
+        fs::read(&venv_copy).expect("read"),
+        fs::read(&toolkit_copy).expect("read"),
+        "the premise: the two copies are the same bytes"
+    );
+    let run = doctor(
+        &roots(&[CU12_VENV, TOOLKIT]),
+        Some(&display(&toolkit_lib)),
+        &["--no-load"],
+    );
+    for soname in ["libcudnn.so.9", "libcupti.so.12"] {
+        let f = the(&run.report, "shadowed", |f| {
+            f["library"] == soname && f["installation"].is_null()
+        });
+        assert_eq!(f["severity"], "info", "identical copies of {soname}: {f}");
+    }
+}
+
+/// Rule bug (harness/diagnose/deps.rs `fix_for`): venv-cu12 has `nvidia_cuda_runtime_cu12`
+/// installed, and libcupti.so.12's run-time name `libcudart.so` (unversioned; no wheel ships it)
+/// gets the fix `pip install nvidia-cuda-runtime-cu12`: installing it again changes nothing.
+#[test]
+fn no_fix_asks_to_install_a_wheel_that_is_already_installed() {
+    let run = doctor(&roots(&[CU12_VENV]), None, &["--no-load"]);
+    let site = fixture(VENV_CU12);
+    let installed: Vec<String> = fs::read_dir(&site)
+        .expect("read site-packages")
+        .filter_map(|e| {
+            let name = e.ok()?.file_name().to_string_lossy().into_owned();
+            let project = name
+                .strip_suffix(".dist-info")?
+                .split('-')
+                .next()?
+                .to_string();
+            Some(project.replace('_', "-").to_lowercase())
+        })
+        .collect();
+    assert!(
+        installed.contains(&"nvidia-cuda-runtime-cu12".to_string()),
+        "{installed:?}"
+    );
+    for f in run.report["findings"].as_array().expect("findings") {
+        if let Some(package) = text(f, "fix").strip_prefix("pip install ") {
+            let package = package.split_whitespace().next().unwrap_or_default();
+            assert!(
+                !installed.contains(&package.to_lowercase()),
+                "the fix installs {package}, which {} already has: {f}",
+                site.display()
+            );
+        }
+    }
+}
+
+// 10. Formats.
+
+#[test]
+fn csv_has_one_row_per_finding_under_a_fixed_header() {
+    let both = roots(&[CUDNN8_VENV, CU12_VENV]);
+    let json = doctor(&both, None, &["--no-load"]);
+    let output = doctor_output(&both, None, &[], &["--no-load", "--format", "csv"]);
+    assert_eq!(output.status.code(), Some(1));
+    let mut reader = csv::Reader::from_reader(output.stdout.as_slice());
+    let header: Vec<String> = reader
+        .headers()
+        .expect("header")
+        .iter()
+        .map(String::from)
+        .collect();
+    assert_eq!(
+        header,
+        [
+            "severity",
+            "cause",
+            "library",
+            "path",
+            "installation",
+            "missing",
+            "needed_by",
+            "candidates",
+            "message",
+            "fix",
+            "evidence"
+        ]
+    );
+    let rows: Vec<csv::StringRecord> = reader.records().map(|r| r.expect("row")).collect();
+    let findings = json.report["findings"].as_array().expect("findings");
+    assert_eq!(rows.len(), findings.len());
+    for (row, f) in rows.iter().zip(findings) {
+        assert_eq!(&row[0], text(f, "severity"));
+        assert_eq!(&row[1], text(f, "cause"));
+        assert_eq!(&row[2], text(f, "library"));
+        assert_eq!(&row[5], text(f, "missing"));
+        assert_eq!(&row[9], text(f, "fix"));
+    }
+    assert!(rows.iter().any(|r| &r[1] == "missing_runtime_dependency"
+        && &r[5] == "libcublasLt.so.12"
+        && r[7].contains("venv-cu12")));
+}
+
+#[test]
+fn markdown_has_a_findings_table() {
+    let both = roots(&[CUDNN8_VENV, CU12_VENV]);
+    let json = doctor(&both, None, &["--no-load"]);
+    let output = doctor_output(&both, None, &[], &["--no-load", "--format", "markdown"]);
+    assert_eq!(output.status.code(), Some(1));
+    let text_out = String::from_utf8(output.stdout).expect("UTF-8");
+    assert!(text_out.starts_with("# stackbench doctor\n"), "{text_out}");
+    let table = text_out
+        .split("## Findings")
+        .nth(1)
+        .expect("a Findings section");
+    assert!(
+        table.contains("| severity | cause | library | what | fix |"),
+        "{text_out}"
+    );
+    assert!(
+        table.contains("| error | `missing_runtime_dependency` | libcudnn_ops_infer.so.8 |"),
+        "{text_out}"
+    );
+    for severity in ["error", "warning", "info"] {
+        let rows = table
+            .lines()
+            .take_while(|l| !l.starts_with("## "))
+            .filter(|l| l.starts_with(&format!("| {severity} |")))
+            .count();
+        let expected = json.report["findings"]
+            .as_array()
+            .expect("findings")
+            .iter()
+            .filter(|f| f["severity"] == severity)
+            .count();
+        assert_eq!(rows, expected, "{severity} rows");
+    }
+}
+
+#[test]
+fn terminal_prints_errors_before_warnings_with_their_fixes() {
+    let both = roots(&[CUDNN8_VENV, CU12_VENV]);
+    let output = doctor_output(&both, None, &[("NO_COLOR", "1")], &["--no-load"]);
+    assert_eq!(output.status.code(), Some(1));
+    let out = String::from_utf8(output.stdout).expect("UTF-8");
+    assert!(!out.contains('\u{1b}'), "NO_COLOR: no escapes\n{out}");
+    assert!(out.starts_with("stackbench doctor: "), "{out}");
+    let lines: Vec<&str> = out.lines().collect();
+    let errors = lines
+        .iter()
+        .position(|l| *l == "errors")
+        .expect("an errors heading");
+    let warnings = lines
+        .iter()
+        .position(|l| *l == "warnings")
+        .expect("a warnings heading");
+    assert!(errors < warnings, "{out}");
+    let fix = lines
+        .iter()
+        .position(|l| {
+            l.trim_start()
+                .starts_with("fix: pip install nvidia-cublas-cu12")
+        })
+        .expect("the cuBLAS fix");
+    assert!(errors < fix && fix < warnings, "{out}");
+    assert!(
+        lines[errors..warnings]
+            .iter()
+            .any(|l| l.trim_start().starts_with(
+                "missing_runtime_dependency libcudnn_ops_infer.so.8 opens libcublasLt.so.12"
+            )),
+        "{out}"
+    );
+}
+
+#[test]
+fn colour_is_for_terminals_or_when_asked() {
+    let root = roots(&[CU12_VENV]);
+    // Not a terminal: plain.
+    let piped = doctor_output(&root, None, &[], &["--no-load"]);
+    assert!(!String::from_utf8_lossy(&piped.stdout).contains('\u{1b}'));
+    let asked = doctor_output(&root, None, &[], &["--no-load", "--color", "always"]);
+    assert!(String::from_utf8_lossy(&asked.stdout).contains("\u{1b}["));
+}
+
+#[test]
+fn output_file_gets_the_report_and_stdout_stays_empty() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let file = dir.path().join("doctor.json");
+    let output = doctor_output(
+        &roots(&[CU12_VENV]),
+        None,
+        &[],
+        &[
+            "--no-load",
+            "--format",
+            "json",
+            "--output",
+            file.to_str().expect("UTF-8 path"),
+        ],
+    );
+    assert_eq!(output.status.code(), Some(1));
+    assert!(output.stdout.is_empty());
+    let report = doctor_report(&fs::read(&file).expect("the report file"));
+    assert_eq!(findings_of(&report, "no_driver").len(), 1);
+}
+
+/// Rule bug (harness/diagnose/load.rs `failed`): with only the i386 libcuda.so.1 on
+/// LD_LIBRARY_PATH, cuDNN 9's engine library (DT_NEEDED libcuda.so.1) fails to load with
+/// "libcuda.so.1: wrong ELF class: ELFCLASS32". The finding names no `missing` library, offers no
+/// candidate and says "use the copy built for this machine's word size", which reads as if
+/// libcudnn_engines_runtime_compiled.so.9 were the 32-bit file. The loader's message names the
+/// wrong-class file; it is the missing dependency, and the 64-bit copy is the candidate.
+#[test]
+fn a_dependency_of_the_wrong_class_is_named_as_the_missing_library() {
+    let i386 = i386_driver_dir();
+    let amd64 = amd64_driver_dir();
+    let run = doctor(&roots(&[DRIVER, CU12_VENV]), Some(&display(&i386)), &[]);
+    for f in findings_of(&run.report, "wrong_elf_class") {
+        assert_eq!(f["missing"], "libcuda.so.1", "{f}");
+        assert!(
+            strings(&f["candidates"]).contains(&display(&amd64.join("libcuda.so.1"))),
+            "{f}"
+        );
+    }
+}
+
+/// On a GPU host (driver installed, a device present): NVML sees the device, the driver is
+/// found, and no runtime on the host's own search path is told there is no device.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn doctor_on_a_gpu_host_sees_the_device_and_the_driver() {
+    let output = assert_cmd::Command::new(env!("CARGO_BIN_EXE_stackbench"))
+        .args(["doctor", "--format", "json"])
+        .output()
+        .expect("doctor runs");
+    let report = doctor_report(&output.stdout);
+    assert_eq!(report["gpu"]["source"], "nvml", "{}", report["gpu"]);
+    let devices = report["gpu"]["devices"].as_array().expect("devices");
+    assert!(
+        !devices.is_empty(),
+        "NVML found no device: {}",
+        report["gpu"]
+    );
+    assert!(
+        findings_of(&report, "no_driver").is_empty(),
+        "{}",
+        summary(&report)
+    );
+    assert!(
+        findings_of(&report, "no_device").is_empty(),
+        "{}",
+        summary(&report)
+    );
+}
