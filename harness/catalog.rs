@@ -193,4 +193,18 @@ mod tests {
         assert!(is_driver_component("nvidia-ml"));
         assert!(!is_driver_component("cudart"));
     }
+
+    proptest::proptest! {
+        #[test]
+        fn any_file_name_classifies_without_panicking(name in "\\PC{0,40}") {
+            let _ = classify(&name);
+        }
+
+        #[test]
+        fn versioned_names_classify_back(index in 0..COMPONENTS.len(), version in "[0-9]{1,3}(\\.[0-9]{1,3}){0,3}") {
+            let component = COMPONENTS[index];
+            let named = classify(&format!("lib{component}.so.{version}"));
+            proptest::prop_assert_eq!(named, Some(LibraryName { component: component.into(), version }));
+        }
+    }
 }

@@ -1064,4 +1064,21 @@ mod tests {
     fn reads_cudnn_cudart_versions(#[case] version: usize, #[case] major: u32) {
         assert_eq!(cudnn_cudart_major(version), major);
     }
+
+    proptest::proptest! {
+        #[test]
+        fn version_and_target_parsers_never_panic(text in "\\PC{0,24}") {
+            let _ = CudaVersion::parse(&text);
+            let _ = ComputeCapability::parse(&text);
+            let _ = parse_target(&text);
+            let _ = driver_cuda_version(&text);
+            let _ = cuda_major_of_soname(&text);
+        }
+
+        #[test]
+        fn api_versions_round_trip(major in 1u32..100, minor in 0u32..10) {
+            let version = CudaVersion::new(major, minor);
+            proptest::prop_assert_eq!(CudaVersion::from_api(version.to_api()), Some(version));
+        }
+    }
 }

@@ -1241,4 +1241,12 @@ mod tests {
         assert!(!HygieneKind::WorldWritable.is_informational());
         assert!(search_path_hygiene("").is_empty());
     }
+
+    proptest::proptest! {
+        #[test]
+        fn search_path_parsers_never_panic(value in "[a-z/:;. $]{0,60}") {
+            let _ = split_search_path(&value);
+            let _ = search_path_hygiene(&value);
+        }
+    }
 }

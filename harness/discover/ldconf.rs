@@ -91,4 +91,15 @@ mod tests {
     fn missing_file_gives_nothing() {
         assert!(directories(Path::new("/nonexistent/ld.so.conf")).is_empty());
     }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        #[test]
+        fn any_conf_text_reads_without_panicking(text in "(\\PC{0,30}\n){0,8}") {
+            let dir = tempfile::tempdir().unwrap();
+            let conf = dir.path().join("ld.so.conf");
+            std::fs::write(&conf, text).unwrap();
+            let _ = directories(&conf);
+        }
+    }
 }

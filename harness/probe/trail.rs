@@ -259,4 +259,11 @@ cuDNN says hello
         let blocks = split("==stackbench-probe== start 4\n==stackbench-probe== end 4\n");
         assert_eq!(blocks.get(&4), Some(&Block::default()));
     }
+
+    proptest::proptest! {
+        #[test]
+        fn any_stderr_splits_without_panicking(stderr in "(\\PC{0,40}\n){0,20}") {
+            let _ = split(&stderr);
+        }
+    }
 }
