@@ -141,6 +141,12 @@ impl Terminal {
         installations: &[Installation],
         problems: &[Problem],
     ) {
+        if installations.is_empty() {
+            let _ = writeln!(
+                out,
+                "  no CUDA installation found; give --root DIR to search elsewhere\n"
+            );
+        }
         for installation in installations {
             let mut versions = Vec::new();
             if let Some(v) = &installation.cuda_version {
