@@ -178,19 +178,6 @@ fn has_line_containing(lines: &Value, wanted: &str) -> bool {
     strings(lines).iter().any(|l| l.contains(wanted))
 }
 
-/// The live load of the library whose requested path ends in `/file`.
-fn load<'a>(report: &'a Value, file: &str) -> &'a Value {
-    let loads: Vec<&Value> = report["probes"]
-        .as_array()
-        .expect("probes array")
-        .iter()
-        .flat_map(|p| p["loads"].as_array().into_iter().flatten())
-        .filter(|l| text(l, "path").ends_with(&format!("/{file}")))
-        .collect();
-    assert_eq!(loads.len(), 1, "one load of {file} in {}", report["probes"]);
-    loads[0]
-}
-
 /// What one API call of a load answered: (status, value).
 fn api<'a>(load: &'a Value, function: &str) -> &'a Value {
     load["api"]
@@ -270,7 +257,7 @@ fn cudnn8_for_cuda12_beside_cuda11_cublas_cannot_reach_cublaslt_12() {
         assert!(has_line(&f["evidence"], &runpath_try), "{f}");
     }
     // It loads fine (the names are opened at first use) and says it was built for CUDA 12.1.
-    let loaded = load(&run.report, "libcudnn_ops_infer.so.8");
+    let loaded = probe_load(&run.report, "libcudnn_ops_infer.so.8");
     assert_eq!(loaded["outcome"]["kind"], "loaded", "{loaded}");
     assert_eq!(api(loaded, "cudnnGetVersion")["value"], 8902);
     assert_eq!(api(loaded, "cudnnGetCudartVersion")["value"], 12010);
@@ -356,7 +343,7 @@ fn a_32_bit_libcuda_before_the_64_bit_one_is_only_a_warning() {
         summary(&run.report)
     );
     // The runtime reached the 64-bit driver: it answers for CUDA 12.2.
-    let cudart = load(&run.report, "libcudart.so.12");
+    let cudart = probe_load(&run.report, "libcudart.so.12");
     assert_eq!(api(cudart, "cudaDriverGetVersion")["value"], 12020);
 }
 
@@ -406,7 +393,7 @@ fn the_cuda_13_runtime_on_the_535_driver_is_driver_too_old() {
         "{}",
         summary(&run.report)
     );
-    let driver = load(&run.report, "libcuda.so.535.261.03");
+    let driver = probe_load(&run.report, "libcuda.so.535.261.03");
     assert_eq!(api(driver, "cuDriverGetVersion")["value"], 12020);
     assert_eq!(run.code, 1);
 }
@@ -476,7 +463,10 @@ fn no_driver_at_all_is_one_no_driver_error_with_the_runtimes_answer() {
     assert!(findings_of(&run.report, "driver_too_old").is_empty());
     assert!(findings_of(&run.report, "missing_dependency").is_empty());
     assert_eq!(
-        api(load(&run.report, "libcudart.so.12"), "cudaGetDeviceCount")["status"],
+        api(
+            probe_load(&run.report, "libcudart.so.12"),
+            "cudaGetDeviceCount"
+        )["status"],
         35
     );
     assert_eq!(run.code, 1);

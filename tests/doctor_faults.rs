@@ -120,19 +120,6 @@ fn finding<'a>(report: &'a Value, cause: &str, file: &str) -> &'a Value {
     found[0]
 }
 
-/// The live load of the library whose path ends in `/file`.
-fn load<'a>(report: &'a Value, file: &str) -> &'a Value {
-    let loads: Vec<&Value> = report["probes"]
-        .as_array()
-        .expect("probes array")
-        .iter()
-        .flat_map(|p| p["loads"].as_array().into_iter().flatten())
-        .filter(|l| text(l, "path").ends_with(&format!("/{file}")))
-        .collect();
-    assert_eq!(loads.len(), 1, "one load of {file} in {}", report["probes"]);
-    loads[0]
-}
-
 fn api_value(load: &Value, function: &str) -> Value {
     load["api"]
         .as_array()
@@ -247,19 +234,19 @@ fn crashing_and_hanging_constructors_are_findings_and_the_rest_is_still_probed()
         "{timed_out}"
     );
 
-    let cufft = load(&run.report, "libcufft.so.11");
+    let cufft = probe_load(&run.report, "libcufft.so.11");
     assert_eq!(cufft["outcome"]["kind"], "crashed");
     assert_eq!(cufft["outcome"]["signal"], 11);
     assert_eq!(cufft["outcome"]["signal_name"], "SIGSEGV");
-    let curand = load(&run.report, "libcurand.so.10");
+    let curand = probe_load(&run.report, "libcurand.so.10");
     assert_eq!(curand["outcome"]["kind"], "timed_out");
     assert!(curand["outcome"]["after_ms"].as_u64().expect("after_ms") >= 1000);
 
     // The real libraries on either side were loaded and answered.
-    let cudart = load(&run.report, "libcudart.so.12");
+    let cudart = probe_load(&run.report, "libcudart.so.12");
     assert_eq!(cudart["outcome"]["kind"], "loaded", "{cudart}");
     assert_eq!(api_value(cudart, "cudaRuntimeGetVersion"), 12090);
-    let nvrtc = load(&run.report, "libnvrtc.so.12");
+    let nvrtc = probe_load(&run.report, "libnvrtc.so.12");
     assert_eq!(nvrtc["outcome"]["kind"], "loaded", "{nvrtc}");
     assert_eq!(api_value(nvrtc, "nvrtcVersion"), 12090);
 
@@ -305,7 +292,7 @@ fn constructors_that_exit_or_abort_are_load_crashed() {
         "loading libnvjpeg.so.12 ended the process with exit status 3"
     );
     assert_eq!(
-        load(&run.report, "libnvjpeg.so.12")["outcome"]["exit_code"],
+        probe_load(&run.report, "libnvjpeg.so.12")["outcome"]["exit_code"],
         3
     );
     let aborted = finding(&run.report, "load_crashed", "libcusparse.so.12");
@@ -313,7 +300,7 @@ fn constructors_that_exit_or_abort_are_load_crashed() {
         text(aborted, "message"),
         "loading libcusparse.so.12 killed the process with SIGABRT"
     );
-    let nvrtc = load(&run.report, "libnvrtc.so.12");
+    let nvrtc = probe_load(&run.report, "libnvrtc.so.12");
     assert_eq!(nvrtc["outcome"]["kind"], "loaded", "{nvrtc}");
 }
 
@@ -332,7 +319,7 @@ __attribute__((constructor)) static void chat(void) {
     );
     tree.link_real("libnvrtc.so.12", &real_nvrtc());
     let run = doctor(&tree.root(), &["--timeout", "5"]);
-    let chatty = load(&run.report, "libcufft.so.11");
+    let chatty = probe_load(&run.report, "libcufft.so.11");
     assert_eq!(chatty["outcome"]["kind"], "loaded", "{chatty}");
     assert!(
         strings(&chatty["messages"])
@@ -340,7 +327,7 @@ __attribute__((constructor)) static void chat(void) {
             .any(|m| m.contains("banner without newline")),
         "its words are kept as messages: {chatty}"
     );
-    let nvrtc = load(&run.report, "libnvrtc.so.12");
+    let nvrtc = probe_load(&run.report, "libnvrtc.so.12");
     assert_eq!(api_value(nvrtc, "nvrtcVersion"), 12090);
     assert!(findings_of(&run.report, "load_hung").is_empty());
     assert!(findings_of(&run.report, "load_failed").is_empty());
@@ -379,11 +366,11 @@ __attribute__((constructor)) static void spawn(void) {{
     let left = running(pid);
     reap(pid);
     assert_eq!(
-        load(&run.report, "libcusolver.so.11")["outcome"]["kind"],
+        probe_load(&run.report, "libcusolver.so.11")["outcome"]["kind"],
         "loaded"
     );
     assert_eq!(
-        api_value(load(&run.report, "libnvrtc.so.12"), "nvrtcVersion"),
+        api_value(probe_load(&run.report, "libnvrtc.so.12"), "nvrtcVersion"),
         12090
     );
     assert!(
@@ -428,7 +415,7 @@ fn files_named_like_libraries_that_are_not_are_scan_problems() {
             "{file} was loaded"
         );
     }
-    let cudart = load(&run.report, "libcudart.so.12");
+    let cudart = probe_load(&run.report, "libcudart.so.12");
     assert_eq!(cudart["outcome"]["kind"], "loaded", "{cudart}");
 }
 

@@ -565,7 +565,9 @@ pub(crate) mod tests {
         assert!(matches!(entries(&data), Err(FatbinError::Malformed { .. })));
     }
 
-    fn mutated(base: Vec<u8>, edits: &[(usize, u8)], cut: usize) -> Vec<u8> {
+    /// `base` with bytes overwritten at `edits` (positions wrap) and cut to `cut` (wrapping):
+    /// the corruption the no-panic properties feed the readers.
+    pub(crate) fn mutated(base: Vec<u8>, edits: &[(usize, u8)], cut: usize) -> Vec<u8> {
         let mut data = base;
         for &(i, b) in edits {
             let len = data.len();

@@ -1228,15 +1228,6 @@ mod tests {
                 && n.versions.iter().any(|v| v.starts_with("GLIBC_"))));
     }
 
-    fn corrupt(mut data: Vec<u8>, edits: &[(usize, u8)], cut: usize) -> Vec<u8> {
-        for &(i, b) in edits {
-            let len = data.len();
-            data[i % len] = b;
-        }
-        data.truncate(cut % (data.len() + 1));
-        data
-    }
-
     proptest! {
         #[test]
         fn never_panics_on_arbitrary_bytes(data in proptest::collection::vec(any::<u8>(), 0..1024)) {
@@ -1266,7 +1257,7 @@ mod tests {
             if stripped {
                 data = strip_sections(data, is64, big);
             }
-            let _ = read_bytes(&corrupt(data, &edits, cut));
+            let _ = read_bytes(&super::fatbin::tests::mutated(data, &edits, cut));
         }
 
         #[test]
@@ -1275,7 +1266,7 @@ mod tests {
             cut in any::<usize>(),
         ) {
             if let Ok(data) = std::fs::read("/bin/true") {
-                let _ = read_bytes(&corrupt(data, &edits, cut));
+                let _ = read_bytes(&super::fatbin::tests::mutated(data, &edits, cut));
             }
         }
     }

@@ -150,3 +150,21 @@ pub fn findings_of<'a>(report: &'a serde_json::Value, cause: &str) -> Vec<&'a se
         .filter(|f| f["cause"] == cause)
         .collect()
 }
+
+/// The live load, in a doctor report, of the library whose requested path ends in `/file`.
+pub fn probe_load<'a>(report: &'a serde_json::Value, file: &str) -> &'a serde_json::Value {
+    let loads: Vec<&serde_json::Value> = report["probes"]
+        .as_array()
+        .expect("probes array")
+        .iter()
+        .flat_map(|p| p["loads"].as_array().into_iter().flatten())
+        .filter(|l| {
+            l["path"]
+                .as_str()
+                .unwrap_or_default()
+                .ends_with(&format!("/{file}"))
+        })
+        .collect();
+    assert_eq!(loads.len(), 1, "one load of {file} in {}", report["probes"]);
+    loads[0]
+}
