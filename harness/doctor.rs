@@ -2,11 +2,12 @@
 //! findings that explain what will fail and how to fix it.
 
 use crate::compat::ComputeCapability;
+use crate::diagnose::driver::is_stub_or_compat;
 use crate::diagnose::finding::{Finding, Severity};
 use crate::diagnose::{self, Context, InstallationProbe};
 use crate::discover::{self, Host};
 use crate::gpu::{self, GpuInfo};
-use crate::model::{HostInfo, Installation, Problem, ScanReport, SearchRoot};
+use crate::model::{HostInfo, Installation, Library, Problem, ScanReport, SearchRoot};
 use crate::probe::{self, ProbeRequest};
 use crate::resolve::SearchContext;
 use serde::{Deserialize, Serialize};
@@ -101,7 +102,9 @@ pub fn doctor(options: &DoctorOptions, host: &Host) -> DoctorReport {
     }
 }
 
-/// Loads every installation's libraries, one worker per installation, several at a time.
+/// Loads every installation's libraries: one worker per installation, as many installations at
+/// a time as there are cores. A toolkit's stub and compat `libcuda` go in workers of their own,
+/// so they cannot stand in for the real driver when the runtime asks for `libcuda.so.1`.
 fn probe_all(
     scan: &ScanReport,
     ld_library_path: Option<&str>,
@@ -113,30 +116,38 @@ fn probe_all(
     } else {
         "ELF32"
     };
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = scan
-            .installations
+    let probe_one = |installation: &Installation| {
+        let (special, ordinary): (Vec<&Library>, Vec<&Library>) = installation
+            .libraries
             .iter()
-            .map(|installation| {
-                let request = ProbeRequest {
-                    libraries: installation
-                        .libraries
-                        .iter()
-                        .filter(|l| l.elf_class.as_deref() == Some(class))
-                        .map(|l| l.real_path.clone())
-                        .collect(),
-                    search_dirs: Vec::new(),
-                    ld_library_path: Some(diagnose::search_path(installation, ld_library_path)),
-                    timeout,
-                    isolate: false,
-                };
-                let root = installation.root.clone();
-                scope.spawn(move || InstallationProbe {
-                    root,
-                    loads: probe::run_with(&request, worker),
-                })
-            })
-            .collect();
-        handles.into_iter().filter_map(|h| h.join().ok()).collect()
-    })
+            .filter(|l| l.elf_class.as_deref() == Some(class))
+            .partition(|l| is_stub_or_compat(&l.path));
+        let request = |libraries: Vec<&Library>, isolate| ProbeRequest {
+            libraries: libraries.iter().map(|l| l.real_path.clone()).collect(),
+            search_dirs: Vec::new(),
+            ld_library_path: Some(diagnose::search_path(installation, ld_library_path)),
+            timeout,
+            isolate,
+        };
+        let mut loads = probe::run_with(&request(ordinary, false), worker);
+        if !special.is_empty() {
+            loads.extend(probe::run_with(&request(special, true), worker));
+        }
+        InstallationProbe {
+            root: installation.root.clone(),
+            loads,
+        }
+    };
+    let parallel = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let mut probes = Vec::with_capacity(scan.installations.len());
+    for chunk in scan.installations.chunks(parallel) {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = chunk
+                .iter()
+                .map(|i| scope.spawn(move || probe_one(i)))
+                .collect();
+            probes.extend(handles.into_iter().filter_map(|h| h.join().ok()));
+        });
+    }
+    probes
 }

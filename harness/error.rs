@@ -8,7 +8,7 @@ use std::path::PathBuf;
 pub enum OptionsError {
     #[error("--root {}: {reason}; give an existing, readable directory", path.display())]
     BadRoot { path: PathBuf, reason: String },
-    #[error("--timeout {0}: give a positive number of seconds, e.g. --timeout 10")]
+    #[error("--timeout {0}: give a number of seconds above 0 and at most 3600, e.g. --timeout 10")]
     BadTimeout(f64),
     #[error("--target {0}: give a GPU architecture such as sm_90, sm_86 or 9.0")]
     BadTarget(String),

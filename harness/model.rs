@@ -153,6 +153,8 @@ pub enum ProblemKind {
     NotElf,
     Truncated,
     MalformedElf,
+    /// The `.nv_fatbin` section could not be read to its end.
+    MalformedFatbin,
     BrokenSymlink,
     SymlinkLoop,
     TooDeep,
@@ -200,6 +202,7 @@ impl ProblemKind {
             ProblemKind::NotElf => "not_elf",
             ProblemKind::Truncated => "truncated",
             ProblemKind::MalformedElf => "malformed_elf",
+            ProblemKind::MalformedFatbin => "malformed_fatbin",
             ProblemKind::BrokenSymlink => "broken_symlink",
             ProblemKind::SymlinkLoop => "symlink_loop",
             ProblemKind::TooDeep => "too_deep",

@@ -9,6 +9,9 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// The longest `--timeout` accepted: an hour per library is already a hang.
+const MAX_TIMEOUT_SECONDS: f64 = 3600.0;
+
 /// Where a report goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Destination {
@@ -64,7 +67,7 @@ pub fn doctor(
     args: DoctorArgs,
     color: ColorChoice,
 ) -> Result<(DoctorOptions, ReportOptions), OptionsError> {
-    if !(args.timeout > 0.0 && args.timeout.is_finite()) {
+    if !(args.timeout > 0.0 && args.timeout <= MAX_TIMEOUT_SECONDS) {
         return Err(OptionsError::BadTimeout(args.timeout));
     }
     let target = match &args.target {
@@ -73,7 +76,12 @@ pub fn doctor(
         ),
         None => None,
     };
-    let worker = std::env::current_exe().map_err(OptionsError::NoExecutable)?;
+    // The worker is needed only to load; static analysis runs without finding it.
+    let worker = if args.no_load {
+        PathBuf::new()
+    } else {
+        std::env::current_exe().map_err(OptionsError::NoExecutable)?
+    };
     let options = DoctorOptions {
         discover: search(args.search)?,
         load: !args.no_load,

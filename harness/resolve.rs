@@ -112,20 +112,6 @@ fn abi(machine: &str) -> Option<&'static Abi> {
     ABIS.iter().find(|a| a.machine == machine)
 }
 
-/// The machine name for an `e_machine` value, as [`crate::elf`] names it.
-fn machine_name(e_machine: u16, big_endian: bool) -> String {
-    match e_machine {
-        62 => "x86_64".into(),
-        3 => "i386".into(),
-        183 => "aarch64".into(),
-        40 => "arm".into(),
-        21 if big_endian => "ppc64".into(),
-        21 => "ppc64le".into(),
-        243 => "riscv".into(),
-        other => format!("machine_{other}"),
-    }
-}
-
 /// Splits a search-path variable the way glibc splits LD_LIBRARY_PATH: on `:` and `;`, keeping
 /// empty entries. An empty or unset variable is no entries at all (glibc ignores it).
 pub fn split_search_path(value: &str) -> Vec<String> {
@@ -620,11 +606,12 @@ fn check_header(header: &[u8], class: &str, machine: &str) -> AttemptResult {
     };
     let e_machine = half(18);
     let wanted = abi.map(|a| a.e_machine);
-    if wanted.map_or(machine_name(e_machine, big_endian) != machine, |w| {
-        w != e_machine
-    }) {
+    if wanted.map_or(
+        crate::elf::machine_name(e_machine, big_endian) != machine,
+        |w| w != e_machine,
+    ) {
         return AttemptResult::WrongMachine {
-            found: machine_name(e_machine, big_endian),
+            found: crate::elf::machine_name(e_machine, big_endian),
         };
     }
     // ET_EXEC or ET_DYN.

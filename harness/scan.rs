@@ -215,6 +215,15 @@ fn fill_elf(library: &mut Library, info: &ElfInfo) {
     library.dlopen_deps = info.dlopen_names.clone();
     library.sass = info.sass.clone();
     library.ptx = info.ptx.clone();
+    if let Some(problem) = &info.fatbin_problem {
+        library.problems.push(Problem {
+            kind: ProblemKind::MalformedFatbin,
+            path: library.real_path.clone(),
+            message: format!(
+                "GPU code listing is incomplete ({problem}); the SASS/PTX lists hold what was read before it; reinstall the package it came from"
+            ),
+        });
+    }
 }
 
 fn elf_problem(path: &Path, e: &ElfError) -> Problem {

@@ -3,6 +3,7 @@
 use super::finding::{Cause, Finding, Severity};
 use super::{display_name, Context};
 use crate::compat::{self, KernelSupport};
+use crate::model::ProblemKind;
 
 pub fn check(ctx: &Context) -> Vec<Finding> {
     let Some(gpu) = ctx.gpu else { return vec![] };
@@ -12,6 +13,12 @@ pub fn check(ctx: &Context) -> Vec<Finding> {
             .libraries
             .iter()
             .filter(|l| !l.sass.is_empty() || !l.ptx.is_empty())
+            // An incomplete listing could miss the very target; its scan problem says so.
+            .filter(|l| {
+                !l.problems
+                    .iter()
+                    .any(|p| p.kind == ProblemKind::MalformedFatbin)
+            })
         {
             let finding = match compat::kernel_support(gpu, &library.sass, &library.ptx) {
                 KernelSupport::Sass { .. } => continue,

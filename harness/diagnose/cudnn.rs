@@ -75,12 +75,17 @@ fn built_for(ctx: &Context, library: &Library) -> Option<(u32, String)> {
         let major = compat::cudnn_cudart_major(value as usize);
         return Some((major, format!("cudnnGetCudartVersion() = {value}")));
     }
-    library
+    // The CUDA libraries it names must agree on one major.
+    let names: Vec<&str> = library
         .dlopen_deps
         .iter()
         .chain(&library.needed)
-        .filter(|n| {
-            n.starts_with("libcublas") || n.starts_with("libcudart") || n.starts_with("libnvrtc")
-        })
-        .find_map(|n| compat::cuda_major_of_soname(n).map(|m| (m, format!("opens {n}"))))
+        .map(String::as_str)
+        .collect();
+    let major = compat::cuda_major_of_names(names.iter().copied())?;
+    let telling: Vec<&str> = names
+        .into_iter()
+        .filter(|n| compat::cuda_major_of_soname(n) == Some(major))
+        .collect();
+    Some((major, format!("opens {}", telling.join(" "))))
 }

@@ -83,7 +83,13 @@ fn shadowed(
     resolution: &Resolution,
 ) -> Option<Finding> {
     let found = resolution.found.as_ref()?;
-    if found.starts_with(&installation.root) {
+    // Compare the real path: `/usr/local/cuda/lib64` is the toolkit's own directory.
+    if resolution
+        .real
+        .as_ref()
+        .unwrap_or(found)
+        .starts_with(&installation.root)
+    {
         return None;
     }
     let own = installation.libraries.iter().find(|l| {
@@ -364,8 +370,8 @@ fn symbol_versions(
     if needs.is_empty() {
         return None;
     }
-    let provider = ctx.elf_of(found)?;
-    let missing = resolve::missing_symbol_versions(&needs, name, &provider.version_defs);
+    let provider_defs = ctx.version_defs_of(found)?;
+    let missing = resolve::missing_symbol_versions(&needs, name, &provider_defs);
     if missing.is_empty() {
         return None;
     }

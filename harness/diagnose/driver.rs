@@ -33,6 +33,7 @@ pub fn check(ctx: &Context) -> Vec<Finding> {
         .filter(|(_, l)| {
             l.elf_class.as_deref() == Some(ctx.search.class.as_str())
                 && l.machine.as_deref() == Some(ctx.search.machine.as_str())
+                && !is_stub_or_compat(&l.path)
         })
         .map(|(_, l)| l.path.clone())
         .collect();
@@ -45,19 +46,28 @@ pub fn check(ctx: &Context) -> Vec<Finding> {
             } else {
                 Severity::Error
             };
+            let cause = match attempt.result {
+                AttemptResult::WrongMachine { .. } => Cause::WrongMachine,
+                _ => Cause::WrongElfClass,
+            };
+            let setting = attempt.via.describe();
             let fix = match right_copies.first() {
                 Some(copy) => format!(
-                    "take {} off LD_LIBRARY_PATH (it is for {found} programs) and use the {} copy at {}",
+                    "take {} off {setting} (it is for {found} programs) and use the {} copy at {}",
                     dir_display(&attempt.path),
                     ctx.search.class,
                     copy.display()
                 ),
-                None => format!("take {} off LD_LIBRARY_PATH and install the {} driver library", dir_display(&attempt.path), ctx.search.machine),
+                None => format!(
+                    "take {} off {setting} and install the {} driver library",
+                    dir_display(&attempt.path),
+                    ctx.search.machine
+                ),
             };
             findings.push(
                 Finding::new(
                     severity,
-                    Cause::WrongElfClass,
+                    cause,
                     format!(
                         "{} on the search path is {found}, not {} {}: the loader skips it",
                         attempt.path.display(),
@@ -276,6 +286,11 @@ fn loaded_driver(load: &LoadReport) -> Option<String> {
         .iter()
         .find(|o| o.name.starts_with("libcuda.so"))?;
     Some(format!("driver loaded: {}", object.path.display()))
+}
+
+/// A toolkit's link-time stub or forward-compatibility copy: never the driver to point people at.
+pub fn is_stub_or_compat(path: &Path) -> bool {
+    is_under(path, "stubs") || is_under(path, "compat")
 }
 
 fn is_under(path: &Path, dir_name: &str) -> bool {

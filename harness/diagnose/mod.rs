@@ -11,7 +11,7 @@ mod load;
 mod shadow;
 
 use crate::compat::ComputeCapability;
-use crate::elf::{self, ElfInfo};
+use crate::elf;
 use crate::model::{Installation, Library, ScanReport};
 use crate::probe::LoadReport;
 use crate::resolve::{self, Requester, SearchContext};
@@ -39,8 +39,8 @@ pub struct Context<'a> {
     pub probes: &'a [InstallationProbe],
     /// The GPU to check architectures against: the device's, or `--target`.
     pub gpu: Option<ComputeCapability>,
-    /// ELF facts of files outside the scan (a system libc), read once.
-    elf_cache: RefCell<HashMap<PathBuf, Option<ElfInfo>>>,
+    /// Symbol versions of files outside the scan (a system libc), read once.
+    elf_cache: RefCell<HashMap<PathBuf, Option<Vec<String>>>>,
 }
 
 impl<'a> Context<'a> {
@@ -69,15 +69,25 @@ impl<'a> Context<'a> {
         search
     }
 
-    /// ELF facts of a file: from the scan when it is there, else read now (and remembered).
-    pub fn elf_of(&self, path: &Path) -> Option<ElfInfo> {
+    /// The symbol versions a file defines (VERDEF): from the scan when it read the file, else
+    /// read now (a system libc) and remembered.
+    pub fn version_defs_of(&self, path: &Path) -> Option<Vec<String>> {
         let real = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+        let scanned = self
+            .scan
+            .installations
+            .iter()
+            .flat_map(|i| &i.libraries)
+            .find(|l| l.real_path == real);
+        if let Some(library) = scanned {
+            return Some(library.version_defs.clone());
+        }
         if let Some(cached) = self.elf_cache.borrow().get(&real) {
             return cached.clone();
         }
-        let info = elf::read_path(&real).ok();
-        self.elf_cache.borrow_mut().insert(real, info.clone());
-        info
+        let defs = elf::read_path(&real).ok().map(|info| info.version_defs);
+        self.elf_cache.borrow_mut().insert(real, defs.clone());
+        defs
     }
 
     /// Every library file on the host the scan saw whose name or soname is `name`.

@@ -12,7 +12,8 @@ pub fn check(ctx: &Context) -> Vec<Finding> {
     let mut by_soname: BTreeMap<&str, Vec<(&Installation, &Library)>> = BTreeMap::new();
     for installation in &ctx.scan.installations {
         for library in &installation.libraries {
-            if library.elf_class.as_deref() == Some(ctx.search.class.as_str()) {
+            let host_class = library.elf_class.as_deref() == Some(ctx.search.class.as_str());
+            if host_class && !super::driver::is_stub_or_compat(&library.path) {
                 if let Some(soname) = library.soname.as_deref() {
                     by_soname
                         .entry(soname)

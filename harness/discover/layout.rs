@@ -65,15 +65,19 @@ fn site_packages(dir: &Path) -> Option<PathBuf> {
     None
 }
 
-/// A runfile or tarball toolkit: `version.json`, `bin/nvcc`, or a `cuda-X.Y` with `targets/`.
+/// A runfile or tarball toolkit: `version.json`, or a `cuda`/`cuda-X.Y` directory with
+/// `targets/`, `lib64/` or `bin/nvcc`.
 fn is_toolkit_root(dir: &Path) -> bool {
     let named_cuda = dir
         .file_name()
         .and_then(|n| n.to_str())
         .is_some_and(|n| n == "cuda" || n.starts_with("cuda-"));
+    // `bin/nvcc` alone is not enough: Debian's toolkit puts it in /usr/bin.
     dir.join("version.json").is_file()
-        || dir.join("bin/nvcc").is_file()
-        || (named_cuda && (dir.join("targets").is_dir() || dir.join("lib64").is_dir()))
+        || (named_cuda
+            && (dir.join("targets").is_dir()
+                || dir.join("lib64").is_dir()
+                || dir.join("bin/nvcc").is_file()))
 }
 
 fn is_system_dir(dir: &Path) -> bool {

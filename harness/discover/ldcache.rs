@@ -3,6 +3,10 @@
 use std::path::PathBuf;
 
 const MAGIC: &[u8] = b"glibc-ld.so.cache1.1";
+/// glibc before 2.32 writes an old-format table first and the new format after it.
+const OLD_MAGIC: &[u8] = b"ld.so-1.7.0";
+const OLD_HEADER_LEN: usize = 16;
+const OLD_ENTRY_LEN: usize = 12;
 const HEADER_LEN: usize = 48;
 const ENTRY_LEN: usize = 24;
 
@@ -26,8 +30,20 @@ pub enum LdCacheError {
     Truncated(&'static str),
 }
 
-/// Parses the bytes of an ld.so.cache file.
+/// Parses the bytes of an ld.so.cache file: the new format, alone or after an old-format
+/// table (whose string offsets then count from the start of the new part, as glibc reads them).
 pub fn parse(bytes: &[u8]) -> Result<Vec<CacheEntry>, LdCacheError> {
+    if bytes.starts_with(OLD_MAGIC) {
+        let nlibs =
+            read_u32(bytes, OLD_HEADER_LEN - 4).ok_or(LdCacheError::Truncated("header"))? as usize;
+        let new_part = nlibs
+            .checked_mul(OLD_ENTRY_LEN)
+            .and_then(|n| n.checked_add(OLD_HEADER_LEN + 7))
+            .map(|n| n & !7)
+            .and_then(|at| bytes.get(at..))
+            .ok_or(LdCacheError::Truncated("old entry table"))?;
+        return parse(new_part);
+    }
     if !bytes.starts_with(MAGIC) {
         return Err(LdCacheError::UnknownFormat);
     }
@@ -115,7 +131,19 @@ mod tests {
     }
 
     #[test]
-    fn rejects_old_format_and_truncation() {
+    fn reads_the_new_part_of_a_combined_cache() {
+        let mut bytes = OLD_MAGIC.to_vec();
+        bytes.push(0);
+        bytes.extend_from_slice(&1u32.to_le_bytes());
+        bytes.extend_from_slice(&[0; OLD_ENTRY_LEN]);
+        bytes.resize(32, 0);
+        bytes.extend(cache_with(&[("libcuda.so.1", "/usr/lib64/libcuda.so.1")]));
+        let entries = parse(&bytes).unwrap();
+        assert_eq!(entries[0].path, PathBuf::from("/usr/lib64/libcuda.so.1"));
+    }
+
+    #[test]
+    fn rejects_old_only_caches_and_truncation() {
         assert_eq!(
             parse(b"ld.so-1.7.0\0\0\0\0\0"),
             Err(LdCacheError::UnknownFormat)

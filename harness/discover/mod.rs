@@ -39,16 +39,6 @@ const ROOT: Limits = Limits {
     report_depth_cut: true,
 };
 
-/// The loader's trusted directories on x86-64 Debian/Ubuntu and RHEL-style hosts.
-const SYSTEM_DIRS: &[&str] = &[
-    "/lib/x86_64-linux-gnu",
-    "/usr/lib/x86_64-linux-gnu",
-    "/lib64",
-    "/usr/lib64",
-    "/lib",
-    "/usr/lib",
-];
-
 /// What to search.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -65,20 +55,29 @@ pub struct Host {
     pub home: Option<PathBuf>,
     pub ld_so_cache: PathBuf,
     pub ld_so_conf: PathBuf,
-    /// Python `site-packages` directories the interpreter on PATH reports.
-    pub python_sites: Vec<PathBuf>,
+    /// Python `site-packages` directories the interpreter on PATH reports; `None`: ask it
+    /// (only done when the host's own places are searched).
+    pub python_sites: Option<Vec<PathBuf>>,
 }
 
 impl Host {
     /// This host as it is.
     pub fn current() -> Host {
-        let env: HashMap<String, String> = std::env::vars().collect();
+        // Lossy: a variable that is not UTF-8 must not stop the scan.
+        let env: HashMap<String, String> = std::env::vars_os()
+            .map(|(k, v)| {
+                (
+                    k.to_string_lossy().into_owned(),
+                    v.to_string_lossy().into_owned(),
+                )
+            })
+            .collect();
         Host {
             home: env.get("HOME").map(PathBuf::from),
             env,
             ld_so_cache: PathBuf::from("/etc/ld.so.cache"),
             ld_so_conf: PathBuf::from("/etc/ld.so.conf"),
-            python_sites: python::interpreter_sites(),
+            python_sites: None,
         }
     }
 }
@@ -160,7 +159,10 @@ pub fn search_plan(options: &Options, host: &Host) -> (Vec<(SearchRoot, Limits)>
         return (plan, problems);
     }
     if let Some(value) = host.env.get("LD_LIBRARY_PATH") {
-        for entry in value.split(':').filter(|e| !e.is_empty()) {
+        for entry in crate::resolve::split_search_path(value)
+            .into_iter()
+            .filter(|e| !e.is_empty())
+        {
             add(PathBuf::from(entry), Source::LdLibraryPath, FLAT);
         }
     }
@@ -187,7 +189,7 @@ pub fn search_plan(options: &Options, host: &Host) -> (Vec<(SearchRoot, Limits)>
     for dir in ldconf::directories(&host.ld_so_conf) {
         add(dir, Source::LdSoConf, FLAT);
     }
-    for dir in SYSTEM_DIRS {
+    for dir in crate::resolve::X86_64_DEFAULT_DIRS {
         add(PathBuf::from(dir), Source::SystemDefault, FLAT);
     }
     for var in ["CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"] {

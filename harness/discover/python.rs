@@ -8,11 +8,12 @@ use std::time::Duration;
 /// How long the interpreter on PATH may take to say where its site-packages are.
 const INTERPRETER_TIMEOUT: Duration = Duration::from_secs(5);
 
-const SITE_QUERY: &str =
-    "import site,sys;print('\\n'.join([sys.prefix]+site.getsitepackages()+[site.getusersitepackages()]))";
+/// The interpreter's site directories, and its prefix only when it is a virtual environment
+/// (a system interpreter's prefix is `/usr`, far too wide to walk).
+const SITE_QUERY: &str = "import site,sys;print('\\n'.join(([sys.prefix] if sys.prefix!=sys.base_prefix else [])+site.getsitepackages()+[site.getusersitepackages()]))";
 
-/// `sys.prefix`, the site-packages and the user site of the `python3` on PATH; none if it
-/// is missing, fails or hangs.
+/// The site-packages and the user site of the `python3` on PATH (and its prefix when it is a
+/// virtual environment); none if it is missing, fails or hangs.
 pub fn interpreter_sites() -> Vec<PathBuf> {
     let mut python = Command::new("python3");
     python.args(["-I", "-c", SITE_QUERY]);
@@ -25,7 +26,7 @@ pub fn interpreter_sites() -> Vec<PathBuf> {
 
 /// Every Python or conda environment prefix (or site directory) this host shows, in order.
 pub fn environments(host: &Host) -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = host.python_sites.clone();
+    let mut dirs: Vec<PathBuf> = host.python_sites.clone().unwrap_or_else(interpreter_sites);
     for var in ["VIRTUAL_ENV", "CONDA_PREFIX"] {
         if let Some(dir) = host.env.get(var).filter(|v| !v.is_empty()) {
             dirs.push(PathBuf::from(dir));
@@ -105,6 +106,7 @@ mod tests {
         .unwrap();
         let host = Host {
             home: Some(home.path().to_path_buf()),
+            python_sites: Some(vec![]),
             ..Host::default()
         };
         let found = environments(&host);

@@ -548,7 +548,7 @@ fn read_elf<Elf: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<ElfInfo
 }
 
 /// The name of an `e_machine` value.
-fn machine_name(machine: u16, big_endian: bool) -> String {
+pub(crate) fn machine_name(machine: u16, big_endian: bool) -> String {
     match elf::Machine(machine) {
         elf::EM_X86_64 => "x86_64".into(),
         elf::EM_386 => "i386".into(),

@@ -32,7 +32,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// How long one library may take (load, constructors, version APIs) before its worker is killed.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How long a worker may take outside any library: starting up, between libraries, exiting.
 const IDLE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -608,7 +608,7 @@ mod tests {
         let request: ProbeRequest =
             serde_json::from_str(r#"{"libraries":["/x/libcudart.so.12"]}"#).unwrap();
         assert_eq!(request, ProbeRequest::new(["/x/libcudart.so.12"]));
-        assert_eq!(request.timeout, Duration::from_secs(5));
+        assert_eq!(request.timeout, Duration::from_secs(10));
     }
 
     #[test]
