@@ -215,12 +215,19 @@ impl ProblemKind {
 impl ScanReport {
     /// Every problem in the report: the scan's own, each installation's and each library's.
     pub fn all_problems(&self) -> impl Iterator<Item = &Problem> {
+        self.problems.iter().chain(
+            self.installations
+                .iter()
+                .flat_map(Installation::all_problems),
+        )
+    }
+}
+
+impl Installation {
+    /// The installation's own problems, then its libraries'.
+    pub fn all_problems(&self) -> impl Iterator<Item = &Problem> {
         self.problems
             .iter()
-            .chain(self.installations.iter().flat_map(|i| {
-                i.problems
-                    .iter()
-                    .chain(i.libraries.iter().flat_map(|l| l.problems.iter()))
-            }))
+            .chain(self.libraries.iter().flat_map(|l| l.problems.iter()))
     }
 }

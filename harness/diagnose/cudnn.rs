@@ -3,7 +3,7 @@
 use super::finding::{Cause, Finding, Severity};
 use super::{display_name, Context};
 use crate::catalog;
-use crate::compat::{self, CudaVersion};
+use crate::compat;
 use crate::model::{Installation, Library};
 
 pub fn check(ctx: &Context) -> Vec<Finding> {
@@ -20,13 +20,7 @@ fn mismatch(ctx: &Context, installation: &Installation) -> Option<Finding> {
         .iter()
         .find(|l| l.name == "cudart")
         .and_then(|l| l.soname.as_deref().and_then(compat::cuda_major_of_soname))
-        .or_else(|| {
-            installation
-                .cuda_version
-                .as_deref()
-                .and_then(CudaVersion::parse)
-                .map(|v| v.major)
-        })?;
+        .or_else(|| super::cuda_of(installation).map(|v| v.major))?;
     let cudnn: Vec<&Library> = installation
         .libraries
         .iter()

@@ -5,7 +5,7 @@
 use super::finding::{Cause, Finding, Severity};
 use super::{display_name, requester, Context};
 use crate::catalog;
-use crate::compat::{self, CudaVersion};
+use crate::compat;
 use crate::model::{Installation, Layout, Library};
 use crate::resolve::{self, AttemptResult, Resolution, SearchContext};
 use std::path::{Path, PathBuf};
@@ -178,13 +178,15 @@ fn not_found(
             )
         })
         .collect();
-    let major = cuda_major(installation);
+    let major = super::cuda_of(installation).map(|v| v.major);
     let candidates: Vec<PathBuf> = ctx
         .copies_of(name)
         .into_iter()
         .filter(|(_, l)| l.elf_class == library.elf_class && l.machine == library.machine)
         .filter(|(home, _)| {
-            major.is_none() || cuda_major(home).is_none() || cuda_major(home) == major
+            major.is_none()
+                || super::cuda_of(home).map(|v| v.major).is_none()
+                || super::cuda_of(home).map(|v| v.major) == major
         })
         .map(|(_, l)| l.path.clone())
         .collect();
@@ -277,15 +279,6 @@ fn file_name_of(path: &Path) -> String {
     super::file_name(path)
 }
 
-/// The CUDA major an installation provides or was built for.
-fn cuda_major(installation: &Installation) -> Option<u32> {
-    installation
-        .cuda_version
-        .as_deref()
-        .and_then(CudaVersion::parse)
-        .map(|v| v.major)
-}
-
 /// The fix for a library `library` cannot find: the development link to create when the
 /// installation has the library under its versioned name only; the package to install in a pip
 /// or conda environment; a directory to add when a copy exists elsewhere; else what to install.
@@ -318,7 +311,7 @@ fn fix_for(
             .map(String::as_str),
     );
     let major = compat::cuda_major_of_soname(name)
-        .or_else(|| cuda_major(installation))
+        .or_else(|| super::cuda_of(installation).map(|v| v.major))
         .or(consumer_major);
     match (installation.layout, major) {
         (Layout::Pip, Some(m)) => {

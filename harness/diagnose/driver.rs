@@ -178,10 +178,7 @@ fn runtime_on_driver(
     driver_cuda: CudaVersion,
 ) -> Option<Finding> {
     let runtime = installation.libraries.iter().find(|l| l.name == "cudart")?;
-    let runtime_version = installation
-        .cuda_version
-        .as_deref()
-        .and_then(CudaVersion::parse)?;
+    let runtime_version = super::cuda_of(installation)?;
     let driver_text = driver
         .version
         .clone()

@@ -10,7 +10,7 @@ mod hygiene;
 mod load;
 mod shadow;
 
-use crate::compat::ComputeCapability;
+use crate::compat::{ComputeCapability, CudaVersion};
 use crate::elf;
 use crate::model::{Installation, Library, ScanReport};
 use crate::probe::LoadReport;
@@ -219,6 +219,14 @@ fn library_dirs(installation: &Installation) -> Vec<PathBuf> {
         }
     }
     dirs
+}
+
+/// The CUDA version an installation provides or was built for, parsed.
+pub fn cuda_of(installation: &Installation) -> Option<CudaVersion> {
+    installation
+        .cuda_version
+        .as_deref()
+        .and_then(CudaVersion::parse)
 }
 
 /// How the loader would see a library as the loading object.

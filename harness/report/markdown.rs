@@ -94,11 +94,7 @@ fn installations(out: &mut String, installations: &[Installation], problems: &[P
                 l.path.display()
             );
         }
-        let problems: Vec<&Problem> = installation
-            .problems
-            .iter()
-            .chain(installation.libraries.iter().flat_map(|l| &l.problems))
-            .collect();
+        let problems: Vec<&Problem> = installation.all_problems().collect();
         write_problems(out, &problems);
         out.push('\n');
     }

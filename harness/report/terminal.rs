@@ -216,11 +216,7 @@ impl Terminal {
                     let _ = writeln!(out, "{}", self.paint(DIM, &opens));
                 }
             }
-            let problems: Vec<&Problem> = installation
-                .problems
-                .iter()
-                .chain(installation.libraries.iter().flat_map(|l| &l.problems))
-                .collect();
+            let problems: Vec<&Problem> = installation.all_problems().collect();
             self.problems(out, &problems);
             out.push('\n');
         }
