@@ -39,6 +39,21 @@ fn int_out(lib: &Library, name: &CStr) -> Call<c_int> {
     Some(status(code, value))
 }
 
+/// Any `status f(status, const char **)` function: the library's own name for a status code.
+fn status_name(lib: &Library, name: &CStr, code: sys::status) -> Option<String> {
+    // SAFETY: every name passed here is documented by NVIDIA with the StatusName signature.
+    let f: sys::StatusName = unsafe { lib.function(name)? };
+    let mut text: *const c_char = std::ptr::null();
+    // SAFETY: `text` is a valid pointer to write; on failure it stays null.
+    let result = unsafe { f(code, &mut text) };
+    if result == 0 {
+        // SAFETY: a static string or null.
+        unsafe { copy(text) }
+    } else {
+        None
+    }
+}
+
 /// Any `size_t f(void)` function: `cudnnGetVersion`, `cublasLtGetVersion`, ...
 fn size_getter(lib: &Library, name: &CStr) -> Option<usize> {
     // SAFETY: every name passed here is documented by NVIDIA with the SizeGetter signature.
@@ -90,17 +105,7 @@ pub fn cu_device_get_count(lib: &Library) -> Call<c_int> {
 
 /// `cuGetErrorName`: the driver's own name for a `CUresult`.
 pub fn cu_get_error_name(lib: &Library, code: sys::status) -> Option<String> {
-    // SAFETY: cuGetErrorName has the CuGetErrorName signature.
-    let f: sys::CuGetErrorName = unsafe { lib.function(c"cuGetErrorName")? };
-    let mut text: *const c_char = std::ptr::null();
-    // SAFETY: `text` is a valid pointer to write; on failure it stays null.
-    let result = unsafe { f(code, &mut text) };
-    // SAFETY: a static string or null.
-    if result == 0 {
-        unsafe { copy(text) }
-    } else {
-        None
-    }
+    status_name(lib, c"cuGetErrorName", code)
 }
 
 /// `cudaRuntimeGetVersion`.
@@ -169,17 +174,7 @@ pub fn cupti_get_version(lib: &Library) -> Call<u32> {
 
 /// `cuptiGetResultString`.
 pub fn cupti_get_result_string(lib: &Library, code: sys::status) -> Option<String> {
-    // SAFETY: cuptiGetResultString has the CuptiGetResultString signature.
-    let f: sys::CuptiGetResultString = unsafe { lib.function(c"cuptiGetResultString")? };
-    let mut text: *const c_char = std::ptr::null();
-    // SAFETY: `text` is a valid pointer to write.
-    let result = unsafe { f(code, &mut text) };
-    // SAFETY: a static string or null.
-    if result == 0 {
-        unsafe { copy(text) }
-    } else {
-        None
-    }
+    status_name(lib, c"cuptiGetResultString", code)
 }
 
 /// `nvrtcVersion`: major and minor.

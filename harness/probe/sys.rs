@@ -24,11 +24,12 @@ pub type IntOut = unsafe extern "C" fn(out: *mut c_int) -> status;
 /// The symbol must really have this signature. Initialises the driver: may start threads.
 pub type CuInit = unsafe extern "C" fn(flags: c_uint) -> status;
 
-/// `CUresult cuGetErrorName(CUresult error, const char **pStr)`.
+/// `CUresult cuGetErrorName(CUresult error, const char **pStr)`; also
+/// `CUptiResult cuptiGetResultString(CUptiResult result, const char **str)`.
 ///
 /// # Safety
 /// `name` must be valid for writing one pointer; the string it receives is static (or null).
-pub type CuGetErrorName = unsafe extern "C" fn(error: status, name: *mut *const c_char) -> status;
+pub type StatusName = unsafe extern "C" fn(code: status, name: *mut *const c_char) -> status;
 
 /// `const char *cudaGetErrorName(cudaError_t error)`; also `cublasGetStatusName(cublasStatus_t)`,
 /// `nvrtcGetErrorString(nvrtcResult)` and `nvmlErrorString(nvmlReturn_t)`.
@@ -56,13 +57,6 @@ pub type SizeGetter = unsafe extern "C" fn() -> usize;
 /// # Safety
 /// `version` must be valid for writing one `u32`.
 pub type CuptiGetVersion = unsafe extern "C" fn(version: *mut u32) -> status;
-
-/// `CUptiResult cuptiGetResultString(CUptiResult result, const char **str)`.
-///
-/// # Safety
-/// `text` must be valid for writing one pointer; the string it receives is static (or null).
-pub type CuptiGetResultString =
-    unsafe extern "C" fn(result: status, text: *mut *const c_char) -> status;
 
 /// `nvrtcResult nvrtcVersion(int *major, int *minor)`.
 ///
