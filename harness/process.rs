@@ -1,8 +1,14 @@
-//! Running a helper process with a deadline: its standard output, or nothing if it fails or hangs.
+//! Child processes stackbench starts: a helper run with a deadline (its standard output, or
+//! nothing if it fails or hangs), and the worker processes of `doctor` and `check` (a request on
+//! stdin, one JSON event per line on stdout, stderr collected), each in its own process group so
+//! that whatever a vendor library forks dies with it.
 
-use std::io::Read;
+use serde::de::DeserializeOwned;
+use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Runs `command` and returns its standard output if it exits successfully within `timeout`;
@@ -36,6 +42,95 @@ pub fn output_within(mut command: Command, timeout: Duration) -> Option<String> 
     };
     let out = reader.join().ok()?;
     status.filter(|s| s.success()).map(|_| out)
+}
+
+/// A worker process: its events as they come, and its standard error.
+pub struct Worker<E> {
+    pub child: Child,
+    /// One event per line of its standard output; lines that are not an `E` are dropped.
+    pub events: Receiver<E>,
+    pub errors: Collected,
+}
+
+/// Starts `command` (its arguments and environment already given) with piped standard streams,
+/// in its own process group, and writes `input` to its standard input.
+pub fn start_worker<E: DeserializeOwned + Send + 'static>(
+    mut command: Command,
+    input: Vec<u8>,
+) -> std::io::Result<Worker<E>> {
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()?;
+    // The pipes were all requested above, so each is there.
+    let (Some(mut stdin), Some(stdout), Some(stderr)) =
+        (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    else {
+        kill_group(&mut child);
+        let _ = child.wait();
+        return Err(std::io::Error::other("its pipes could not be set up"));
+    };
+    // A worker that dies before reading its request makes this fail; its exit says why.
+    std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let errors = Collected::start(stderr);
+    let (tx, events) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if let Ok(event) = serde_json::from_str::<E>(&line) {
+                if tx.send(event).is_err() {
+                    break;
+                }
+            }
+        }
+    });
+    Ok(Worker {
+        child,
+        events,
+        errors,
+    })
+}
+
+/// The worker's standard error, read on a thread as it comes.
+pub struct Collected {
+    bytes: Arc<Mutex<Vec<u8>>>,
+    done: Receiver<()>,
+}
+
+impl Collected {
+    pub fn start(mut source: impl Read + Send + 'static) -> Collected {
+        let bytes = Arc::new(Mutex::new(Vec::new()));
+        let (tx, done) = mpsc::channel();
+        let sink = Arc::clone(&bytes);
+        std::thread::spawn(move || {
+            let mut chunk = [0u8; 16384];
+            loop {
+                match source.read(&mut chunk) {
+                    Ok(0) => break,
+                    Ok(n) => sink
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .extend_from_slice(&chunk[..n]),
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
+                }
+            }
+            let _ = tx.send(());
+        });
+        Collected { bytes, done }
+    }
+
+    /// Everything read, once the writer is gone (or after a short grace if something else, a
+    /// grandchild, still holds the pipe open).
+    pub fn finish(self) -> String {
+        let _ = self.done.recv_timeout(Duration::from_secs(2));
+        let bytes = self.bytes.lock().unwrap_or_else(|e| e.into_inner());
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
 }
 
 /// Kills a child started with `process_group(0)` and everything in its process group.

@@ -44,6 +44,12 @@ impl Library {
         }
     }
 
+    /// Whether anything in this library's scope exports `name` (an older library may not).
+    pub fn exports(&self, name: &CStr) -> bool {
+        // SAFETY: only looked up, never called.
+        unsafe { self.function::<unsafe extern "C" fn()>(name) }.is_some()
+    }
+
     /// The function `name` in this library's scope (the library and its dependencies), or `None`
     /// if nothing exports it.
     ///

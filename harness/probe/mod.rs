@@ -12,23 +12,20 @@
 //! `trail` are pure (version numbers, signal names; the loader's trail cut per library).
 
 mod api;
-mod calls;
+pub(crate) mod calls;
 pub mod decode;
-mod dl;
+pub(crate) mod dl;
 mod sys;
 pub mod trail;
 pub mod worker;
 
 use serde::{Deserialize, Serialize};
 use std::ffi::OsString;
-use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::os::unix::process::CommandExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
+use std::process::{Child, Command, ExitStatus};
+use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
 /// How long one library may take (load, constructors, version APIs) before its worker is killed.
@@ -236,44 +233,6 @@ struct Batch {
     stop: Option<String>,
 }
 
-/// The worker's standard error, read on a thread as it comes.
-struct Collected {
-    bytes: Arc<Mutex<Vec<u8>>>,
-    done: Receiver<()>,
-}
-
-impl Collected {
-    fn start(mut source: impl Read + Send + 'static) -> Collected {
-        let bytes = Arc::new(Mutex::new(Vec::new()));
-        let (tx, done) = mpsc::channel();
-        let sink = Arc::clone(&bytes);
-        std::thread::spawn(move || {
-            let mut chunk = [0u8; 16384];
-            loop {
-                match source.read(&mut chunk) {
-                    Ok(0) => break,
-                    Ok(n) => sink
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .extend_from_slice(&chunk[..n]),
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(_) => break,
-                }
-            }
-            let _ = tx.send(());
-        });
-        Collected { bytes, done }
-    }
-
-    /// Everything read, once the writer is gone (or after a short grace if something else, a
-    /// grandchild, still holds the pipe open).
-    fn finish(self) -> String {
-        let _ = self.done.recv_timeout(Duration::from_secs(2));
-        let bytes = self.bytes.lock().unwrap_or_else(|e| e.into_inner());
-        String::from_utf8_lossy(&bytes).into_owned()
-    }
-}
-
 fn run_batch(request: &ProbeRequest, worker: &Path, batch: &[PathBuf]) -> Batch {
     let failed = |stop: String| Batch {
         settled: Vec::new(),
@@ -291,18 +250,17 @@ fn run_batch(request: &ProbeRequest, worker: &Path, batch: &[PathBuf]) -> Batch 
     command
         .arg("__probe")
         .env("LD_DEBUG", "libs")
-        .env_remove("LD_DEBUG_OUTPUT")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        // Its own process group, so whatever a library's constructor forks dies with it.
-        .process_group(0);
+        .env_remove("LD_DEBUG_OUTPUT");
     match library_path(&request.search_dirs, request.ld_library_path.as_deref()) {
         Some(path) => command.env("LD_LIBRARY_PATH", path),
         None => command.env_remove("LD_LIBRARY_PATH"),
     };
-    let mut child = match command.spawn() {
-        Ok(child) => child,
+    let crate::process::Worker {
+        mut child,
+        events,
+        errors,
+    } = match crate::process::start_worker::<WorkerEvent>(command, input) {
+        Ok(worker) => worker,
         Err(e) => {
             return failed(format!(
                 "cannot start the probe worker {}: {e}",
@@ -310,30 +268,6 @@ fn run_batch(request: &ProbeRequest, worker: &Path, batch: &[PathBuf]) -> Batch 
             ))
         }
     };
-    // The pipes were all requested above, so each is there.
-    let (Some(mut stdin), Some(stdout), Some(stderr)) =
-        (child.stdin.take(), child.stdout.take(), child.stderr.take())
-    else {
-        crate::process::kill_group(&mut child);
-        let _ = child.wait();
-        return failed("the probe worker's pipes could not be set up".to_owned());
-    };
-    // A worker that dies before reading its request makes this fail; its exit says why.
-    std::thread::spawn(move || {
-        let _ = stdin.write_all(&input);
-    });
-    let errors = Collected::start(stderr);
-    let (tx, events) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if let Ok(event) = serde_json::from_str::<WorkerEvent>(&line) {
-                if tx.send(event).is_err() {
-                    break;
-                }
-            }
-        }
-    });
 
     let mut settled: Vec<LoadReport> = Vec::new();
     let mut current: Option<(usize, Instant)> = None;

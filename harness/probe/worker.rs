@@ -10,7 +10,7 @@
 use super::api;
 use super::dl::{self, Mapped};
 use super::trail;
-use super::{LoadOutcome, LoadStage, LoadedObject, ProbeRequest, WorkerEvent};
+use super::{LoadOutcome, LoadStage, LoadedObject, WorkerEvent};
 use std::collections::HashSet;
 use std::fs::File;
 use std::io::{self, Read, Write};
@@ -22,7 +22,7 @@ use std::time::Instant;
 /// Runs the worker: a request on stdin, results on stdout.
 pub fn run() -> ExitCode {
     plain_crashes();
-    let request = match read_request() {
+    let request = match read_request::<super::ProbeRequest>() {
         Ok(request) => request,
         Err(e) => {
             eprintln!("stackbench __probe: cannot read the request on standard input: {e}");
@@ -55,7 +55,7 @@ pub fn run() -> ExitCode {
 }
 
 /// Exits at once: no exit handlers, no destructors of the libraries loaded.
-fn leave(code: i32) -> ! {
+pub(crate) fn leave(code: i32) -> ! {
     let _ = io::stderr().flush();
     // SAFETY: _exit only ends the process; all our output is written unbuffered.
     unsafe { libc::_exit(code) }
@@ -64,7 +64,7 @@ fn leave(code: i32) -> ! {
 /// A library that crashes the worker should die of its signal, as it would in any program (Rust's
 /// runtime handles SIGSEGV and SIGBUS to report stack overflows, and would swallow a raised one),
 /// and should not leave a core file behind.
-fn plain_crashes() {
+pub(crate) fn plain_crashes() {
     let zero = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -78,14 +78,15 @@ fn plain_crashes() {
     }
 }
 
-fn read_request() -> io::Result<ProbeRequest> {
+/// The request on standard input, read whole.
+pub(crate) fn read_request<T: serde::de::DeserializeOwned>() -> io::Result<T> {
     let mut text = String::new();
     io::stdin().read_to_string(&mut text)?;
     serde_json::from_str(&text).map_err(io::Error::other)
 }
 
 /// Moves the original stdout to a new descriptor for the protocol and points stdout at stderr.
-fn protocol_channel() -> io::Result<File> {
+pub(crate) fn protocol_channel() -> io::Result<File> {
     io::stdout().flush()?;
     // SAFETY: duplicating this process's own standard descriptors; the new one is owned by the
     // File returned and by nothing else.
@@ -107,7 +108,7 @@ fn mark(marker: &str) {
 }
 
 /// One event as one JSON line, in one write.
-fn send(channel: &mut File, event: &WorkerEvent) -> io::Result<()> {
+pub(crate) fn send(channel: &mut File, event: &impl serde::Serialize) -> io::Result<()> {
     let mut line = serde_json::to_vec(event).map_err(io::Error::other)?;
     line.push(b'\n');
     channel.write_all(&line)
@@ -134,7 +135,7 @@ fn load(index: usize, path: &Path) -> WorkerEvent {
     };
     let millis = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     seen.observe(LoadStage::ApiCall);
-    let loaded = seen.finish(&dl::mapped_objects());
+    let loaded = seen.drain(&dl::mapped_objects());
     WorkerEvent::Done {
         index,
         outcome,
@@ -167,21 +168,21 @@ fn key(m: &Mapped) -> Key {
 /// Every object mapped since a first look, with the stage that first saw it. Looking after the
 /// `dlopen` and after each API call catches objects mapped and unmapped again in between
 /// (libcudart unloads a libcuda that fails to initialise).
-struct Seen {
+pub(crate) struct Seen {
     new: Vec<(Mapped, LoadStage)>,
     /// Every object seen so far, the first look's included.
     known: HashSet<Key>,
 }
 
 impl Seen {
-    fn new(before: &[Mapped]) -> Seen {
+    pub(crate) fn new(before: &[Mapped]) -> Seen {
         Seen {
             new: Vec::new(),
             known: before.iter().map(key).collect(),
         }
     }
 
-    fn observe(&mut self, stage: LoadStage) {
+    pub(crate) fn observe(&mut self, stage: LoadStage) {
         self.add(&dl::mapped_objects(), stage);
     }
 
@@ -193,11 +194,12 @@ impl Seen {
         }
     }
 
-    /// The objects seen, in the order they were seen; `now` says which are still mapped.
-    fn finish(mut self, now: &[Mapped]) -> Vec<LoadedObject> {
+    /// The objects seen since the last drain, in the order they were seen; `now` says which are
+    /// still mapped.
+    pub(crate) fn drain(&mut self, now: &[Mapped]) -> Vec<LoadedObject> {
         self.add(now, LoadStage::ApiCall);
         let mapped: HashSet<Key> = now.iter().map(key).collect();
-        self.new
+        std::mem::take(&mut self.new)
             .into_iter()
             .map(|(m, stage)| {
                 let real = std::fs::canonicalize(&m.name).unwrap_or_else(|_| m.name.clone());
@@ -243,7 +245,7 @@ mod tests {
             &[libc.clone(), cudart.clone(), cuda.clone()],
             LoadStage::ApiCall,
         );
-        let loaded = seen.finish(&[libc, cudart, rt]);
+        let loaded = seen.drain(&[libc, cudart, rt]);
         let object = |name: &str, path: &str, stage, unloaded| LoadedObject {
             name: name.into(),
             path: path.into(),
