@@ -2,7 +2,7 @@
 
 use crate::cli::{Cli, Command};
 use crate::discover::Host;
-use crate::{doctor, gpu, options, output, probe, report, scan};
+use crate::{check, doctor, gpu, options, output, probe, report, scan};
 use clap::Parser;
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -35,6 +35,15 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> anyhow::Result<ExitCode>
             output::write(&report_options.destination, &bytes)?;
             report.has_errors()
         }
+        Command::Check(args) => {
+            let (check_options, report_options) = options::check(args, cli.color)?;
+            let report = check::check(&check_options, &Host::current())?;
+            let bytes =
+                report::exporter(report_options.format, report_options.color).check(&report)?;
+            output::write(&report_options.destination, &bytes)?;
+            report.has_failures()
+        }
+        Command::CheckWorker => return Ok(check::worker::run()),
         Command::Probe => return Ok(probe::worker::run()),
         Command::Gpu => return Ok(gpu::report_from_nvml()),
     };

@@ -21,12 +21,18 @@ pub enum Command {
     Doctor(DoctorArgs),
     /// Find every CUDA installation and read every library in it without loading it.
     Scan(ScanArgs),
+    /// Conformance tests for every CUDA combination on the host: load every library, initialise
+    /// the driver and each handle, compile and launch kernels, profile, verify the results.
+    Check(CheckArgs),
     /// The worker process that loads libraries for `doctor` (internal; reads a request on stdin).
     #[command(name = "__probe", hide = true)]
     Probe,
     /// Asks NVML for the host's GPUs and prints them as JSON (internal).
     #[command(name = "__gpu", hide = true)]
     Gpu,
+    /// The worker process that runs one combination's checks (internal; reads a request on stdin).
+    #[command(name = "__check", hide = true)]
+    CheckWorker,
 }
 
 /// Where to look.
@@ -78,6 +84,35 @@ pub struct DoctorArgs {
     pub target: Option<String>,
 }
 
+/// Arguments of `check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    pub search: SearchArgs,
+    #[command(flatten)]
+    pub report: ReportArgs,
+    /// Take libcuda.so.1 (and NVML) from this directory instead of the system's driver, to check
+    /// the same toolkits against another driver.
+    #[arg(long, value_name = "DIR")]
+    pub driver_dir: Option<PathBuf>,
+    /// Check only this combination (repeatable); names as the report shows them.
+    #[arg(long = "combination", value_name = "NAME")]
+    pub combinations: Vec<String>,
+    /// Combinations to add, from this file (default: ./stackbench.toml when it exists).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// The GPU architecture to compile for and check GPU code against when there is no device,
+    /// e.g. `sm_90`.
+    #[arg(long, value_name = "SM")]
+    pub target: Option<String>,
+    /// The CUDA device the GPU checks run on.
+    #[arg(long, value_name = "ORDINAL", default_value_t = 0)]
+    pub device: u32,
+    /// Seconds one check may take before it counts as hung.
+    #[arg(long, value_name = "SECONDS", default_value_t = 120.0)]
+    pub timeout: f64,
+}
+
 /// Report formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Format {
@@ -86,6 +121,8 @@ pub enum Format {
     Json,
     Csv,
     Markdown,
+    /// JUnit XML, one testsuite per combination (`check` only).
+    Junit,
 }
 
 /// When to use colour.

@@ -12,6 +12,10 @@ pub enum OptionsError {
     BadTimeout(f64),
     #[error("--target {0}: give a GPU architecture such as sm_90, sm_86 or 9.0")]
     BadTarget(String),
+    #[error("--driver-dir {}: no libcuda.so.1 there; give the directory that holds the driver's libcuda.so.1 (and libnvidia-ml.so.1)", .0.display())]
+    BadDriverDir(PathBuf),
+    #[error(transparent)]
+    Config(#[from] crate::check::config::ConfigError),
     #[error("cannot find stackbench's own executable to start worker processes ({0}); run it by its path, or use --no-load")]
     NoExecutable(std::io::Error),
 }
@@ -30,5 +34,11 @@ pub enum OutputError {
     Encode {
         format: &'static str,
         reason: String,
+    },
+    #[error("--format {format} is not available for {report} reports; use {instead}")]
+    Unsupported {
+        format: &'static str,
+        report: &'static str,
+        instead: &'static str,
     },
 }

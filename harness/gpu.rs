@@ -29,6 +29,12 @@ pub struct Gpu {
     pub name: String,
     /// `9.0`
     pub compute_capability: String,
+    /// `GPU-xxxxxxxx-...`, as `nvidia-smi -L` shows it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uuid: Option<String>,
+    /// Total memory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_bytes: Option<u64>,
 }
 
 impl GpuInfo {
@@ -47,6 +53,8 @@ impl GpuInfo {
                 index: 0,
                 name: "--target".into(),
                 compute_capability: format!("{}.{}", cc.major, cc.minor),
+                uuid: None,
+                memory_bytes: None,
             }],
             driver_version: None,
             note: None,
@@ -65,8 +73,21 @@ impl GpuInfo {
 
 /// Asks NVML through `<worker> __gpu` (a stackbench executable) in a child process.
 pub fn detect(worker: &Path) -> GpuInfo {
+    detect_with(worker, None)
+}
+
+/// [`detect`], with the NVML of `driver_dir` (found first on the child's search path) when given.
+pub fn detect_with(worker: &Path, driver_dir: Option<&Path>) -> GpuInfo {
     let mut command = Command::new(worker);
     command.arg("__gpu");
+    if let Some(dir) = driver_dir {
+        let mut path = dir.as_os_str().to_owned();
+        if let Some(rest) = std::env::var_os("LD_LIBRARY_PATH").filter(|v| !v.is_empty()) {
+            path.push(":");
+            path.push(rest);
+        }
+        command.env("LD_LIBRARY_PATH", path);
+    }
     match crate::process::output_within(command, NVML_TIMEOUT)
         .and_then(|out| serde_json::from_str(&out).ok())
     {
@@ -91,6 +112,8 @@ pub fn report_from_nvml() -> std::process::ExitCode {
                         index,
                         name: device.name().unwrap_or_default(),
                         compute_capability: format!("{}.{}", cc.major, cc.minor),
+                        uuid: device.uuid().ok(),
+                        memory_bytes: device.memory_info().ok().map(|m| m.total),
                     })
                 })
                 .collect();

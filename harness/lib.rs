@@ -3,10 +3,12 @@
 //! Data flows one way: `discover` finds library files, `elf` reads each without loading it,
 //! `scan` groups them into installations; `doctor` adds live loading (`probe`, in a worker
 //! process), the loader's search (`resolve`) and NVIDIA's rules (`compat`), and `diagnose`
-//! turns them into findings; `report` renders either report in each format.
+//! turns them into findings; `check` runs conformance checks per combination of driver and
+//! libraries in worker processes; `report` renders every report in each format.
 
 pub mod app;
 pub mod catalog;
+pub mod check;
 pub mod cli;
 pub mod compat;
 pub mod diagnose;

@@ -1,6 +1,7 @@
 //! Validated options: command-line arguments checked and turned into what the commands need.
 
-use crate::cli::{ColorChoice, DoctorArgs, Format, ReportArgs, ScanArgs, SearchArgs};
+use crate::check::CheckOptions;
+use crate::cli::{CheckArgs, ColorChoice, DoctorArgs, Format, ReportArgs, ScanArgs, SearchArgs};
 use crate::compat::ComputeCapability;
 use crate::discover;
 use crate::doctor::DoctorOptions;
@@ -62,20 +63,57 @@ pub fn scan(
     Ok((search(args.search)?, report(args.report, color)))
 }
 
+/// A `--timeout` in seconds, checked.
+fn timeout(seconds: f64) -> Result<Duration, OptionsError> {
+    if seconds > 0.0 && seconds <= MAX_TIMEOUT_SECONDS {
+        Ok(Duration::from_secs_f64(seconds))
+    } else {
+        Err(OptionsError::BadTimeout(seconds))
+    }
+}
+
+/// A `--target`, parsed.
+fn target(text: Option<&str>) -> Result<Option<ComputeCapability>, OptionsError> {
+    text.map(|t| ComputeCapability::parse(t).ok_or_else(|| OptionsError::BadTarget(t.to_owned())))
+        .transpose()
+}
+
+/// `check`'s options. The combinations themselves are chosen when the host has been scanned.
+pub fn check(
+    args: CheckArgs,
+    color: ColorChoice,
+) -> Result<(CheckOptions, ReportOptions), OptionsError> {
+    let driver_dir = match args.driver_dir {
+        Some(dir) if dir.join("libcuda.so.1").exists() => {
+            Some(std::path::absolute(&dir).map_err(|_| OptionsError::BadDriverDir(dir.clone()))?)
+        }
+        Some(dir) => return Err(OptionsError::BadDriverDir(dir)),
+        None => None,
+    };
+    let config = match &args.config {
+        Some(path) => Some(crate::check::config::Config::read(path)?),
+        None => crate::check::config::Config::read_default()?,
+    };
+    let options = CheckOptions {
+        discover: search(args.search)?,
+        driver_dir,
+        select: args.combinations,
+        config: config.unwrap_or_default(),
+        target: target(args.target.as_deref())?,
+        device: args.device,
+        timeout: timeout(args.timeout)?,
+        worker: std::env::current_exe().map_err(OptionsError::NoExecutable)?,
+    };
+    Ok((options, report(args.report, color)))
+}
+
 /// `doctor`'s options.
 pub fn doctor(
     args: DoctorArgs,
     color: ColorChoice,
 ) -> Result<(DoctorOptions, ReportOptions), OptionsError> {
-    if !(args.timeout > 0.0 && args.timeout <= MAX_TIMEOUT_SECONDS) {
-        return Err(OptionsError::BadTimeout(args.timeout));
-    }
-    let target = match &args.target {
-        Some(text) => Some(
-            ComputeCapability::parse(text).ok_or_else(|| OptionsError::BadTarget(text.clone()))?,
-        ),
-        None => None,
-    };
+    let timeout = timeout(args.timeout)?;
+    let target = target(args.target.as_deref())?;
     // The worker is needed only to load; static analysis runs without finding it.
     let worker = if args.no_load {
         PathBuf::new()
@@ -85,7 +123,7 @@ pub fn doctor(
     let options = DoctorOptions {
         discover: search(args.search)?,
         load: !args.no_load,
-        timeout: Duration::from_secs_f64(args.timeout),
+        timeout,
         target,
         worker,
     };

@@ -1,7 +1,9 @@
 //! CSV: the scan as one row per library (its installation's columns repeated), the doctor as one
-//! row per finding; for spreadsheets and diffs.
+//! row per finding, the check as one row per check of each combination; for spreadsheets and
+//! diffs.
 
-use super::Exporter;
+use super::{driver_version, Exporter};
+use crate::check::model::CheckReport;
 use crate::doctor::DoctorReport;
 use crate::error::OutputError;
 use crate::model::{Installation, Library, ScanReport};
@@ -40,6 +42,18 @@ const DOCTOR_HEADER: &[&str] = &[
     "message",
     "fix",
     "evidence",
+];
+
+const CHECK_HEADER: &[&str] = &[
+    "combination",
+    "cuda_version",
+    "driver_version",
+    "gpu",
+    "check",
+    "library",
+    "status",
+    "reason",
+    "duration_ms",
 ];
 
 fn encode(e: impl std::fmt::Display) -> OutputError {
@@ -93,6 +107,34 @@ impl Exporter for Csv {
             ]
         });
         table(DOCTOR_HEADER, rows)
+    }
+
+    fn check(&self, report: &CheckReport) -> Result<Vec<u8>, OutputError> {
+        let gpu = report
+            .gpu
+            .devices
+            .first()
+            .map(|d| d.name.clone())
+            .unwrap_or_default();
+        let rows = report.combinations.iter().flat_map(|c| {
+            let cuda = c.cuda_version.clone().unwrap_or_default();
+            let driver = driver_version(report, c).unwrap_or_default().to_string();
+            let gpu = gpu.clone();
+            c.checks.iter().map(move |check| {
+                vec![
+                    c.name.clone(),
+                    cuda.clone(),
+                    driver.clone(),
+                    gpu.clone(),
+                    check.id.clone(),
+                    check.library.clone(),
+                    check.status.name().to_string(),
+                    check.reason.clone(),
+                    format!("{:.3}", check.duration_ms),
+                ]
+            })
+        });
+        table(CHECK_HEADER, rows)
     }
 }
 

@@ -1,6 +1,7 @@
 //! The canonical form: the report's own structure, schema-tagged, pretty-printed.
 
 use super::Exporter;
+use crate::check::model::CheckReport;
 use crate::doctor::DoctorReport;
 use crate::error::OutputError;
 use crate::model::ScanReport;
@@ -23,6 +24,10 @@ impl Exporter for Json {
     }
 
     fn doctor(&self, report: &DoctorReport) -> Result<Vec<u8>, OutputError> {
+        to_json(report)
+    }
+
+    fn check(&self, report: &CheckReport) -> Result<Vec<u8>, OutputError> {
         to_json(report)
     }
 }

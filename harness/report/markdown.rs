@@ -1,7 +1,12 @@
 //! Markdown: a section per installation with a table of its libraries, findings first for the
-//! doctor; for CI summaries and issues.
+//! doctor; for the check, the matrix, its failures and warnings, and each combination's
+//! libraries. For CI summaries (`$GITHUB_STEP_SUMMARY`), pull requests and issues.
 
-use super::{archs, cell, gpu_line, severity_counts, Exporter};
+use super::{
+    archs, cell, check_counts, check_gpu_line, check_groups, driver_version, gpu_line,
+    library_path, notices, severity_counts, Exporter,
+};
+use crate::check::model::{CheckReport, CombinationReport, Status};
 use crate::doctor::DoctorReport;
 use crate::error::OutputError;
 use crate::model::{HostInfo, Installation, Problem, ScanReport};
@@ -23,7 +28,7 @@ impl Exporter for Markdown {
         let _ = writeln!(
             out,
             "**{errors} errors, {warnings} warnings, {info} notes.** GPU: {}.\n",
-            escape(&gpu_line(report))
+            escape(&gpu_line(&report.gpu))
         );
         summary(&mut out, &report.host, &report.installations);
         if !report.loaded {
@@ -45,6 +50,37 @@ impl Exporter for Markdown {
             out.push('\n');
         }
         installations(&mut out, &report.installations, &report.problems);
+        Ok(out.into_bytes())
+    }
+
+    fn check(&self, report: &CheckReport) -> Result<Vec<u8>, OutputError> {
+        let mut out = String::from("# stackbench check\n\n");
+        let (counts, failed) = check_counts(report);
+        let failed = if report.has_failures() {
+            format!("**{failed}**")
+        } else {
+            failed
+        };
+        let host = &report.host;
+        let _ = writeln!(
+            out,
+            "**On `{}`** ({} {}, stackbench {}): {counts}, {failed}.\n",
+            host.hostname, host.os, host.arch, host.stackbench_version
+        );
+        let _ = writeln!(out, "GPU: {}.\n", escape(&check_gpu_line(report)));
+        if let Some(dir) = &report.driver_dir {
+            let _ = writeln!(
+                out,
+                "Driver libraries from `--driver-dir {}`.\n",
+                dir.display()
+            );
+        }
+        check_matrix(&mut out, report);
+        check_notices(&mut out, report);
+        out.push_str("## Libraries\n\n");
+        for c in &report.combinations {
+            check_libraries(&mut out, report, c);
+        }
         Ok(out.into_bytes())
     }
 }
@@ -118,6 +154,109 @@ fn write_problems(out: &mut String, problems: &[&Problem]) {
             escape(&p.message)
         );
     }
+}
+
+/// The check matrix as a table: a column per combination, a row per check under a bold row
+/// per library.
+fn check_matrix(out: &mut String, report: &CheckReport) {
+    out.push_str("| check |");
+    for c in &report.combinations {
+        let _ = write!(out, " `{}` |", escape(&c.name));
+    }
+    out.push_str("\n|---|");
+    out.push_str(&"---|".repeat(report.combinations.len()));
+    out.push('\n');
+    let empty = " |".repeat(report.combinations.len());
+    for (library, ids) in check_groups(report) {
+        let _ = writeln!(out, "| **{}** |{empty}", escape(library));
+        for id in ids {
+            let _ = write!(out, "| `{id}` |");
+            for c in &report.combinations {
+                let status = c.check(id).map_or("-", |r| match r.status {
+                    Status::Pass => "pass",
+                    Status::Fail => "**FAIL**",
+                    Status::Warn => "warn",
+                    Status::Skip => "skip",
+                });
+                let _ = write!(out, " {status} |");
+            }
+            out.push('\n');
+        }
+    }
+    out.push('\n');
+}
+
+/// The failures and warnings (then the notable skips), each once with the combinations it
+/// concerns.
+fn check_notices(out: &mut String, report: &CheckReport) {
+    let notices = notices(report);
+    let total = report.combinations.len();
+    for (title, statuses) in [
+        ("Failures and warnings", &[Status::Fail, Status::Warn][..]),
+        ("Skipped", &[Status::Skip][..]),
+    ] {
+        let listed: Vec<_> = notices
+            .iter()
+            .filter(|n| statuses.contains(&n.status))
+            .collect();
+        if listed.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "## {title}\n");
+        for notice in listed {
+            let label = match notice.status {
+                Status::Fail => "**FAIL**",
+                Status::Warn => "warn",
+                _ => "skip",
+            };
+            let _ = writeln!(
+                out,
+                "- {label} `{}` in {}: {}",
+                notice.id,
+                notice.scope(total, |name| format!("`{}`", escape(name))),
+                escape(notice.reason)
+            );
+        }
+        out.push('\n');
+    }
+}
+
+/// A combination's libraries: component, version, the file used, and whether it came from the
+/// combination's own directories.
+fn check_libraries(out: &mut String, report: &CheckReport, c: &CombinationReport) {
+    let mut facts = vec![match &c.cuda_version {
+        Some(v) => format!("CUDA {v}"),
+        None => "CUDA version unknown".to_string(),
+    }];
+    facts.push(match (&c.driver, driver_version(report, c)) {
+        (None, _) => "no `libcuda.so.1`".to_string(),
+        (Some(_), Some(v)) => format!("driver {v}"),
+        (Some(d), None) => format!("driver `{}`", d.path.display()),
+    });
+    facts.push(format!("{:.1} s", c.duration_ms / 1e3));
+    let _ = writeln!(out, "### `{}`: {}\n", escape(&c.name), facts.join(", "));
+    if c.libraries.is_empty() {
+        out.push_str("No CUDA library.\n\n");
+        return;
+    }
+    out.push_str("| component | version | path | inside |\n|---|---|---|---|\n");
+    for l in &c.libraries {
+        let path = library_path(l).map_or("-".to_string(), |p| {
+            format!("`{}`", escape(&p.display().to_string()))
+        });
+        let _ = writeln!(
+            out,
+            "| {} | {} | {path} | {} |",
+            escape(&l.component),
+            escape(l.version.as_deref().unwrap_or("-")),
+            if l.inside {
+                "yes"
+            } else {
+                "**no**: mapped from outside the combination"
+            }
+        );
+    }
+    out.push('\n');
 }
 
 /// Keeps a value from breaking the table it sits in.

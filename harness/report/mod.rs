@@ -3,13 +3,17 @@
 
 mod csv;
 mod json;
+mod junit;
 mod markdown;
 mod terminal;
 
+use crate::check::model::{CheckReport, CombinationReport, LibraryUse, Status};
 use crate::cli::Format;
 use crate::doctor::DoctorReport;
 use crate::error::OutputError;
+use crate::gpu::GpuInfo;
 use crate::model::ScanReport;
+use std::path::Path;
 
 /// Turns reports into the bytes of one format.
 pub trait Exporter {
@@ -17,6 +21,8 @@ pub trait Exporter {
     fn scan(&self, report: &ScanReport) -> Result<Vec<u8>, OutputError>;
     /// The doctor report in this format.
     fn doctor(&self, report: &DoctorReport) -> Result<Vec<u8>, OutputError>;
+    /// The check report in this format.
+    fn check(&self, report: &CheckReport) -> Result<Vec<u8>, OutputError>;
 }
 
 /// The exporter for a format; `color` matters to the terminal report only.
@@ -26,6 +32,7 @@ pub fn exporter(format: Format, color: bool) -> Box<dyn Exporter> {
         Format::Json => Box::new(json::Json),
         Format::Csv => Box::new(csv::Csv),
         Format::Markdown => Box::new(markdown::Markdown),
+        Format::Junit => Box::new(junit::Junit),
     }
 }
 
@@ -61,9 +68,8 @@ fn severity_counts(report: &DoctorReport) -> [usize; 3] {
     ]
 }
 
-/// One line saying which GPU the report checked against.
-fn gpu_line(report: &DoctorReport) -> String {
-    let gpu = &report.gpu;
+/// One line saying which GPU a report checked against.
+fn gpu_line(gpu: &GpuInfo) -> String {
     let devices: Vec<String> = gpu
         .devices
         .iter()
@@ -82,4 +88,303 @@ fn gpu_line(report: &DoctorReport) -> String {
         line.push_str(&format!(": {note}"));
     }
     line
+}
+
+/// `1 combination`, `3 combinations`: a count with its noun.
+fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("{n} {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+/// The check report's counts, in the order every format gives them:
+/// `3 combinations, 41 passed, 3 warnings, 20 skipped` and the failures apart (`9 failed`),
+/// so a format can stress them.
+fn check_counts(report: &CheckReport) -> (String, String) {
+    let [pass, warn, skip, fail] = report.counts();
+    (
+        format!(
+            "{}, {pass} passed, {}, {skip} skipped",
+            count(report.combinations.len(), "combination"),
+            count(warn, "warning")
+        ),
+        format!("{fail} failed"),
+    )
+}
+
+/// The GPU line of a check report: [`gpu_line`] and the `--target` compiled for.
+fn check_gpu_line(report: &CheckReport) -> String {
+    let mut line = gpu_line(&report.gpu);
+    if let Some(target) = &report.target {
+        line.push_str(&format!("; --target {target}"));
+    }
+    line
+}
+
+/// The matrix's rows: each library group, in the order the library first appears among the
+/// report's checks, with its check ids in order of first appearance (the spec's order).
+fn check_groups(report: &CheckReport) -> Vec<(&str, Vec<&str>)> {
+    let mut groups: Vec<(&str, Vec<&str>)> = Vec::new();
+    for check in report.checks() {
+        let at = match groups
+            .iter()
+            .position(|(library, _)| *library == check.library)
+        {
+            Some(at) => at,
+            None => {
+                groups.push((&check.library, Vec::new()));
+                groups.len() - 1
+            }
+        };
+        let ids = &mut groups[at].1;
+        if !ids.contains(&check.id.as_str()) {
+            ids.push(&check.id);
+        }
+    }
+    groups
+}
+
+/// Whether a skip only follows from something shown elsewhere: a check it needs did not pass
+/// ("needs ..."), or the library is not installed in the combination ("no cuFFT in this
+/// combination (libcufft.so.*)"). Reports list the other skips' reasons.
+fn routine_skip(reason: &str) -> bool {
+    reason.starts_with("needs ")
+        || (reason.starts_with("no ") && reason.contains(" in this combination (lib"))
+}
+
+/// A failure, warning or notable skip, with every combination that has the same check end
+/// the same way for the same reason (a host's problem is listed once, not per combination).
+#[derive(Debug, PartialEq)]
+struct Notice<'a> {
+    status: Status,
+    id: &'a str,
+    reason: &'a str,
+    combinations: Vec<&'a str>,
+}
+
+impl Notice<'_> {
+    /// The combinations it concerns: `all combinations` when there are several and it
+    /// concerns each, else their names joined by `, ` (each passed through `name`).
+    fn scope(&self, total: usize, name: impl Fn(&str) -> String) -> String {
+        if total > 1 && self.combinations.len() == total {
+            "all combinations".to_string()
+        } else {
+            let names: Vec<String> = self.combinations.iter().map(|c| name(c)).collect();
+            names.join(", ")
+        }
+    }
+}
+
+/// The report's failures, then its warnings, then its skips that are not routine (see
+/// [`routine_skip`]); within each, in order of first appearance.
+fn notices(report: &CheckReport) -> Vec<Notice<'_>> {
+    let mut notices: Vec<Notice> = Vec::new();
+    for status in [Status::Fail, Status::Warn, Status::Skip] {
+        for combination in &report.combinations {
+            for check in combination.checks.iter().filter(|c| c.status == status) {
+                if status == Status::Skip && routine_skip(&check.reason) {
+                    continue;
+                }
+                let same = notices
+                    .iter_mut()
+                    .find(|n| n.status == status && n.id == check.id && n.reason == check.reason);
+                match same {
+                    Some(notice) => notice.combinations.push(&combination.name),
+                    None => notices.push(Notice {
+                        status,
+                        id: &check.id,
+                        reason: &check.reason,
+                        combinations: vec![&combination.name],
+                    }),
+                }
+            }
+        }
+    }
+    notices
+}
+
+/// The driver version a combination ran with: its `libcuda.so.1`'s, else the kernel driver's.
+fn driver_version<'a>(
+    report: &'a CheckReport,
+    combination: &'a CombinationReport,
+) -> Option<&'a str> {
+    combination
+        .driver
+        .as_ref()
+        .and_then(|d| d.version.as_deref())
+        .or(report.gpu.driver_version.as_deref())
+}
+
+/// The file a library was mapped from, else where a program of the combination finds it.
+fn library_path(library: &LibraryUse) -> Option<&Path> {
+    library.mapped.as_deref().or(library.resolved.as_deref())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::model::{CheckResult, Origin, CHECK_SCHEMA};
+    use crate::check::protocol::Component;
+    use crate::check::worker::session::not_installed;
+    use crate::model::HostInfo;
+    use rstest::rstest;
+
+    fn result(id: &str, status: Status, reason: &str) -> CheckResult {
+        CheckResult {
+            duration_ms: 1.0,
+            ..CheckResult::new(id, status, reason)
+        }
+    }
+
+    fn combination(name: &str, checks: Vec<CheckResult>) -> CombinationReport {
+        CombinationReport {
+            name: name.into(),
+            origin: Origin::Installation,
+            root: None,
+            layout: None,
+            cuda_version: None,
+            search_path: String::new(),
+            driver: None,
+            libraries: Vec::new(),
+            checks,
+            duration_ms: 0.0,
+        }
+    }
+
+    fn report(combinations: Vec<CombinationReport>) -> CheckReport {
+        CheckReport {
+            schema: CHECK_SCHEMA.into(),
+            started: "2026-01-01T00:00:00Z".into(),
+            host: HostInfo {
+                hostname: "h".into(),
+                os: "linux".into(),
+                arch: "x86_64".into(),
+                stackbench_version: "0".into(),
+            },
+            gpu: GpuInfo::none("no NVML"),
+            target: None,
+            driver_dir: None,
+            combinations,
+        }
+    }
+
+    #[test]
+    fn groups_follow_first_appearance_across_combinations() {
+        let pass = |id| result(id, Status::Pass, "ok");
+        let r = report(vec![
+            combination(
+                "a",
+                vec![
+                    pass("driver.init"),
+                    pass("cudart.load"),
+                    pass("driver.version"),
+                ],
+            ),
+            combination(
+                "b",
+                vec![
+                    pass("nvrtc.load"),
+                    pass("driver.library"),
+                    pass("cudart.load"),
+                ],
+            ),
+        ]);
+        assert_eq!(
+            check_groups(&r),
+            vec![
+                (
+                    "driver",
+                    vec!["driver.init", "driver.version", "driver.library"]
+                ),
+                ("cudart", vec!["cudart.load"]),
+                ("nvrtc", vec!["nvrtc.load"]),
+            ]
+        );
+    }
+
+    #[rstest]
+    #[case(
+        "needs driver.init, which failed: cuInit: CUDA_ERROR_NO_DEVICE (100)",
+        true
+    )]
+    #[case(
+        "needs cublas.handle; cublas.load was skipped: no cuBLAS in this combination",
+        true
+    )]
+    #[case(
+        "BF16 GEMM needs compute capability 8.0 or newer; this GPU is 7.0",
+        false
+    )]
+    #[case(
+        "no device and no --target: give --target sm_XX to compile without a GPU",
+        false
+    )]
+    #[case(
+        "no library with GPU code was loaded (the checks that load them did not run)",
+        false
+    )]
+    fn routine_skips(#[case] reason: &str, #[case] routine: bool) {
+        assert_eq!(routine_skip(reason), routine, "{reason}");
+    }
+
+    #[test]
+    fn a_library_not_installed_is_a_routine_skip() {
+        for component in Component::ALL {
+            assert!(routine_skip(&not_installed(component)), "{component:?}");
+        }
+    }
+
+    #[test]
+    fn notices_collapse_across_combinations_failures_first() {
+        let no_device = "cuInit: CUDA_ERROR_NO_DEVICE (100)";
+        let r = report(vec![
+            combination(
+                "a",
+                vec![
+                    result("driver.health", Status::Warn, "persistence mode off"),
+                    result("driver.init", Status::Fail, no_device),
+                    result("cudart.memcpy", Status::Skip, "needs driver.devices"),
+                ],
+            ),
+            combination(
+                "b",
+                vec![
+                    result("driver.health", Status::Warn, "persistence mode off"),
+                    result(
+                        "driver.init",
+                        Status::Fail,
+                        "cuInit: CUDA_ERROR_UNKNOWN (999)",
+                    ),
+                    result("cublas.gemm_bf16", Status::Skip, "BF16 GEMM needs 8.0"),
+                ],
+            ),
+        ]);
+        let notices = notices(&r);
+        let seen: Vec<(Status, &str, &[&str])> = notices
+            .iter()
+            .map(|n| (n.status, n.id, n.combinations.as_slice()))
+            .collect();
+        assert_eq!(
+            seen,
+            vec![
+                (Status::Fail, "driver.init", &["a"][..]),
+                (Status::Fail, "driver.init", &["b"][..]),
+                (Status::Warn, "driver.health", &["a", "b"][..]),
+                (Status::Skip, "cublas.gemm_bf16", &["b"][..]),
+            ]
+        );
+        assert_eq!(notices[2].scope(2, str::to_owned), "all combinations");
+        assert_eq!(notices[0].scope(2, |n| format!("`{n}`")), "`a`");
+        assert_eq!(notices[2].scope(3, str::to_owned), "a, b");
+    }
+
+    #[rstest]
+    #[case(1, "1 warning")]
+    #[case(0, "0 warnings")]
+    #[case(3, "3 warnings")]
+    fn counts_have_their_plural(#[case] n: usize, #[case] text: &str) {
+        assert_eq!(count(n, "warning"), text);
+    }
 }

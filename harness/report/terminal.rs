@@ -1,7 +1,11 @@
 //! The report for people: findings first (errors, then warnings), then installations as headed,
 //! aligned tables, problems last; in colour when asked for.
 
-use super::{archs, gpu_line, severity_counts, Exporter};
+use super::{
+    archs, check_counts, check_gpu_line, check_groups, driver_version, gpu_line, library_path,
+    notices, severity_counts, Exporter, Notice,
+};
+use crate::check::model::{CheckReport, Status};
 use crate::diagnose::finding::{Finding, Severity};
 use crate::doctor::DoctorReport;
 use crate::error::OutputError;
@@ -19,6 +23,9 @@ const YELLOW: &str = "33";
 const BLUE: &str = "34";
 const CYAN: &str = "36";
 const GREEN: &str = "32";
+
+/// The heading of the check matrix's first column.
+const MATRIX_LABEL: &str = "check";
 
 /// Evidence lines shown per finding; JSON has them all.
 const EVIDENCE_LINES: usize = 6;
@@ -53,7 +60,7 @@ impl Exporter for Terminal {
             report.installations.len(),
             if report.loaded { "" } else { "; static analysis only, nothing loaded" }
         );
-        let _ = writeln!(out, "GPU: {}\n", gpu_line(report));
+        let _ = writeln!(out, "GPU: {}\n", gpu_line(&report.gpu));
         for (severity, title, colour) in [
             (Severity::Error, "errors", RED),
             (Severity::Warning, "warnings", YELLOW),
@@ -77,6 +84,85 @@ impl Exporter for Terminal {
         self.installations(&mut out, &report.installations, &report.problems);
         Ok(out.into_bytes())
     }
+
+    fn check(&self, report: &CheckReport) -> Result<Vec<u8>, OutputError> {
+        let mut out = String::new();
+        let (counts, failed) = check_counts(report);
+        let failed = if report.has_failures() {
+            self.paint(RED, &failed)
+        } else {
+            self.paint(GREEN, &failed)
+        };
+        let _ = writeln!(
+            out,
+            "{} {counts}, {failed}",
+            self.paint(BOLD, "stackbench check:")
+        );
+        let _ = writeln!(
+            out,
+            "{}",
+            wrap(&format!("GPU: {}", check_gpu_line(report)), "     ")
+        );
+        if let Some(dir) = &report.driver_dir {
+            let line = format!("driver libraries from --driver-dir {}", dir.display());
+            let _ = writeln!(out, "{}", wrap(&line, "     "));
+        }
+        out.push('\n');
+        if report.combinations.is_empty() {
+            let _ = writeln!(out, "  no combination was checked");
+            return Ok(out.into_bytes());
+        }
+        self.matrix(&mut out, report);
+        self.notices(&mut out, report);
+        self.combinations(&mut out, report);
+        Ok(out.into_bytes())
+    }
+}
+
+/// Where the check report wraps its long lines (reasons, library lists).
+const WIDTH: usize = 100;
+
+/// `text` broken at spaces into lines of at most [`WIDTH`] columns where it can be (a longer
+/// word, a path, stays whole), every line after the first starting with `indent`. Leading
+/// spaces stay; a no-break space (U+00A0) joins words that must stay on one line and becomes a
+/// space.
+fn wrap(text: &str, indent: &str) -> String {
+    let mut out = String::new();
+    let mut column = 0;
+    for (at, word) in text.split(' ').enumerate() {
+        let len = word.chars().count();
+        if at > 0 {
+            if column > indent.len() && column + 1 + len > WIDTH {
+                out.push('\n');
+                out.push_str(indent);
+                column = indent.len();
+            } else {
+                out.push(' ');
+                column += 1;
+            }
+        }
+        out.push_str(&word.replace(NBSP, " "));
+        column += len;
+    }
+    out
+}
+
+/// Joins words that [`wrap`] keeps on one line.
+const NBSP: &str = "\u{a0}";
+
+/// Each item with its spaces made no-break spaces, so [`wrap`] breaks only between items.
+fn unbroken(items: &[String]) -> Vec<String> {
+    items.iter().map(|item| item.replace(' ', NBSP)).collect()
+}
+
+/// The check matrix's cell for a status, and its colour.
+fn status_cell(status: Status) -> (&'static str, &'static str) {
+    match status {
+        Status::Pass => ("PASS", GREEN),
+        Status::Fail => ("FAIL", RED),
+        Status::Warn => ("WARN", YELLOW),
+        Status::Skip => ("SKIP", DIM),
+    }
 }
 
 impl Terminal {
@@ -85,6 +171,147 @@ impl Terminal {
             format!("\x1b[{code}m{text}\x1b[0m")
         } else {
             text.to_string()
+        }
+    }
+
+    /// The check matrix: a column per combination (numbered, with a legend above, when the
+    /// names do not fit in [`WIDTH`]), a row per check under a header per library.
+    fn matrix(&self, out: &mut String, report: &CheckReport) {
+        let groups = check_groups(report);
+        let label_width = groups
+            .iter()
+            .flat_map(|(library, ids)| {
+                std::iter::once(library.len()).chain(ids.iter().map(|id| id.len() + 2))
+            })
+            .chain([MATRIX_LABEL.len()])
+            .max()
+            .unwrap_or(0);
+        let names: Vec<&str> = report
+            .combinations
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect();
+        let width_of = |header: &str| header.chars().count().max(4);
+        let full: usize = label_width + names.iter().map(|n| 2 + width_of(n)).sum::<usize>();
+        let headers: Vec<String> = if full > WIDTH {
+            for (number, name) in names.iter().enumerate() {
+                let _ = writeln!(
+                    out,
+                    "  {} {name}",
+                    self.paint(BOLD, &format!("[{}]", number + 1))
+                );
+            }
+            out.push('\n');
+            (1..=names.len()).map(|n| format!("[{n}]")).collect()
+        } else {
+            names.iter().map(|n| n.to_string()).collect()
+        };
+        let widths: Vec<usize> = headers.iter().map(|h| width_of(h)).collect();
+        let row = |label: String, cells: &[(&str, &str)]| {
+            let mut line = label;
+            for (at, ((text, colour), width)) in cells.iter().zip(&widths).enumerate() {
+                line.push_str("  ");
+                line.push_str(&self.paint(colour, text));
+                if at + 1 < cells.len() {
+                    line.push_str(&" ".repeat(width - text.chars().count()));
+                }
+            }
+            line
+        };
+        let header: Vec<(&str, &str)> = headers.iter().map(|h| (h.as_str(), BOLD)).collect();
+        let label = self.paint(DIM, &format!("{MATRIX_LABEL:<label_width$}"));
+        let _ = writeln!(out, "{}", row(label, &header));
+        for (library, ids) in &groups {
+            let _ = writeln!(out, "{}", self.paint(BOLD, library));
+            for id in ids {
+                let cells: Vec<(&str, &str)> = report
+                    .combinations
+                    .iter()
+                    .map(|c| c.check(id).map_or(("-", DIM), |r| status_cell(r.status)))
+                    .collect();
+                let _ = writeln!(
+                    out,
+                    "{}",
+                    row(format!("  {id:<0$}", label_width - 2), &cells)
+                );
+            }
+        }
+        out.push('\n');
+    }
+
+    /// The failures, warnings and notable skips below the matrix, each once with every
+    /// combination it concerns: `name: check.id: reason`.
+    fn notices(&self, out: &mut String, report: &CheckReport) {
+        let notices = notices(report);
+        let total = report.combinations.len();
+        for (status, title, colour) in [
+            (Status::Fail, "failures", RED),
+            (Status::Warn, "warnings", YELLOW),
+            (Status::Skip, "skipped", DIM),
+        ] {
+            let listed: Vec<&Notice> = notices.iter().filter(|n| n.status == status).collect();
+            if listed.is_empty() {
+                continue;
+            }
+            let _ = writeln!(out, "{}", self.paint(&format!("{BOLD};{colour}"), title));
+            for notice in listed {
+                let head = format!("{}: {}:", notice.scope(total, str::to_owned), notice.id);
+                let text = wrap(&format!("  {head} {}", notice.reason), "      ");
+                let painted = format!("  {}", self.paint(colour, &head));
+                let _ = writeln!(out, "{}", text.replacen(&format!("  {head}"), &painted, 1));
+            }
+            out.push('\n');
+        }
+    }
+
+    /// One line per combination: its CUDA runtime, driver, time and libraries; then a line for
+    /// each library mapped from outside the combination.
+    fn combinations(&self, out: &mut String, report: &CheckReport) {
+        let _ = writeln!(out, "{}", self.paint(BOLD, "combinations"));
+        for c in &report.combinations {
+            let cuda = match &c.cuda_version {
+                Some(v) => format!("CUDA {v}"),
+                None => "CUDA version unknown".to_string(),
+            };
+            let driver = match (&c.driver, driver_version(report, c)) {
+                (None, _) => "no libcuda.so.1".to_string(),
+                (Some(_), Some(v)) => format!("driver {v}"),
+                (Some(d), None) => format!("driver {}", d.path.display()),
+            };
+            let time = format!("{:.1} s", c.duration_ms / 1e3);
+            let libraries: Vec<String> = c
+                .libraries
+                .iter()
+                .map(|l| match &l.version {
+                    Some(v) => format!("{} {v}", l.component),
+                    None => l.component.clone(),
+                })
+                .collect();
+            let libraries = match libraries.is_empty() {
+                true => "no CUDA library".to_string(),
+                false => unbroken(&libraries).join(", "),
+            };
+            let [cuda, driver, time] = [cuda, driver, time].map(|f| f.replace(' ', NBSP));
+            let line = format!("  {}: {cuda}, {driver}, {time}; {libraries}", c.name);
+            let text = wrap(&line, "      ");
+            let _ = writeln!(
+                out,
+                "{}",
+                text.replacen(&c.name, &self.paint(CYAN, &c.name), 1)
+            );
+            for l in c.libraries.iter().filter(|l| !l.inside) {
+                let path = library_path(l).map(|p| p.display().to_string());
+                let flag = format!("{} mapped from outside the combination:", l.name);
+                let text = wrap(
+                    &format!("      ! {flag} {}", path.unwrap_or_default()),
+                    "        ",
+                );
+                let _ = writeln!(
+                    out,
+                    "{}",
+                    text.replacen(&flag, &self.paint(YELLOW, &flag), 1)
+                );
+            }
         }
     }
 

@@ -1,0 +1,313 @@
+//! Which combinations `check` runs: one per installation with a CUDA runtime (the host's driver
+//! plus that installation's libraries, resolved as a program of it would resolve them, the
+//! model `doctor` uses), plus the ones `stackbench.toml` names.
+
+use super::config::UserCombination;
+use super::model::Origin;
+use super::protocol::{Component, ComponentFile};
+use crate::diagnose;
+use crate::discover;
+use crate::model::{Installation, Layout, Library, ScanReport};
+use crate::resolve::{self, Requester, SearchContext};
+use std::path::{Path, PathBuf};
+
+/// One driver plus one set of CUDA libraries, as one program would get them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Combination {
+    pub name: String,
+    pub origin: Origin,
+    pub root: Option<PathBuf>,
+    pub layout: Option<Layout>,
+    /// The installation's CUDA version, as the scan read it.
+    pub cuda_version: Option<String>,
+    /// The combination's own library directories: a CUDA library mapped from elsewhere is
+    /// flagged.
+    pub dirs: Vec<PathBuf>,
+    /// The `LD_LIBRARY_PATH` a program of the combination runs with.
+    pub search_path: String,
+    /// `--driver-dir` or the combination's own `driver_dir`, put on the worker's search path.
+    pub driver_dir: Option<PathBuf>,
+    /// The `libcuda.so.1` such a program loads, if any.
+    pub driver: Option<PathBuf>,
+    /// The driver's `libnvidia-ml.so.1`, if any.
+    pub nvml: Option<PathBuf>,
+    /// The library of each component the combination has.
+    pub components: Vec<ComponentFile>,
+}
+
+/// The combinations of a scan's installations, then those of the configuration, with unique
+/// names. `driver_dir` is `--driver-dir`, for every combination that does not name its own;
+/// `environment` is `LD_LIBRARY_PATH` as given; `search` the host's loader search.
+pub fn combinations(
+    scan: &ScanReport,
+    user: &[UserCombination],
+    driver_dir: Option<&Path>,
+    environment: Option<&str>,
+    search: &SearchContext,
+) -> Vec<Combination> {
+    let mut out: Vec<Combination> = Vec::new();
+    for installation in scan.installations.iter().filter(|i| has_runtime(i)) {
+        let search_path = diagnose::search_path(installation, environment);
+        let libraries: Vec<&Library> = installation.libraries.iter().collect();
+        let name = unique(installation_name(installation), &out);
+        out.push(Combination {
+            name,
+            origin: Origin::Installation,
+            root: Some(installation.root.clone()),
+            layout: Some(installation.layout),
+            cuda_version: installation.cuda_version.clone(),
+            dirs: library_dirs(&libraries),
+            ..resolved(
+                &libraries,
+                search_path,
+                driver_dir.map(Path::to_path_buf),
+                search,
+            )
+        });
+    }
+    for wanted in user {
+        let scanned = crate::scan::scan(
+            &discover::Options {
+                roots: wanted.library_dirs.clone(),
+                system: false,
+            },
+            &discover::Host::default(),
+        );
+        let dirs: Vec<PathBuf> = wanted.library_dirs.iter().map(|d| canonical(d)).collect();
+        let libraries: Vec<&Library> = scanned
+            .installations
+            .iter()
+            .flat_map(|i| &i.libraries)
+            .filter(|l| {
+                l.path
+                    .parent()
+                    .is_some_and(|p| dirs.contains(&canonical(p)))
+            })
+            .collect();
+        let search_path = join(&wanted.library_dirs);
+        let driver_dir = wanted
+            .driver_dir
+            .clone()
+            .or_else(|| driver_dir.map(Path::to_path_buf));
+        out.push(Combination {
+            name: unique(wanted.name.clone(), &out),
+            origin: Origin::Config,
+            root: None,
+            layout: None,
+            cuda_version: None,
+            dirs: wanted.library_dirs.clone(),
+            ..resolved(&libraries, search_path, driver_dir, search)
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+impl Combination {
+    /// A user combination named `name` with nothing in it, for tests to fill in.
+    pub(crate) fn empty(name: &str) -> Combination {
+        Combination {
+            name: name.to_owned(),
+            origin: Origin::Config,
+            root: None,
+            layout: None,
+            cuda_version: None,
+            dirs: Vec::new(),
+            search_path: String::new(),
+            driver_dir: None,
+            driver: None,
+            nvml: None,
+            components: Vec::new(),
+        }
+    }
+}
+
+/// A combination's search path, driver and components, resolved as the loader would.
+fn resolved(
+    libraries: &[&Library],
+    search_path: String,
+    driver_dir: Option<PathBuf>,
+    search: &SearchContext,
+) -> Combination {
+    let mut ctx = search.clone();
+    ctx.ld_library_path = resolve::split_search_path(&search_path);
+    let program = Requester::default();
+    let find = |name: &str| resolve::resolve(name, &program, &ctx).found;
+    let components = Component::ALL
+        .into_iter()
+        .filter_map(|component| {
+            let library = pick(libraries, component)?;
+            let path = library
+                .soname
+                .as_deref()
+                .and_then(find)
+                .unwrap_or_else(|| library.path.clone());
+            Some(ComponentFile {
+                component,
+                path,
+                version: library.version.clone(),
+            })
+        })
+        .collect();
+    let from_driver_dir = |name: &str| {
+        driver_dir
+            .as_ref()
+            .map(|d| d.join(name))
+            .filter(|p| p.exists())
+    };
+    let driver = match &driver_dir {
+        Some(_) => from_driver_dir("libcuda.so.1"),
+        None => find("libcuda.so.1"),
+    };
+    let nvml = match &driver_dir {
+        Some(_) => from_driver_dir("libnvidia-ml.so.1"),
+        None => find("libnvidia-ml.so.1"),
+    };
+    Combination {
+        name: String::new(),
+        origin: Origin::Installation,
+        root: None,
+        layout: None,
+        cuda_version: None,
+        dirs: Vec::new(),
+        search_path,
+        driver_dir,
+        driver,
+        nvml,
+        components,
+    }
+}
+
+/// The library a program would open for `component`: among the files of its stem, one whose
+/// soname names itself (the real library, not a stub), the first in scan order.
+fn pick<'a>(libraries: &[&'a Library], component: Component) -> Option<&'a Library> {
+    let of_stem: Vec<&&Library> = libraries
+        .iter()
+        .filter(|l| l.name == component.stem() && l.elf_class.as_deref() == Some(own_class()))
+        .filter(|l| !diagnose::driver::is_stub_or_compat(&l.path))
+        .collect();
+    of_stem
+        .iter()
+        .find(|l| l.soname.is_some())
+        .or(of_stem.first())
+        .map(|l| **l)
+}
+
+/// Whether an installation has a CUDA runtime this process can load.
+fn has_runtime(installation: &Installation) -> bool {
+    installation.layout != Layout::Driver
+        && installation
+            .libraries
+            .iter()
+            .any(|l| l.name == "cudart" && l.elf_class.as_deref() == Some(own_class()))
+}
+
+fn own_class() -> &'static str {
+    if cfg!(target_pointer_width = "64") {
+        "ELF64"
+    } else {
+        "ELF32"
+    }
+}
+
+/// The directories the libraries are in, in order, and their real directories (a toolkit's
+/// `lib64` is a link to `targets/<triple>/lib`).
+fn library_dirs(libraries: &[&Library]) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for library in libraries {
+        for path in [&library.path, &library.real_path] {
+            if let Some(dir) = path.parent() {
+                if !dirs.iter().any(|d| d == dir) {
+                    dirs.push(dir.to_path_buf());
+                }
+            }
+        }
+    }
+    dirs
+}
+
+/// A name for an installation's combination: `<layout>:<what people call it>` (`pip:venv-cu12`,
+/// `toolkit:cuda-12.9`, `conda:cu13`).
+pub fn installation_name(installation: &Installation) -> String {
+    let root = &installation.root;
+    let short = match installation.layout {
+        // .../<env>/lib/python3.11/site-packages: the environment's directory.
+        Layout::Pip => root
+            .ancestors()
+            .find(|a| {
+                a.file_name()
+                    .is_some_and(|n| n == "lib" || n == "lib64" || n == "Lib")
+            })
+            .and_then(Path::parent)
+            .and_then(Path::file_name)
+            .or_else(|| root.file_name()),
+        _ => root.file_name(),
+    };
+    let short = short
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| root.display().to_string());
+    format!("{}:{}", installation.layout.name(), short)
+}
+
+/// `name`, or `name-2`, `name-3`, ... when an earlier combination has it.
+fn unique(name: String, taken: &[Combination]) -> String {
+    let free = |n: &str| !taken.iter().any(|c| c.name == n);
+    if free(&name) {
+        return name;
+    }
+    (2..)
+        .map(|k| format!("{name}-{k}"))
+        .find(|n| free(n))
+        .unwrap_or(name)
+}
+
+fn join(dirs: &[PathBuf]) -> String {
+    dirs.iter()
+        .map(|d| d.display().to_string())
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+fn canonical(path: &Path) -> PathBuf {
+    path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    fn installation(root: &str, layout: Layout) -> Installation {
+        Installation {
+            root: root.into(),
+            layout,
+            cuda_version: None,
+            driver_version: None,
+            sources: Vec::new(),
+            libraries: Vec::new(),
+            problems: Vec::new(),
+        }
+    }
+
+    #[rstest]
+    #[case(
+        "/opt/venvs/torch/lib/python3.11/site-packages",
+        Layout::Pip,
+        "pip:torch"
+    )]
+    #[case("/usr/lib/python3/dist-packages", Layout::Pip, "pip:usr")]
+    #[case("/usr/local/cuda-12.9", Layout::Toolkit, "toolkit:cuda-12.9")]
+    #[case("/opt/conda/envs/cu13", Layout::Conda, "conda:cu13")]
+    #[case("/usr/lib/x86_64-linux-gnu", Layout::System, "system:x86_64-linux-gnu")]
+    fn names(#[case] root: &str, #[case] layout: Layout, #[case] name: &str) {
+        assert_eq!(installation_name(&installation(root, layout)), name);
+    }
+
+    #[test]
+    fn names_are_made_unique() {
+        let taken = Combination::empty;
+        let existing = [taken("pip:venv"), taken("pip:venv-2")];
+        assert_eq!(unique("pip:venv".into(), &existing), "pip:venv-3");
+        assert_eq!(unique("conda:x".into(), &existing), "conda:x");
+    }
+}

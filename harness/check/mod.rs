@@ -1,0 +1,216 @@
+//! `stackbench check`: conformance tests for every CUDA combination on the host.
+//!
+//! A combination is the host's driver plus one installation's libraries, resolved as a program
+//! of that installation would resolve them (the model `doctor` uses), or one a user names in
+//! `stackbench.toml`. Each runs in a worker process of its own (`stackbench __check`) with its
+//! search path pinned; the checks (see [`spec`]) load every library, initialise the driver and
+//! each handle, compile and launch kernels through NVRTC, profile with CUPTI and verify results.
+
+pub mod combination;
+pub mod config;
+pub mod mapped;
+pub mod model;
+mod pin;
+pub mod protocol;
+mod runner;
+pub mod spec;
+pub mod worker;
+
+use crate::compat::ComputeCapability;
+use crate::discover::{self, Host};
+use crate::resolve::SearchContext;
+use combination::Combination;
+use model::{CheckReport, CheckResult, CombinationReport, DriverUse, CHECK_SCHEMA};
+use protocol::CheckRequest;
+use spec::Side;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// How `check` runs.
+#[derive(Debug, Clone)]
+pub struct CheckOptions {
+    pub discover: discover::Options,
+    /// Take the driver's libraries from here instead of the system's.
+    pub driver_dir: Option<PathBuf>,
+    /// `--combination`: only these (all when empty).
+    pub select: Vec<String>,
+    /// Combinations from `stackbench.toml`.
+    pub config: config::Config,
+    /// The architecture to compile for when there is no device.
+    pub target: Option<ComputeCapability>,
+    /// The CUDA device ordinal the GPU checks use.
+    pub device: u32,
+    /// How long one check may take.
+    pub timeout: Duration,
+    /// The stackbench executable that serves as worker (`__check`, `__gpu`).
+    pub worker: PathBuf,
+}
+
+/// Why `check` could not run at all (exit status 2).
+#[derive(Debug, thiserror::Error)]
+pub enum CheckError {
+    #[error("no CUDA combination to check: no installation with a CUDA runtime (libcudart) was found{searched}; give --root DIR, or name one in stackbench.toml")]
+    NothingToCheck { searched: String },
+    #[error("--combination {name}: no such combination; this host has: {available}")]
+    NoSuchCombination { name: String, available: String },
+}
+
+/// Runs every selected combination's checks, as many combinations at a time as there are
+/// cores, each in its own workers.
+pub fn check(options: &CheckOptions, host: &Host) -> Result<CheckReport, CheckError> {
+    let started = crate::timestamp::now();
+    let scan = crate::scan::scan(&options.discover, host);
+    let all = combination::combinations(
+        &scan,
+        &options.config.combinations,
+        options.driver_dir.as_deref(),
+        host.env.get("LD_LIBRARY_PATH").map(String::as_str),
+        &SearchContext::host(Vec::new()),
+    );
+    let selected = select(all, &options.select, &scan)?;
+    let gpu = crate::gpu::detect_with(&options.worker, options.driver_dir.as_deref());
+    let parallel = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let mut combinations = Vec::with_capacity(selected.len());
+    for chunk in selected.chunks(parallel) {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = chunk
+                .iter()
+                .map(|c| scope.spawn(move || run_combination(c, options)))
+                .collect();
+            combinations.extend(handles.into_iter().filter_map(|h| h.join().ok()));
+        });
+    }
+    Ok(CheckReport {
+        schema: CHECK_SCHEMA.to_owned(),
+        started,
+        host: scan.host,
+        gpu,
+        target: options
+            .target
+            .map(|cc| format!("sm_{}{}", cc.major, cc.minor)),
+        driver_dir: options.driver_dir.clone(),
+        combinations,
+    })
+}
+
+/// The combinations `--combination` names, in the order found; all of them when it names none.
+fn select(
+    all: Vec<Combination>,
+    names: &[String],
+    scan: &crate::model::ScanReport,
+) -> Result<Vec<Combination>, CheckError> {
+    if all.is_empty() {
+        let searched = if scan.searched.is_empty() {
+            String::new()
+        } else {
+            format!(" in {} places", scan.searched.len())
+        };
+        return Err(CheckError::NothingToCheck { searched });
+    }
+    if let Some(missing) = names.iter().find(|n| !all.iter().any(|c| &c.name == *n)) {
+        return Err(CheckError::NoSuchCombination {
+            name: missing.clone(),
+            available: all
+                .iter()
+                .map(|c| c.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+        });
+    }
+    Ok(all
+        .into_iter()
+        .filter(|c| names.is_empty() || names.contains(&c.name))
+        .collect())
+}
+
+/// Runs one combination: its worker-side checks in workers, then the parent-side ones.
+fn run_combination(combination: &Combination, options: &CheckOptions) -> CombinationReport {
+    let started = Instant::now();
+    let request = CheckRequest {
+        combination: combination.name.clone(),
+        components: combination.components.clone(),
+        driver: combination.driver.clone(),
+        nvml: combination.nvml.clone(),
+        target: options
+            .target
+            .map(|cc| format!("sm_{}{}", cc.major, cc.minor)),
+        device: options.device,
+        run: spec::SPECS
+            .iter()
+            .filter(|s| s.side == Side::Worker)
+            .map(|s| s.id.to_owned())
+            .collect(),
+        settled: Vec::new(),
+    };
+    let run = runner::run(combination, request, options.timeout, &options.worker);
+    let mut checks = run.results;
+    let libraries = mapped::library_uses(combination, &run.mapped, &checks);
+    let arch = device_arch(&checks, options.device).or(options.target);
+    for (id, outcome) in [
+        (
+            "coverage.kernels",
+            mapped::coverage(&libraries, arch, mapped::read_targets),
+        ),
+        ("combination.isolated", mapped::isolated(&libraries)),
+    ] {
+        checks.push(CheckResult {
+            details: outcome.details,
+            ..CheckResult::new(id, outcome.status, outcome.reason)
+        });
+    }
+    let runtime = checks
+        .iter()
+        .find(|c| c.id == "cudart.load")
+        .and_then(|c| c.details.get("version"))
+        .and_then(|v| v.as_str())
+        .and_then(crate::compat::CudaVersion::parse)
+        .map(|v| v.to_string());
+    CombinationReport {
+        name: combination.name.clone(),
+        origin: combination.origin,
+        root: combination.root.clone(),
+        layout: combination.layout,
+        cuda_version: runtime.or_else(|| combination.cuda_version.clone()),
+        search_path: combination.search_path.clone(),
+        driver: combination
+            .driver
+            .as_ref()
+            .map(|path| driver_use(path, &checks)),
+        libraries,
+        checks,
+        duration_ms: started.elapsed().as_secs_f64() * 1e3,
+    }
+}
+
+/// The compute capability of the device `driver.devices` set up, from its details.
+fn device_arch(checks: &[CheckResult], ordinal: u32) -> Option<ComputeCapability> {
+    let devices = checks.iter().find(|c| c.id == "driver.devices")?;
+    if !devices.status.satisfies() {
+        return None;
+    }
+    devices
+        .details
+        .get("devices")?
+        .as_array()?
+        .iter()
+        .find(|d| d["ordinal"].as_u64() == Some(u64::from(ordinal)))
+        .and_then(|d| d["compute_capability"].as_str())
+        .and_then(ComputeCapability::parse)
+}
+
+/// The driver library as the combination used it.
+fn driver_use(path: &std::path::Path, checks: &[CheckResult]) -> DriverUse {
+    let library = checks.iter().find(|c| c.id == "driver.library");
+    let detail = |key: &str| {
+        library
+            .and_then(|c| c.details.get(key))
+            .and_then(|v| v.as_str())
+            .filter(|v| !v.is_empty())
+            .map(str::to_owned)
+    };
+    DriverUse {
+        path: path.to_path_buf(),
+        real_path: path.canonicalize().unwrap_or_else(|_| path.to_path_buf()),
+        version: detail("driver_version"),
+    }
+}

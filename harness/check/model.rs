@@ -1,0 +1,175 @@
+//! The check report's data model: the canonical shape of `stackbench.check/v1`, which every
+//! exporter renders. Fields are only ever added.
+
+use crate::gpu::GpuInfo;
+use crate::model::{HostInfo, Layout};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// Schema tag of the check report.
+pub const CHECK_SCHEMA: &str = "stackbench.check/v1";
+
+/// Everything one `stackbench check` run found.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CheckReport {
+    pub schema: String,
+    /// When the run started, RFC 3339 in UTC.
+    pub started: String,
+    pub host: HostInfo,
+    /// The GPUs (NVML) and the kernel driver's version: the environment's fingerprint.
+    pub gpu: GpuInfo,
+    /// `--target`, the architecture compiled for when there is no device (`sm_90`).
+    pub target: Option<String>,
+    /// `--driver-dir`, when the driver's libraries were taken from there.
+    pub driver_dir: Option<PathBuf>,
+    pub combinations: Vec<CombinationReport>,
+}
+
+/// One combination (a driver plus one installation's libraries) and its checks.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CombinationReport {
+    /// Unique within the run; what `--combination` selects (`pip:venv-cu12`).
+    pub name: String,
+    /// Where the combination came from.
+    pub origin: Origin,
+    /// The installation's root, for combinations made from one.
+    pub root: Option<PathBuf>,
+    pub layout: Option<Layout>,
+    /// The CUDA version of its runtime (`cudaRuntimeGetVersion`, else the installation's).
+    pub cuda_version: Option<String>,
+    /// The `LD_LIBRARY_PATH` its worker ran with (the pinning directory left out).
+    pub search_path: String,
+    /// The driver library it used, as a program of it would find it.
+    pub driver: Option<DriverUse>,
+    /// Every CUDA library involved: the ones a program resolves and each one actually mapped.
+    pub libraries: Vec<LibraryUse>,
+    pub checks: Vec<CheckResult>,
+    /// Wall-clock time for the whole combination.
+    pub duration_ms: f64,
+}
+
+/// How a combination came to be checked.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Origin {
+    /// One installation the scan found, with the host's driver.
+    Installation,
+    /// A `[[combination]]` of `stackbench.toml`.
+    Config,
+}
+
+/// The driver's `libcuda.so.1` as a combination used it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct DriverUse {
+    /// As found (`--driver-dir`, or the loader's search).
+    pub path: PathBuf,
+    pub real_path: PathBuf,
+    /// The driver version from the file's name (`535.261.03`).
+    pub version: Option<String>,
+}
+
+/// One CUDA library of a combination.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct LibraryUse {
+    /// The component (`cudart`, `cublasLt`, `cudnn_ops`).
+    pub component: String,
+    /// Its soname (`libcudart.so.12`), or the file name.
+    pub name: String,
+    /// Its version, from its own API where the worker asked it (`12.9`), else from its file.
+    pub version: Option<String>,
+    /// Where a program of the combination finds it; `None` for a library only the worker saw
+    /// mapped (a dependency such as `libcublasLt.so.12` or a cuDNN sub-library).
+    pub resolved: Option<PathBuf>,
+    /// The file the worker actually mapped, canonical; `None` if it was never mapped.
+    pub mapped: Option<PathBuf>,
+    /// False when it was mapped from outside the combination's directories.
+    pub inside: bool,
+}
+
+/// The result of one check.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CheckResult {
+    /// `<library>.<check>`: `cublas.sgemm`, `driver.init`.
+    pub id: String,
+    /// The group it belongs to: `driver`, `cudart`, `nvrtc`, `cublas`, ...
+    pub library: String,
+    pub status: Status,
+    /// Why, always; for a failure the call, the error's name and its text.
+    pub reason: String,
+    pub duration_ms: f64,
+    /// What the check measured or saw (versions, errors, devices).
+    #[serde(default)]
+    pub details: BTreeMap<String, serde_json::Value>,
+}
+
+/// A check's verdict. A skip never counts as a pass.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Pass,
+    Warn,
+    Skip,
+    Fail,
+}
+
+impl Status {
+    /// The stable name, as in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Pass => "pass",
+            Status::Warn => "warn",
+            Status::Skip => "skip",
+            Status::Fail => "fail",
+        }
+    }
+
+    /// Whether a check that needs this one can run.
+    pub fn satisfies(self) -> bool {
+        matches!(self, Status::Pass | Status::Warn)
+    }
+}
+
+impl CheckResult {
+    /// A result of check `id` (its library from the check list), with no duration or details.
+    pub fn new(id: &str, status: Status, reason: impl Into<String>) -> CheckResult {
+        let library = super::spec::spec(id)
+            .map_or_else(|| id.split('.').next().unwrap_or_default(), |s| s.library);
+        CheckResult {
+            id: id.to_owned(),
+            library: library.to_owned(),
+            status,
+            reason: reason.into(),
+            duration_ms: 0.0,
+            details: BTreeMap::new(),
+        }
+    }
+}
+
+impl CheckReport {
+    /// True when any check of any combination failed.
+    pub fn has_failures(&self) -> bool {
+        self.checks().any(|c| c.status == Status::Fail)
+    }
+
+    /// Every check of every combination.
+    pub fn checks(&self) -> impl Iterator<Item = &CheckResult> {
+        self.combinations.iter().flat_map(|c| c.checks.iter())
+    }
+
+    /// How many checks have each status: pass, warn, skip, fail.
+    pub fn counts(&self) -> [usize; 4] {
+        let mut counts = [0; 4];
+        for check in self.checks() {
+            counts[check.status as usize] += 1;
+        }
+        counts
+    }
+}
+
+impl CombinationReport {
+    /// The result of check `id`, if it ran.
+    pub fn check(&self, id: &str) -> Option<&CheckResult> {
+        self.checks.iter().find(|c| c.id == id)
+    }
+}

@@ -1,0 +1,251 @@
+//! The parent side of a combination's worker: starts `stackbench __check` with the combination's
+//! search path pinned, streams its events, and contains what the vendor libraries do to it. A
+//! check that crashes or hangs the worker fails with what happened, and a fresh worker carries
+//! on with the checks after it, told the results so far so that needs are decided alike.
+
+use super::combination::Combination;
+use super::model::{CheckResult, Status};
+use super::pin;
+use super::protocol::{CheckEvent, CheckRequest};
+use crate::probe::{decode, LoadedObject};
+use crate::process::{start_worker, Worker};
+use std::ffi::OsString;
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::{Command, ExitStatus};
+use std::sync::mpsc::RecvTimeoutError;
+use std::time::{Duration, Instant};
+
+/// How long a worker may take outside any check: starting, between checks, exiting.
+const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What the workers of one combination reported.
+#[derive(Debug, Default)]
+pub struct WorkerRun {
+    /// One result per requested check, in the requested order.
+    pub results: Vec<CheckResult>,
+    /// Every object the loader mapped, with the check during which it was mapped.
+    pub mapped: Vec<(String, LoadedObject)>,
+    /// Lines the workers (the libraries in them) wrote to standard error.
+    pub messages: Vec<String>,
+}
+
+/// Runs `request.run` in workers (`<worker> __check`) until every check has a result.
+pub fn run(
+    combination: &Combination,
+    request: CheckRequest,
+    timeout: Duration,
+    worker: &Path,
+) -> WorkerRun {
+    let mut run = WorkerRun::default();
+    let pin = match pin::pin(combination) {
+        Ok(pin) => pin,
+        Err(e) => {
+            let reason = format!("cannot create the worker's pinning directory: {e}");
+            run.results = request.run.iter().map(|id| failed(id, &reason)).collect();
+            return run;
+        }
+    };
+    let search_path = worker_search_path(pin.path(), combination);
+    while run.results.len() < request.run.len() {
+        let rest = CheckRequest {
+            run: request.run[run.results.len()..].to_vec(),
+            settled: run.results.clone(),
+            ..request.clone()
+        };
+        let before = run.results.len();
+        let stop = one_worker(&rest, &search_path, timeout, worker, &mut run);
+        if run.results.len() == before {
+            // Nothing settled: this worker cannot run at all; neither would the next.
+            let reason = format!("the check worker {stop}");
+            let settled = run.results.len();
+            run.results
+                .extend(request.run[settled..].iter().map(|id| failed(id, &reason)));
+        }
+    }
+    run
+}
+
+/// The worker's `LD_LIBRARY_PATH`: the pinning directory, the driver's directory when one was
+/// given, then the combination's own search path.
+fn worker_search_path(pin: &Path, combination: &Combination) -> OsString {
+    let mut parts = vec![pin.as_os_str().to_owned()];
+    if let Some(dir) = &combination.driver_dir {
+        parts.push(dir.as_os_str().to_owned());
+    }
+    if !combination.search_path.is_empty() {
+        parts.push(combination.search_path.clone().into());
+    }
+    parts.join(std::ffi::OsStr::new(":"))
+}
+
+/// A failure not of the check's own making.
+fn failed(id: &str, reason: &str) -> CheckResult {
+    CheckResult::new(id, Status::Fail, reason)
+}
+
+/// Runs one worker over `request.run`, adding what it settles to `run`; says how it stopped.
+fn one_worker(
+    request: &CheckRequest,
+    search_path: &OsString,
+    timeout: Duration,
+    worker: &Path,
+    run: &mut WorkerRun,
+) -> String {
+    let input = match serde_json::to_vec(request) {
+        Ok(input) => input,
+        Err(e) => return format!("request could not be encoded: {e}"),
+    };
+    let mut command = Command::new(worker);
+    command.arg("__check").env("LD_LIBRARY_PATH", search_path);
+    let Worker {
+        mut child,
+        events,
+        errors,
+    } = match start_worker::<CheckEvent>(command, input) {
+        Ok(worker) => worker,
+        Err(e) => return format!("{} could not be started: {e}", worker.display()),
+    };
+    let settled_before = run.results.len();
+    let mut current: Option<(String, Instant)> = None;
+    let mut last = Instant::now();
+    let mut stop = "stopped".to_owned();
+    loop {
+        let deadline = match &current {
+            Some((_, since)) => *since + timeout,
+            None => last + IDLE_TIMEOUT,
+        };
+        match events.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(CheckEvent::Start { id }) => current = Some((id, Instant::now())),
+            Ok(CheckEvent::Mapped { id, objects }) => {
+                run.mapped
+                    .extend(objects.into_iter().map(|o| (id.clone(), o)));
+            }
+            Ok(CheckEvent::Done { result }) => {
+                let expected = request.run.get(run.results.len() - settled_before);
+                if expected == Some(&result.id) {
+                    run.results.push(result);
+                }
+                current = None;
+                last = Instant::now();
+                if run.results.len() - settled_before == request.run.len() {
+                    break;
+                }
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                crate::process::kill_group(&mut child);
+                match current.take() {
+                    Some((id, since)) => {
+                        let mut result = failed(
+                            &id,
+                            &format!(
+                                "no answer within {} s: the check hung and its worker was killed",
+                                timeout.as_secs_f64()
+                            ),
+                        );
+                        result.duration_ms = since.elapsed().as_secs_f64() * 1e3;
+                        run.results.push(result);
+                    }
+                    None => stop = format!("did not answer within {} s", IDLE_TIMEOUT.as_secs()),
+                }
+                break;
+            }
+            Err(RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    crate::process::kill_group(&mut child);
+    let status = child.wait().ok();
+    let said = errors.finish();
+    let lines: Vec<&str> = said.lines().filter(|l| !l.trim().is_empty()).collect();
+    let last = lines[lines.len().saturating_sub(3)..].join(" | ");
+    if let Some((id, since)) = current {
+        let mut reason = format!("the worker died during this check: {}", died(status));
+        if !last.is_empty() {
+            reason.push_str(&format!("; its last words: {last}"));
+        }
+        let mut result = failed(&id, &reason);
+        result.duration_ms = since.elapsed().as_secs_f64() * 1e3;
+        run.results.push(result);
+    }
+    run.messages.extend(lines.iter().map(|l| l.to_string()));
+    if run.results.len() == settled_before {
+        stop = match (status, last.is_empty()) {
+            (Some(status), true) => format!("stopped ({status}) before running a check"),
+            (Some(status), false) => {
+                format!("stopped ({status}) before running a check: {last}")
+            }
+            (None, _) => stop,
+        };
+    }
+    stop
+}
+
+/// How a worker ended, for people: `killed by SIGSEGV`, `exited with status 3`.
+fn died(status: Option<ExitStatus>) -> String {
+    match status {
+        Some(status) => match (status.signal(), status.code()) {
+            (Some(signal), _) => format!(
+                "killed by {}",
+                decode::signal_name(signal)
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| format!("signal {signal}"))
+            ),
+            (None, Some(code)) => format!("exited with status {code}"),
+            (None, None) => "ended".to_owned(),
+        },
+        None => "its status could not be read".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn combination() -> Combination {
+        Combination {
+            search_path: "/a:/b".into(),
+            driver_dir: Some("/d".into()),
+            ..Combination::empty("x")
+        }
+    }
+
+    #[test]
+    fn the_pin_comes_first_then_the_driver() {
+        assert_eq!(
+            worker_search_path(Path::new("/pin"), &combination()),
+            OsString::from("/pin:/d:/a:/b")
+        );
+    }
+
+    #[test]
+    fn deaths_read_well() {
+        assert_eq!(died(Some(ExitStatus::from_raw(11))), "killed by SIGSEGV");
+        assert_eq!(
+            died(Some(ExitStatus::from_raw(3 << 8))),
+            "exited with status 3"
+        );
+    }
+
+    #[test]
+    fn a_worker_that_cannot_start_fails_every_check_with_the_reason() {
+        let request = CheckRequest {
+            run: vec!["driver.library".into(), "cudart.load".into()],
+            ..CheckRequest::default()
+        };
+        let run = run(
+            &combination(),
+            request,
+            Duration::from_secs(5),
+            Path::new("/nonexistent/stackbench"),
+        );
+        assert_eq!(run.results.len(), 2);
+        for result in &run.results {
+            assert_eq!(result.status, Status::Fail);
+            assert!(
+                result.reason.contains("could not be started"),
+                "{}",
+                result.reason
+            );
+        }
+    }
+}

@@ -1,0 +1,298 @@
+//! The NVRTC checks: compile the benchmarks' kernels ([`crate::kernels`]) for the device's
+//! architecture (or `--target`), load each CUBIN through the driver API, launch it, and verify
+//! the result against the CPU.
+//!
+//! Calls: cudarc's NVRTC `result` layer (`nvrtcCreateProgram`, `nvrtcCompileProgram`,
+//! `nvrtcGetProgramLog`, `nvrtcDestroyProgram`) and its `sys` layer for `nvrtcGetCUBIN[Size]` and
+//! `nvrtcGetSupportedArchs` (NVRTC 11.2 and later, looked up first); the driver's
+//! `cuModuleLoadData`, `cuModuleGetFunction`, `cuLaunchKernel`. Their ABI is the same in CUDA 11,
+//! 12 and 13.
+
+use super::device::{synchronize, DeviceBuffer};
+use super::outcome::{debug_name, verified, verify, Call, Checked, LibraryError, Outcome};
+use super::session::{Image, Session};
+use crate::check::protocol::Component;
+use crate::kernels::{self, Kernel, LaunchShape};
+use crate::tolerance::{self, Comparison, Precision};
+use cudarc::driver::result as cu;
+use cudarc::driver::sys::{CUfunction, CUmodule};
+use cudarc::nvrtc::result::{self as nv, NvrtcError};
+use cudarc::nvrtc::sys as nvsys;
+use std::ffi::{c_void, CString};
+
+/// Elements of the vector add: 1 Mi, several waves on any GPU.
+pub const VECTOR_ADD_ELEMENTS: usize = 1 << 20;
+
+/// The matmul's shape: not multiples of the tile, so the bounds checks are exercised too.
+const MATMUL_M: usize = 200;
+const MATMUL_N: usize = 136;
+const MATMUL_K: usize = 152;
+
+/// Lines of the compiler's log kept in a failure's reason (all of it is in the details).
+const LOG_LINES: usize = 3;
+
+impl LibraryError for NvrtcError {
+    fn code(&self) -> i64 {
+        self.0 as i64
+    }
+
+    fn name(&self) -> String {
+        debug_name(&self.0)
+    }
+
+    fn text(&self) -> Option<String> {
+        // SAFETY: nvrtcGetErrorString returns a static string for any status.
+        let text = unsafe { nvsys::nvrtcGetErrorString(self.0) };
+        // SAFETY: non-null, NUL-terminated and static.
+        (!text.is_null()).then(|| {
+            unsafe { std::ffi::CStr::from_ptr(text) }
+                .to_string_lossy()
+                .into_owned()
+        })
+    }
+}
+
+/// `nvrtc.compile_*`: compiles `kernel` to a CUBIN for the device (or `--target`) and keeps it.
+pub fn compile(s: &mut Session, kernel: Kernel) -> Checked {
+    let Some(arch) = s.arch() else {
+        return Ok(Outcome::skip(
+            "no device and no --target: give --target sm_XX to compile without a GPU",
+        ));
+    };
+    let library = s.library(Component::Nvrtc).map_err(Outcome::fail)?;
+    let sm = format!("sm_{}{}", arch.major, arch.minor);
+    if library.exports(c"nvrtcGetSupportedArchs") {
+        let supported = supported_archs()?;
+        if !supported.contains(&(arch.major * 10 + arch.minor)) {
+            return Err(Outcome::fail(format!(
+                "this NVRTC cannot generate code for {sm} (it knows {}): use a toolkit whose \
+                 NVRTC supports compute capability {arch}",
+                describe_archs(&supported)
+            ))
+            .detail("supported_archs", supported));
+        }
+    }
+    let source = CString::new(kernel.source()).map_err(|_| Outcome::fail("NUL in the source"))?;
+    let name = CString::new(kernel.file_name()).map_err(|_| Outcome::fail("NUL in the name"))?;
+    let program = nv::create_program(&source, Some(&name)).call("nvrtcCreateProgram")?;
+    let compiled = compile_program(program, &sm);
+    // SAFETY: created above and destroyed once, here.
+    let _ = unsafe { nv::destroy_program(program) };
+    let (cubin, log) = compiled?;
+    if !cubin.starts_with(b"\x7fELF") {
+        return Err(Outcome::fail(format!(
+            "nvrtcGetCUBIN gave {} bytes that are not an ELF image",
+            cubin.len()
+        )));
+    }
+    let outcome = Outcome::pass(format!(
+        "compiled {} for {sm}: {:.1} KiB CUBIN",
+        kernel.file_name(),
+        cubin.len() as f64 / 1024.0
+    ))
+    .detail("arch", sm.clone())
+    .detail("cubin_bytes", cubin.len());
+    let outcome = if log.trim().is_empty() {
+        outcome
+    } else {
+        outcome.detail("log", log)
+    };
+    s.images.insert(kernel, Image { arch: sm, cubin });
+    Ok(outcome)
+}
+
+/// Compiles `program` for `sm`; the CUBIN and the log, or a failure quoting the log.
+fn compile_program(program: nvsys::nvrtcProgram, sm: &str) -> Result<(Vec<u8>, String), Outcome> {
+    let options = [format!("--gpu-architecture={sm}")];
+    // SAFETY: `program` is live until the caller destroys it.
+    let compiled = unsafe { nv::compile_program(program, &options) };
+    // SAFETY: as above; the log exists after any compilation attempt.
+    let log = unsafe { nv::get_program_log(program) }
+        .map(|raw| {
+            let bytes: Vec<u8> = raw
+                .iter()
+                .map(|c| *c as u8)
+                .take_while(|b| *b != 0)
+                .collect();
+            String::from_utf8_lossy(&bytes).into_owned()
+        })
+        .unwrap_or_default();
+    if let Err(error) = compiled {
+        let first: Vec<&str> = log
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .take(LOG_LINES)
+            .collect();
+        return Err(Outcome::fail(format!(
+            "nvrtcCompileProgram ({}): {}: {}",
+            options[0],
+            error.describe(),
+            first.join(" | ")
+        ))
+        .detail("log", log));
+    }
+    let mut size = 0usize;
+    // SAFETY: `size` is a valid usize to write.
+    unsafe { nvsys::nvrtcGetCUBINSize(program, &mut size).result() }.call("nvrtcGetCUBINSize")?;
+    let mut cubin = vec![0u8; size];
+    // SAFETY: `cubin` holds the size NVRTC just gave.
+    unsafe { nvsys::nvrtcGetCUBIN(program, cubin.as_mut_ptr().cast()).result() }
+        .call("nvrtcGetCUBIN")?;
+    Ok((cubin, log))
+}
+
+/// The `sm_XY` numbers (`90`) this NVRTC can generate code for.
+fn supported_archs() -> Result<Vec<u32>, Outcome> {
+    let mut count = 0;
+    // SAFETY: `count` is a valid int to write.
+    unsafe { nvsys::nvrtcGetNumSupportedArchs(&mut count).result() }
+        .call("nvrtcGetNumSupportedArchs")?;
+    let mut archs = vec![0; count.max(0) as usize];
+    // SAFETY: `archs` holds as many ints as NVRTC said it would write.
+    unsafe { nvsys::nvrtcGetSupportedArchs(archs.as_mut_ptr()).result() }
+        .call("nvrtcGetSupportedArchs")?;
+    Ok(archs.into_iter().map(|a| a as u32).collect())
+}
+
+/// `sm_50 to sm_90 (13 architectures)`.
+fn describe_archs(archs: &[u32]) -> String {
+    match (archs.iter().min(), archs.iter().max()) {
+        (Some(low), Some(high)) => {
+            format!("sm_{low} to sm_{high}, {} architectures", archs.len())
+        }
+        _ => "no architectures".to_owned(),
+    }
+}
+
+/// A module loaded from a compiled image, and the kernel's function in it.
+struct Loaded {
+    module: CUmodule,
+    function: CUfunction,
+}
+
+/// Loads `kernel`'s image through the driver (`cuModuleLoadData`), once per call.
+fn load(s: &Session, kernel: Kernel) -> Result<Loaded, Outcome> {
+    let image = s
+        .images
+        .get(&kernel)
+        .ok_or_else(|| Outcome::fail(format!("no compiled image of {}", kernel.file_name())))?;
+    // SAFETY: a complete CUBIN produced by NVRTC, alive for the call.
+    let module =
+        unsafe { cu::module::load_data(image.cubin.as_ptr().cast()) }.call("cuModuleLoadData")?;
+    let name = CString::new(kernel.function()).map_err(|_| Outcome::fail("NUL in the name"))?;
+    // SAFETY: a module just loaded; the name is a C string.
+    let function = unsafe { cu::module::get_function(module, name) }.call("cuModuleGetFunction")?;
+    Ok(Loaded { module, function })
+}
+
+impl Drop for Loaded {
+    fn drop(&mut self) {
+        // SAFETY: loaded in `load`, unloaded once, here, after every launch has completed.
+        let _ = unsafe { cu::module::unload(self.module) };
+    }
+}
+
+/// Launches `function` with the addresses of `args` as its parameters, on the null stream.
+///
+/// # Safety
+/// `args` must match the kernel's parameters in number, order and type, and every device
+/// address among them must stay valid until the kernel completes.
+unsafe fn launch(
+    function: CUfunction,
+    shape: LaunchShape,
+    args: &mut [*mut c_void],
+) -> Result<(), Outcome> {
+    // SAFETY: by the caller's contract.
+    unsafe {
+        cu::launch_kernel(
+            function,
+            shape.grid,
+            shape.block,
+            0,
+            std::ptr::null_mut(),
+            args,
+        )
+    }
+    .call("cuLaunchKernel")?;
+    synchronize()
+}
+
+/// Runs the compiled vector add over `n` random elements and compares with the CPU. Also what
+/// `cupti.activity` launches while it records.
+pub fn run_vector_add(s: &Session, n: usize) -> Result<Comparison, Outcome> {
+    let loaded = load(s, Kernel::VectorAdd)?;
+    let (a, b) = (kernels::random_f32(n, 1), kernels::random_f32(n, 2));
+    let (da, db) = (DeviceBuffer::from_slice(&a)?, DeviceBuffer::from_slice(&b)?);
+    let dc = DeviceBuffer::<f32>::alloc(n)?;
+    let (mut pa, mut pb, mut pc, mut len) = (da.ptr(), db.ptr(), dc.ptr(), n as u64);
+    let mut args: [*mut c_void; 4] = [
+        (&mut pa as *mut u64).cast(),
+        (&mut pb as *mut u64).cast(),
+        (&mut pc as *mut u64).cast(),
+        (&mut len as *mut u64).cast(),
+    ];
+    // SAFETY: (const float*, const float*, float*, unsigned long long) as the source declares;
+    // the buffers hold n floats each and live past the synchronisation in `launch`.
+    unsafe { launch(loaded.function, kernels::vector_add_shape(n), &mut args) }?;
+    let got: Vec<f64> = dc.read()?.into_iter().map(f64::from).collect();
+    compare(&got, &kernels::vector_add_reference(&a, &b))
+}
+
+/// Compares with the FP32 tolerance; a length mismatch is a failure.
+fn compare(got: &[f64], want: &[f64]) -> Result<Comparison, Outcome> {
+    tolerance::compare(got, want, Precision::F32).map_err(|e| Outcome::fail(e.to_string()))
+}
+
+/// `nvrtc.launch_vector_add`.
+pub fn launch_vector_add(s: &mut Session) -> Checked {
+    let comparison = run_vector_add(s, VECTOR_ADD_ELEMENTS)?;
+    verified(
+        &format!("vector add of {} Mi floats", VECTOR_ADD_ELEMENTS >> 20),
+        comparison,
+    )
+}
+
+/// `nvrtc.launch_matmul`.
+pub fn launch_matmul(s: &mut Session) -> Checked {
+    let loaded = load(s, Kernel::TiledMatmul)?;
+    let (m, n, k) = (MATMUL_M, MATMUL_N, MATMUL_K);
+    let (a, b) = (kernels::random_f32(m * k, 3), kernels::random_f32(k * n, 4));
+    let (da, db) = (DeviceBuffer::from_slice(&a)?, DeviceBuffer::from_slice(&b)?);
+    let dc = DeviceBuffer::<f32>::alloc(m * n)?;
+    let (mut pa, mut pb, mut pc) = (da.ptr(), db.ptr(), dc.ptr());
+    let (mut im, mut in_, mut ik) = (m as i32, n as i32, k as i32);
+    let mut args: [*mut c_void; 6] = [
+        (&mut pa as *mut u64).cast(),
+        (&mut pb as *mut u64).cast(),
+        (&mut pc as *mut u64).cast(),
+        (&mut im as *mut i32).cast(),
+        (&mut in_ as *mut i32).cast(),
+        (&mut ik as *mut i32).cast(),
+    ];
+    // SAFETY: (const float*, const float*, float*, int, int, int) as the source declares; the
+    // buffers hold m*k, k*n and m*n floats and live past the synchronisation in `launch`.
+    unsafe { launch(loaded.function, kernels::matmul_shape(m, n), &mut args) }?;
+    let got: Vec<f64> = dc.read()?.into_iter().map(f64::from).collect();
+    let wide = |v: &[f32]| v.iter().map(|x| f64::from(*x)).collect::<Vec<_>>();
+    let want = kernels::matmul_reference(&wide(&a), &wide(&b), m, n, k);
+    verify(
+        &format!("{m}x{k} by {k}x{n} tiled matmul"),
+        &got,
+        &want,
+        Precision::F32,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn architecture_lists_read_well() {
+        assert_eq!(
+            describe_archs(&[50, 52, 90, 60]),
+            "sm_50 to sm_90, 4 architectures"
+        );
+        assert_eq!(describe_archs(&[]), "no architectures");
+    }
+}

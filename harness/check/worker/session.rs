@@ -1,0 +1,122 @@
+//! What the checks of one worker share: the request, the results so far, the libraries opened,
+//! the device and its context, and the kernels NVRTC compiled.
+
+use super::outcome::Outcome;
+use crate::check::model::CheckResult;
+use crate::check::protocol::{CheckRequest, Component};
+use crate::compat::{ComputeCapability, CudaVersion};
+use crate::kernels::Kernel;
+use crate::probe::dl::Library;
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+
+/// The device the GPU checks run on, with its primary context current on the worker's thread.
+#[derive(Debug, Clone)]
+pub struct Gpu {
+    pub ordinal: i32,
+    pub device: cudarc::driver::sys::CUdevice,
+    pub context: cudarc::driver::sys::CUcontext,
+    pub name: String,
+    pub cc: ComputeCapability,
+}
+
+/// A kernel NVRTC compiled.
+#[derive(Debug, Clone)]
+pub struct Image {
+    /// The architecture it was compiled for (`sm_90`).
+    pub arch: String,
+    /// A CUBIN (SASS for `arch`), as `cuModuleLoadData` takes it.
+    pub cubin: Vec<u8>,
+}
+
+/// The shared state of one worker.
+pub struct Session {
+    pub request: CheckRequest,
+    /// Every result so far, the earlier workers' included.
+    pub settled: Vec<CheckResult>,
+    libraries: HashMap<Component, Result<Library, String>>,
+    /// The driver's `libcuda.so.1`, opened by `driver.library`.
+    pub driver: Option<Library>,
+    /// The CUDA version the driver supports (`cuDriverGetVersion`).
+    pub driver_cuda: Option<CudaVersion>,
+    /// The runtime's version (`cudaRuntimeGetVersion`), read by `cudart.load`.
+    pub runtime: Option<CudaVersion>,
+    /// The device, once `driver.devices` has set it up.
+    pub gpu: Option<Gpu>,
+    pub images: HashMap<Kernel, Image>,
+    /// What one check leaves for later ones (a library handle), one value per type.
+    kept: HashMap<TypeId, Box<dyn Any>>,
+}
+
+impl Session {
+    pub fn new(request: CheckRequest) -> Session {
+        Session {
+            settled: request.settled.clone(),
+            request,
+            libraries: HashMap::new(),
+            driver: None,
+            driver_cuda: None,
+            runtime: None,
+            gpu: None,
+            images: HashMap::new(),
+            kept: HashMap::new(),
+        }
+    }
+
+    /// Opens `component`'s library by the path a program of the combination finds it at (so its
+    /// `$ORIGIN` is what it would be for that program), once. cudarc later loads the same file
+    /// through the worker's pinning directory, and the loader hands back this very object.
+    /// `Err` is a reason: not in the combination, or the loader's message.
+    pub fn library(&mut self, component: Component) -> Result<&Library, String> {
+        let request = &self.request;
+        self.libraries
+            .entry(component)
+            .or_insert_with(|| match request.file(component) {
+                None => Err(not_installed(component)),
+                Some(file) => Library::open(&file.path)
+                    .map_err(|error| format!("dlopen {}: {error}", file.path.display())),
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    /// The architecture to compile for and check GPU code against: the device's, else
+    /// `--target`.
+    pub fn arch(&self) -> Option<ComputeCapability> {
+        self.gpu.as_ref().map(|g| g.cc).or_else(|| {
+            self.request
+                .target
+                .as_deref()
+                .and_then(ComputeCapability::parse)
+        })
+    }
+
+    /// Keeps `value` (a handle a check created) for the checks after it; it lives as long as the
+    /// worker, so a handle's destructor never runs against a context torn down first.
+    pub fn keep<T: Any>(&mut self, value: T) {
+        self.kept.insert(TypeId::of::<T>(), Box::new(value));
+    }
+
+    /// The value of type `T` an earlier check kept, if any.
+    pub fn kept<T: Any>(&self) -> Option<&T> {
+        self.kept
+            .get(&TypeId::of::<T>())
+            .and_then(|v| v.downcast_ref())
+    }
+
+    /// The device, for a check whose `needs` already guarantee it; a failure otherwise.
+    pub fn gpu(&self) -> Result<&Gpu, Outcome> {
+        self.gpu
+            .as_ref()
+            .ok_or_else(|| Outcome::fail("no device was set up (driver.devices did not pass)"))
+    }
+}
+
+/// Why a component's checks cannot run.
+pub fn not_installed(component: Component) -> String {
+    format!(
+        "no {} in this combination (lib{}.so.*)",
+        component.title(),
+        component.stem()
+    )
+}
