@@ -8,7 +8,6 @@ use common::toolkits;
 use criterion::{criterion_group, criterion_main, Criterion};
 use stackbench::discover::{Host, Options};
 use stackbench::doctor::{doctor, DoctorOptions};
-use std::path::PathBuf;
 use std::time::Duration;
 
 fn bench(c: &mut Criterion) {
@@ -20,7 +19,7 @@ fn bench(c: &mut Criterion) {
         load,
         timeout: Duration::from_secs(10),
         target: None,
-        worker: PathBuf::from(env!("CARGO_BIN_EXE_stackbench")),
+        worker: common::stackbench_bin(),
     };
     let (live, offline) = (options(true), options(false));
     let mut group = c.benchmark_group("doctor");

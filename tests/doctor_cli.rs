@@ -1094,7 +1094,7 @@ fn a_dependency_of_the_wrong_class_is_named_as_the_missing_library() {
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn doctor_on_a_gpu_host_sees_the_device_and_the_driver() {
-    let output = assert_cmd::Command::new(env!("CARGO_BIN_EXE_stackbench"))
+    let output = assert_cmd::Command::new(stackbench_bin())
         .args(["doctor", "--format", "json"])
         .output()
         .expect("doctor runs");

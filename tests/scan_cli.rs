@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 /// The binary under test, with `NO_COLOR` cleared so each test sets what it means.
 fn stackbench() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_stackbench"));
+    let mut command = Command::new(stackbench_bin());
     command.env_remove("NO_COLOR");
     command
 }

@@ -108,11 +108,20 @@ pub fn all_libraries(report: &serde_json::Value) -> Vec<&serde_json::Value> {
         .collect()
 }
 
+/// The `stackbench` binary under test: `$STACKBENCH_BIN` when set (test binaries copied to a GPU
+/// host, where cargo's build path does not exist), else the one cargo built.
+pub fn stackbench_bin() -> PathBuf {
+    match std::env::var_os("STACKBENCH_BIN") {
+        Some(path) if !path.is_empty() => PathBuf::from(path),
+        _ => PathBuf::from(env!("CARGO_BIN_EXE_stackbench")),
+    }
+}
+
 /// The `stackbench` binary with nothing of this host's environment but a PATH: HOME is `home`
 /// (give it a fresh directory) and LD_LIBRARY_PATH, CUDA_HOME, NO_COLOR and the like are unset
 /// unless the test sets them, so no result depends on this host's own CUDA set-up.
 pub fn isolated_stackbench(home: &Path) -> assert_cmd::Command {
-    let mut command = assert_cmd::Command::new(env!("CARGO_BIN_EXE_stackbench"));
+    let mut command = assert_cmd::Command::new(stackbench_bin());
     command
         .env_clear()
         .env("PATH", "/usr/local/bin:/usr/bin:/bin")

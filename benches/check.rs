@@ -1,0 +1,83 @@
+//! `check` end to end. Target: a whole `check` under 30 s per combination on a GPU host.
+//!
+//! - `check/fixtures`: every fixture combination against Debian's 535 driver for `--target
+//!   sm_90`, as CI runs it (no GPU: loading, versions, NVRTC compilation, coverage); where the
+//!   fixtures are not built (a GPU host the binaries were copied to), it says so;
+//! - `check/host`: every combination of this host, on its GPU; registered only where NVML sees
+//!   one, since without a GPU it measures nothing the fixture run does not.
+//!
+//! Each prints the slowest combination's own time beside criterion's figure for the whole run.
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use common::{fixture, toolkits, toolkits_location, DRIVER_AMD64};
+use criterion::{criterion_group, criterion_main, Criterion};
+use stackbench::check::{self, CheckOptions};
+use stackbench::compat::ComputeCapability;
+use stackbench::discover::{Host, Options};
+use std::path::PathBuf;
+use std::time::Duration;
+
+fn options(roots: Vec<PathBuf>, system: bool) -> CheckOptions {
+    CheckOptions {
+        discover: Options { roots, system },
+        driver_dir: None,
+        select: Vec::new(),
+        config: Default::default(),
+        target: None,
+        device: 0,
+        timeout: Duration::from_secs(120),
+        worker: common::stackbench_bin(),
+    }
+}
+
+/// Runs `check` once and reports its slowest combination.
+fn slowest(options: &CheckOptions, host: &Host) -> f64 {
+    let report = check::check(options, host).expect("check runs");
+    report
+        .combinations
+        .iter()
+        .map(|c| c.duration_ms)
+        .fold(0.0, f64::max)
+}
+
+fn bench(c: &mut Criterion) {
+    let mut group = c.benchmark_group("check");
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(20));
+
+    if toolkits_location().join(".complete").is_file() {
+        let fixtures = CheckOptions {
+            driver_dir: Some(fixture(DRIVER_AMD64)),
+            target: Some(ComputeCapability::new(9, 0)),
+            ..options(vec![toolkits()], false)
+        };
+        eprintln!(
+            "check/fixtures: slowest combination {:.0} ms",
+            slowest(&fixtures, &Host::default())
+        );
+        group.bench_function("fixtures", |b| {
+            b.iter(|| check::check(&fixtures, &Host::default()))
+        });
+    } else {
+        eprintln!("check/fixtures: no fixture toolkits here (ci/fetch-toolkits builds them)");
+    }
+
+    if !stackbench::gpu::detect(&common::stackbench_bin())
+        .devices
+        .is_empty()
+    {
+        let host = options(Vec::new(), true);
+        eprintln!(
+            "check/host: slowest combination {:.0} ms",
+            slowest(&host, &Host::current())
+        );
+        group.bench_function("host", |b| b.iter(|| check::check(&host, &Host::current())));
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
