@@ -111,11 +111,7 @@ fn probe_all(
     timeout: Duration,
     worker: &Path,
 ) -> Vec<InstallationProbe> {
-    let class = if cfg!(target_pointer_width = "64") {
-        "ELF64"
-    } else {
-        "ELF32"
-    };
+    let class = crate::elf::OWN_CLASS;
     let probe_one = |installation: &Installation| {
         let (special, ordinary): (Vec<&Library>, Vec<&Library>) = installation
             .libraries

@@ -151,11 +151,7 @@ impl SearchContext {
             "powerpc64" if cfg!(target_endian = "little") => "ppc64le",
             other => other,
         };
-        let class = if cfg!(target_pointer_width = "64") {
-            "ELF64"
-        } else {
-            "ELF32"
-        };
+        let class = crate::elf::OWN_CLASS;
         let mut ctx = SearchContext::bare(class, machine);
         ctx.extra_dirs = extra_dirs;
         ctx.ld_library_path = std::env::var_os("LD_LIBRARY_PATH")

@@ -7,6 +7,7 @@ use super::model::Origin;
 use super::protocol::{Component, ComponentFile};
 use crate::diagnose;
 use crate::discover;
+use crate::elf::OWN_CLASS;
 use crate::model::{Installation, Layout, Library, ScanReport};
 use crate::resolve::{self, Requester, SearchContext};
 use std::path::{Path, PathBuf};
@@ -50,20 +51,22 @@ pub fn combinations(
         let search_path = diagnose::search_path(installation, environment);
         let libraries: Vec<&Library> = installation.libraries.iter().collect();
         let name = unique(installation_name(installation), &out);
-        out.push(Combination {
-            name,
-            origin: Origin::Installation,
-            root: Some(installation.root.clone()),
-            layout: Some(installation.layout),
-            cuda_version: installation.cuda_version.clone(),
-            dirs: library_dirs(&libraries),
-            ..resolved(
-                &libraries,
+        out.push(
+            Combination {
+                name,
+                origin: Origin::Installation,
+                root: Some(installation.root.clone()),
+                layout: Some(installation.layout),
+                cuda_version: installation.cuda_version.clone(),
+                dirs: library_dirs(&libraries),
                 search_path,
-                driver_dir.map(Path::to_path_buf),
-                search,
-            )
-        });
+                driver_dir: driver_dir.map(Path::to_path_buf),
+                driver: None,
+                nvml: None,
+                components: Vec::new(),
+            }
+            .with_files(&libraries, search),
+        );
     }
     for wanted in user {
         let scanned = crate::scan::scan(
@@ -89,15 +92,22 @@ pub fn combinations(
             .driver_dir
             .clone()
             .or_else(|| driver_dir.map(Path::to_path_buf));
-        out.push(Combination {
-            name: unique(wanted.name.clone(), &out),
-            origin: Origin::Config,
-            root: None,
-            layout: None,
-            cuda_version: None,
-            dirs: wanted.library_dirs.clone(),
-            ..resolved(&libraries, search_path, driver_dir, search)
-        });
+        out.push(
+            Combination {
+                name: unique(wanted.name.clone(), &out),
+                origin: Origin::Config,
+                root: None,
+                layout: None,
+                cuda_version: None,
+                dirs: wanted.library_dirs.clone(),
+                search_path,
+                driver_dir,
+                driver: None,
+                nvml: None,
+                components: Vec::new(),
+            }
+            .with_files(&libraries, search),
+        );
     }
     out
 }
@@ -122,59 +132,45 @@ impl Combination {
     }
 }
 
-/// A combination's search path, driver and components, resolved as the loader would.
-fn resolved(
-    libraries: &[&Library],
-    search_path: String,
-    driver_dir: Option<PathBuf>,
-    search: &SearchContext,
-) -> Combination {
-    let mut ctx = search.clone();
-    ctx.ld_library_path = resolve::split_search_path(&search_path);
-    let program = Requester::default();
-    let find = |name: &str| resolve::resolve(name, &program, &ctx).found;
-    let components = Component::ALL
-        .into_iter()
-        .filter_map(|component| {
-            let library = pick(libraries, component)?;
-            let path = library
-                .soname
-                .as_deref()
-                .and_then(find)
-                .unwrap_or_else(|| library.path.clone());
-            Some(ComponentFile {
-                component,
-                path,
-                version: library.version.clone(),
+impl Combination {
+    /// The combination with its driver, NVML and each component's file, as the loader finds
+    /// them on its search path among `libraries` (the driver's from `driver_dir` when it has
+    /// one).
+    fn with_files(self, libraries: &[&Library], search: &SearchContext) -> Combination {
+        let mut ctx = search.clone();
+        ctx.ld_library_path = resolve::split_search_path(&self.search_path);
+        let program = Requester::default();
+        let find = |name: &str| resolve::resolve(name, &program, &ctx).found;
+        let components = Component::ALL
+            .into_iter()
+            .filter_map(|component| {
+                let library = pick(libraries, component)?;
+                let path = library
+                    .soname
+                    .as_deref()
+                    .and_then(find)
+                    .unwrap_or_else(|| library.path.clone());
+                Some(ComponentFile {
+                    component,
+                    path,
+                    version: library.version.clone(),
+                })
             })
-        })
-        .collect();
-    let from_driver_dir = |name: &str| {
-        driver_dir
-            .as_ref()
-            .map(|d| d.join(name))
-            .filter(|p| p.exists())
-    };
-    let driver = match &driver_dir {
-        Some(_) => from_driver_dir("libcuda.so.1"),
-        None => find("libcuda.so.1"),
-    };
-    let nvml = match &driver_dir {
-        Some(_) => from_driver_dir("libnvidia-ml.so.1"),
-        None => find("libnvidia-ml.so.1"),
-    };
-    Combination {
-        name: String::new(),
-        origin: Origin::Installation,
-        root: None,
-        layout: None,
-        cuda_version: None,
-        dirs: Vec::new(),
-        search_path,
-        driver_dir,
-        driver,
-        nvml,
-        components,
+            .collect();
+        let driver_file = |name: &str| match &self.driver_dir {
+            Some(dir) => Some(dir.join(name)).filter(|p| p.exists()),
+            None => find(name),
+        };
+        let (driver, nvml) = (
+            driver_file("libcuda.so.1"),
+            driver_file("libnvidia-ml.so.1"),
+        );
+        Combination {
+            driver,
+            nvml,
+            components,
+            ..self
+        }
     }
 }
 
@@ -183,7 +179,7 @@ fn resolved(
 fn pick<'a>(libraries: &[&'a Library], component: Component) -> Option<&'a Library> {
     let of_stem: Vec<&&Library> = libraries
         .iter()
-        .filter(|l| l.name == component.stem() && l.elf_class.as_deref() == Some(own_class()))
+        .filter(|l| l.name == component.stem() && l.elf_class.as_deref() == Some(OWN_CLASS))
         .filter(|l| !diagnose::driver::is_stub_or_compat(&l.path))
         .collect();
     of_stem
@@ -199,15 +195,7 @@ fn has_runtime(installation: &Installation) -> bool {
         && installation
             .libraries
             .iter()
-            .any(|l| l.name == "cudart" && l.elf_class.as_deref() == Some(own_class()))
-}
-
-fn own_class() -> &'static str {
-    if cfg!(target_pointer_width = "64") {
-        "ELF64"
-    } else {
-        "ELF32"
-    }
+            .any(|l| l.name == "cudart" && l.elf_class.as_deref() == Some(OWN_CLASS))
 }
 
 /// The directories the libraries are in, in order, and their real directories (a toolkit's
@@ -268,7 +256,8 @@ fn join(dirs: &[PathBuf]) -> String {
         .join(":")
 }
 
-fn canonical(path: &Path) -> PathBuf {
+/// `path` with every link resolved, or as given when that fails.
+pub(super) fn canonical(path: &Path) -> PathBuf {
     path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
 }
 

@@ -3,11 +3,12 @@
 //! combination), and whether every loaded library has GPU code the device can run
 //! (`coverage.kernels`, `combination.isolated`).
 
-use super::combination::Combination;
+use super::combination::{canonical, Combination};
 use super::model::{CheckResult, LibraryUse};
 use super::worker::outcome::Outcome;
 use crate::catalog;
 use crate::compat::{self, ComputeCapability, KernelSupport};
+use crate::diagnose::file_name;
 use crate::probe::LoadedObject;
 use std::path::{Path, PathBuf};
 
@@ -55,10 +56,6 @@ fn inside_dirs(combination: &Combination) -> Vec<PathBuf> {
     dirs.sort();
     dirs.dedup();
     dirs
-}
-
-fn canonical(path: &Path) -> PathBuf {
-    path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
 }
 
 /// Every CUDA library of the combination: those a program resolves (with the version its own
@@ -116,12 +113,6 @@ pub fn library_uses(
         });
     }
     uses
-}
-
-fn file_name(path: &Path) -> String {
-    path.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default()
 }
 
 /// `combination.isolated`: every CUDA library mapped came from the combination's directories.

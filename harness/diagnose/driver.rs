@@ -290,7 +290,8 @@ pub fn is_stub_or_compat(path: &Path) -> bool {
     is_under(path, "stubs") || is_under(path, "compat")
 }
 
-fn is_under(path: &Path, dir_name: &str) -> bool {
+/// Whether `path` lies directly in a directory named `dir_name` (`stubs`, `compat`).
+pub fn is_under(path: &Path, dir_name: &str) -> bool {
     path.parent()
         .and_then(|d| d.file_name())
         .is_some_and(|n| n == dir_name)

@@ -16,6 +16,14 @@ use object::Endianness;
 use std::ops::Range;
 use std::path::Path;
 
+/// The ELF class of this process (`ELF64` or `ELF32`): a library of the other class cannot be
+/// loaded into it.
+pub const OWN_CLASS: &str = if cfg!(target_pointer_width = "64") {
+    "ELF64"
+} else {
+    "ELF32"
+};
+
 /// Name of the section holding fatbinary containers.
 pub(crate) const FATBIN_SECTION: &[u8] = b".nv_fatbin";
 

@@ -5,18 +5,14 @@
 use super::outcome::{Call, Checked, Outcome};
 use super::session::{Gpu, Session};
 use crate::compat::{self, ComputeCapability, CudaVersion, DriverVerdict};
+use crate::diagnose::driver::is_under;
+use crate::elf::OWN_CLASS;
 use crate::probe::{calls, dl::Library};
 use cudarc::driver::result::{self as cu, device};
 use cudarc::driver::sys::CUdevice_attribute;
 use serde_json::json;
+use std::collections::BTreeMap;
 use std::path::Path;
-
-/// The ELF class of this process: a library of the other class cannot be loaded into it.
-const OWN_CLASS: &str = if cfg!(target_pointer_width = "64") {
-    "ELF64"
-} else {
-    "ELF32"
-};
 
 /// `driver.library`: present, not a stub, the right class, loads; its `cuDriverGetVersion`.
 pub fn library(s: &mut Session) -> Checked {
@@ -29,17 +25,15 @@ pub fn library(s: &mut Session) -> Checked {
     };
     let real = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
     let version = driver_file_version(&real);
-    let mut details = Outcome::pass("")
-        .detail("path", path.display().to_string())
-        .detail("real_path", real.display().to_string())
-        .detail("driver_version", version.clone().unwrap_or_default())
-        .details;
-    let is_in = |dir: &str| {
-        path.parent()
-            .and_then(Path::file_name)
-            .is_some_and(|n| n == dir)
-    };
-    if is_in("stubs") {
+    let mut details = BTreeMap::from([
+        ("path".to_owned(), json!(path.display().to_string())),
+        ("real_path".to_owned(), json!(real.display().to_string())),
+        (
+            "driver_version".to_owned(),
+            json!(version.clone().unwrap_or_default()),
+        ),
+    ]);
+    if is_under(&path, "stubs") {
         return Err(Outcome::fail(format!(
             "{} is the toolkit's link-time stub, not a driver: every call returns \
              CUDA_ERROR_STUB_LIBRARY (34); remove its directory from the search path",
@@ -90,7 +84,7 @@ pub fn library(s: &mut Session) -> Checked {
         version.as_deref().unwrap_or("of unknown version"),
         path.display()
     );
-    let outcome = if is_in("compat") {
+    let outcome = if is_under(&path, "compat") {
         Outcome::warn(format!(
             "{what}: a forward-compatibility driver, which works only on data-centre GPUs \
              (CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE, 804, elsewhere)"

@@ -61,9 +61,7 @@ pub fn agreement(s: &mut Session) -> Checked {
         library_cuda: s.driver_cuda,
         compat: library
             .as_deref()
-            .and_then(Path::parent)
-            .and_then(Path::file_name)
-            .is_some_and(|dir| dir == "compat"),
+            .is_some_and(|l| crate::diagnose::driver::is_under(l, "compat")),
         has_library: library.is_some(),
         devices,
     };
