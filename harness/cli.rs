@@ -24,6 +24,10 @@ pub enum Command {
     /// Conformance tests for every CUDA combination on the host: load every library, initialise
     /// the driver and each handle, compile and launch kernels, profile, verify the results.
     Check(CheckArgs),
+    /// Benchmarks for every CUDA combination: vector add and matmul on the GPU (CUDA events,
+    /// verified outputs, set against the card's own measured ceilings), NVRTC compile and
+    /// library load times on the CPU; writes results/bench-<host>-<gpu>-<date>.{json,csv,md}.
+    Bench(BenchArgs),
     /// The worker process that loads libraries for `doctor` (internal; reads a request on stdin).
     #[command(name = "__probe", hide = true)]
     Probe,
@@ -33,6 +37,10 @@ pub enum Command {
     /// The worker process that runs one combination's checks (internal; reads a request on stdin).
     #[command(name = "__check", hide = true)]
     CheckWorker,
+    /// The worker process that runs one combination's benchmarks (internal; reads a setup line,
+    /// then one command per line, on stdin).
+    #[command(name = "__bench", hide = true)]
+    BenchWorker,
 }
 
 /// Where to look.
@@ -110,6 +118,44 @@ pub struct CheckArgs {
     pub device: u32,
     /// Seconds one check may take before it counts as hung.
     #[arg(long, value_name = "SECONDS", default_value_t = 120.0)]
+    pub timeout: f64,
+}
+
+/// Arguments of `bench`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    #[command(flatten)]
+    pub search: SearchArgs,
+    /// Take libcuda.so.1 (and NVML) from this directory instead of the system's driver.
+    #[arg(long, value_name = "DIR")]
+    pub driver_dir: Option<PathBuf>,
+    /// Benchmark only this combination (repeatable); names as `check` shows them.
+    #[arg(long = "combination", value_name = "NAME")]
+    pub combinations: Vec<String>,
+    /// Combinations to add, from this file (default: ./stackbench.toml when it exists).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// The architecture NVRTC compiles for when there is no device (default sm_90).
+    #[arg(long, value_name = "SM")]
+    pub target: Option<String>,
+    /// The CUDA device the GPU benchmarks run on.
+    #[arg(long, value_name = "ORDINAL", default_value_t = 0)]
+    pub device: u32,
+    /// A short run: one size per benchmark, batch mode only, shorter time limits.
+    #[arg(long)]
+    pub quick: bool,
+    /// Exit 0 even when benchmarks were skipped (no GPU): for hosts meant to run only the
+    /// CPU-side benchmarks. Without it a skipped benchmark exits 1.
+    #[arg(long)]
+    pub allow_skip: bool,
+    /// Write the result files into this directory.
+    #[arg(long, value_name = "DIR", default_value = "results")]
+    pub results: PathBuf,
+    /// The format of the report on standard output (the files are always JSON, CSV and Markdown).
+    #[arg(long, value_enum, default_value_t = Format::Terminal)]
+    pub format: Format,
+    /// Seconds one benchmark's worker command may take before it counts as hung.
+    #[arg(long, value_name = "SECONDS", default_value_t = 300.0)]
     pub timeout: f64,
 }
 

@@ -14,6 +14,8 @@ pub enum OptionsError {
     BadTarget(String),
     #[error("--driver-dir {}: no libcuda.so.1 there; give the directory that holds the driver's libcuda.so.1 (and libnvidia-ml.so.1)", .0.display())]
     BadDriverDir(PathBuf),
+    #[error("--format junit: JUnit reports check's results only; give --format terminal, json, csv or markdown")]
+    JunitNotForBench,
     #[error(transparent)]
     Config(#[from] crate::check::config::ConfigError),
     #[error("cannot find stackbench's own executable to start worker processes ({0}); run it by its path, or use --no-load")]

@@ -3,7 +3,8 @@
 //! references (in f64).
 
 /// A kernel compiled at run time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Kernel {
     /// `c[i] = a[i] + b[i]` over f32.
     VectorAdd,

@@ -7,6 +7,7 @@
 //! libraries in worker processes; `report` renders every report in each format.
 
 pub mod app;
+pub mod bench;
 pub mod catalog;
 pub mod check;
 pub mod cli;
@@ -21,6 +22,7 @@ pub mod kernels;
 pub mod model;
 pub mod options;
 pub mod output;
+pub mod progress;
 pub mod probe;
 pub mod process;
 pub mod report;

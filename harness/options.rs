@@ -1,7 +1,10 @@
 //! Validated options: command-line arguments checked and turned into what the commands need.
 
+use crate::bench::{plan::Depth, BenchOptions};
 use crate::check::CheckOptions;
-use crate::cli::{CheckArgs, ColorChoice, DoctorArgs, Format, ReportArgs, ScanArgs, SearchArgs};
+use crate::cli::{
+    BenchArgs, CheckArgs, ColorChoice, DoctorArgs, Format, ReportArgs, ScanArgs, SearchArgs,
+};
 use crate::compat::ComputeCapability;
 use crate::discover;
 use crate::doctor::DoctorOptions;
@@ -83,28 +86,88 @@ pub fn check(
     args: CheckArgs,
     color: ColorChoice,
 ) -> Result<(CheckOptions, ReportOptions), OptionsError> {
-    let driver_dir = match args.driver_dir {
-        Some(dir) if dir.join("libcuda.so.1").exists() => {
-            Some(std::path::absolute(&dir).map_err(|_| OptionsError::BadDriverDir(dir.clone()))?)
-        }
-        Some(dir) => return Err(OptionsError::BadDriverDir(dir)),
-        None => None,
-    };
-    let config = match &args.config {
-        Some(path) => Some(crate::check::config::Config::read(path)?),
-        None => crate::check::config::Config::read_default()?,
-    };
     let options = CheckOptions {
         discover: search(args.search)?,
-        driver_dir,
+        driver_dir: driver_dir(args.driver_dir)?,
         select: args.combinations,
-        config: config.unwrap_or_default(),
+        config: config(args.config.as_deref())?,
         target: target(args.target.as_deref())?,
         device: args.device,
         timeout: timeout(args.timeout)?,
         worker: std::env::current_exe().map_err(OptionsError::NoExecutable)?,
     };
     Ok((options, report(args.report, color)))
+}
+
+/// A `--driver-dir`: a directory holding `libcuda.so.1`, made absolute.
+fn driver_dir(dir: Option<PathBuf>) -> Result<Option<PathBuf>, OptionsError> {
+    match dir {
+        Some(dir) if dir.join("libcuda.so.1").exists() => std::path::absolute(&dir)
+            .map(Some)
+            .map_err(|_| OptionsError::BadDriverDir(dir.clone())),
+        Some(dir) => Err(OptionsError::BadDriverDir(dir)),
+        None => Ok(None),
+    }
+}
+
+/// The combinations of `--config FILE`, else of `./stackbench.toml` when it exists.
+fn config(path: Option<&std::path::Path>) -> Result<crate::check::config::Config, OptionsError> {
+    let config = match path {
+        Some(path) => Some(crate::check::config::Config::read(path)?),
+        None => crate::check::config::Config::read_default()?,
+    };
+    Ok(config.unwrap_or_default())
+}
+
+/// How `bench` writes what it measured.
+#[derive(Debug, Clone)]
+pub struct BenchOutput {
+    /// The directory the JSON, CSV and Markdown files go to.
+    pub results: PathBuf,
+    /// The report on standard output.
+    pub report: ReportOptions,
+    /// Skipped benchmarks do not make the exit status 1.
+    pub allow_skip: bool,
+}
+
+/// `bench`'s options.
+pub fn bench(
+    args: BenchArgs,
+    color: ColorChoice,
+) -> Result<(BenchOptions, BenchOutput), OptionsError> {
+    if args.format == Format::Junit {
+        return Err(OptionsError::JunitNotForBench);
+    }
+    let options = BenchOptions {
+        discover: search(args.search)?,
+        driver_dir: driver_dir(args.driver_dir)?,
+        select: args.combinations,
+        config: config(args.config.as_deref())?,
+        target: target(args.target.as_deref())?,
+        device: args.device,
+        depth: if args.quick {
+            Depth::Quick
+        } else {
+            Depth::Full
+        },
+        timeout: timeout(args.timeout)?,
+        worker: std::env::current_exe().map_err(OptionsError::NoExecutable)?,
+    };
+    let report = report(
+        ReportArgs {
+            format: args.format,
+            output: None,
+        },
+        color,
+    );
+    Ok((
+        options,
+        BenchOutput {
+            results: args.results,
+            report,
+            allow_skip: args.allow_skip,
+        },
+    ))
 }
 
 /// `doctor`'s options.

@@ -6,7 +6,7 @@
 use serde::de::DeserializeOwned;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -55,9 +55,22 @@ pub struct Worker<E> {
 /// Starts `command` (its arguments and environment already given) with piped standard streams,
 /// in its own process group, and writes `input` to its standard input.
 pub fn start_worker<E: DeserializeOwned + Send + 'static>(
-    mut command: Command,
+    command: Command,
     input: Vec<u8>,
 ) -> std::io::Result<Worker<E>> {
+    let (worker, mut stdin) = start_conversation(command)?;
+    // A worker that dies before reading its request makes this fail; its exit says why.
+    std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    Ok(worker)
+}
+
+/// Starts `command` as [`start_worker`] does, but hands back its standard input for a
+/// conversation: a line written, an event read, for as long as the worker lives.
+pub fn start_conversation<E: DeserializeOwned + Send + 'static>(
+    mut command: Command,
+) -> std::io::Result<(Worker<E>, ChildStdin)> {
     let mut child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -65,17 +78,13 @@ pub fn start_worker<E: DeserializeOwned + Send + 'static>(
         .process_group(0)
         .spawn()?;
     // The pipes were all requested above, so each is there.
-    let (Some(mut stdin), Some(stdout), Some(stderr)) =
+    let (Some(stdin), Some(stdout), Some(stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
     else {
         kill_group(&mut child);
         let _ = child.wait();
         return Err(std::io::Error::other("its pipes could not be set up"));
     };
-    // A worker that dies before reading its request makes this fail; its exit says why.
-    std::thread::spawn(move || {
-        let _ = stdin.write_all(&input);
-    });
     let errors = Collected::start(stderr);
     let (tx, events) = mpsc::channel();
     std::thread::spawn(move || {
@@ -88,11 +97,14 @@ pub fn start_worker<E: DeserializeOwned + Send + 'static>(
             }
         }
     });
-    Ok(Worker {
-        child,
-        events,
-        errors,
-    })
+    Ok((
+        Worker {
+            child,
+            events,
+            errors,
+        },
+        stdin,
+    ))
 }
 
 /// The worker's standard error, read on a thread as it comes.

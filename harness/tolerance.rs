@@ -27,6 +27,16 @@ impl Precision {
         }
     }
 
+    /// The name in benchmark ids and parameters, as serialised (`f32`, `tf32`, `f16`, `bf16`).
+    pub fn id(self) -> &'static str {
+        match self {
+            Precision::F32 => "f32",
+            Precision::Tf32 => "tf32",
+            Precision::F16 => "f16",
+            Precision::Bf16 => "bf16",
+        }
+    }
+
     /// The name as in reports (`fp32`, `tf32`, `fp16`, `bf16`).
     pub fn name(self) -> &'static str {
         match self {

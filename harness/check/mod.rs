@@ -10,9 +10,9 @@ pub mod combination;
 pub mod config;
 pub mod mapped;
 pub mod model;
-mod pin;
+pub(crate) mod pin;
 pub mod protocol;
-mod runner;
+pub(crate) mod runner;
 pub mod spec;
 pub mod worker;
 
@@ -94,7 +94,7 @@ pub fn check(options: &CheckOptions, host: &Host) -> Result<CheckReport, CheckEr
 }
 
 /// The combinations `--combination` names, in the order found; all of them when it names none.
-fn select(
+pub(crate) fn select(
     all: Vec<Combination>,
     names: &[String],
     scan: &crate::model::ScanReport,

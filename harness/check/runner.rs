@@ -68,7 +68,7 @@ pub fn run(
 
 /// The worker's `LD_LIBRARY_PATH`: the pinning directory, the driver's directory when one was
 /// given, then the combination's own search path.
-fn worker_search_path(pin: &Path, combination: &Combination) -> OsString {
+pub(crate) fn worker_search_path(pin: &Path, combination: &Combination) -> OsString {
     let mut parts = vec![pin.as_os_str().to_owned()];
     if let Some(dir) = &combination.driver_dir {
         parts.push(dir.as_os_str().to_owned());
@@ -181,7 +181,7 @@ fn one_worker(
 }
 
 /// How a worker ended, for people: `killed by SIGSEGV`, `exited with status 3`.
-fn died(status: Option<ExitStatus>) -> String {
+pub(crate) fn died(status: Option<ExitStatus>) -> String {
     match status {
         Some(status) => match (status.signal(), status.code()) {
             (Some(signal), _) => format!(

@@ -134,7 +134,7 @@ fn upload<T: Plain>(p: &Problem<T>) -> Result<Buffers<T>, Outcome> {
 }
 
 /// The handle `cublas.handle` kept.
-fn kept_handle(s: &Session) -> Result<cublasHandle_t, Outcome> {
+pub(crate) fn kept_handle(s: &Session) -> Result<cublasHandle_t, Outcome> {
     s.kept::<Handle>()
         .map(|h| h.0)
         .ok_or_else(|| Outcome::fail("no cuBLAS handle (cublas.handle did not pass)"))

@@ -87,6 +87,11 @@ impl<T: Plain> DeviceBuffer<T> {
         Ok(out)
     }
 
+    /// Its size in bytes.
+    pub fn bytes(&self) -> usize {
+        self.len * std::mem::size_of::<T>()
+    }
+
     /// The device address.
     pub fn ptr(&self) -> CUdeviceptr {
         self.ptr

@@ -12,19 +12,19 @@
 //! Calls go through cudarc (dynamic loading) where its bindings fit the library, and through
 //! small own `sys` layers where the ABI differs from what cudarc binds (cuDNN 8's status codes).
 
-mod cublas;
+pub(crate) mod cublas;
 mod cudart;
 mod cudnn;
 mod cufft;
-mod cupti;
+pub(crate) mod cupti;
 mod curand;
-mod device;
+pub(crate) mod device;
 mod driver;
 #[cfg(test)]
 mod fixtures;
 mod load;
-mod nvml;
-mod nvrtc;
+pub(crate) mod nvml;
+pub(crate) mod nvrtc;
 pub mod outcome;
 pub mod session;
 mod symbols;
@@ -83,7 +83,7 @@ pub fn run() -> ExitCode {
 
 /// Runs one check: skipped when a check it needs did not pass, a failure when it panics. `ran`
 /// holds the checks this worker has run.
-fn run_one(id: &str, session: &mut Session, ran: &mut HashSet<&'static str>) -> CheckResult {
+pub(crate) fn run_one(id: &str, session: &mut Session, ran: &mut HashSet<&'static str>) -> CheckResult {
     let started = Instant::now();
     let (library, outcome) = match spec::spec(id) {
         None => (String::new(), Outcome::fail(format!("no such check: {id}"))),

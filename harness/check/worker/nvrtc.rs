@@ -72,19 +72,7 @@ pub fn compile(s: &mut Session, kernel: Kernel) -> Checked {
             .detail("supported_archs", supported));
         }
     }
-    let source = CString::new(kernel.source()).map_err(|_| Outcome::fail("NUL in the source"))?;
-    let name = CString::new(kernel.file_name()).map_err(|_| Outcome::fail("NUL in the name"))?;
-    let program = nv::create_program(&source, Some(&name)).call("nvrtcCreateProgram")?;
-    let compiled = compile_program(program, &sm);
-    // SAFETY: created above and destroyed once, here.
-    let _ = unsafe { nv::destroy_program(program) };
-    let (cubin, log) = compiled?;
-    if !cubin.starts_with(b"\x7fELF") {
-        return Err(Outcome::fail(format!(
-            "nvrtcGetCUBIN gave {} bytes that are not an ELF image",
-            cubin.len()
-        )));
-    }
+    let (cubin, log) = build(kernel, &sm)?;
     let outcome = Outcome::pass(format!(
         "compiled {} for {sm}: {:.1} KiB CUBIN",
         kernel.file_name(),
@@ -99,6 +87,25 @@ pub fn compile(s: &mut Session, kernel: Kernel) -> Checked {
     };
     s.images.insert(kernel, Image { arch: sm, cubin });
     Ok(outcome)
+}
+
+/// Compiles `kernel` for `sm` (`sm_90`) from its source: the CUBIN and the compiler's log, or a
+/// failure quoting the log. What `nvrtc.compile_*` checks and the compile benchmark times.
+pub(crate) fn build(kernel: Kernel, sm: &str) -> Result<(Vec<u8>, String), Outcome> {
+    let source = CString::new(kernel.source()).map_err(|_| Outcome::fail("NUL in the source"))?;
+    let name = CString::new(kernel.file_name()).map_err(|_| Outcome::fail("NUL in the name"))?;
+    let program = nv::create_program(&source, Some(&name)).call("nvrtcCreateProgram")?;
+    let compiled = compile_program(program, sm);
+    // SAFETY: created above and destroyed once, here.
+    let _ = unsafe { nv::destroy_program(program) };
+    let (cubin, log) = compiled?;
+    if !cubin.starts_with(b"\x7fELF") {
+        return Err(Outcome::fail(format!(
+            "nvrtcGetCUBIN gave {} bytes that are not an ELF image",
+            cubin.len()
+        )));
+    }
+    Ok((cubin, log))
 }
 
 /// Compiles `program` for `sm`; the CUBIN and the log, or a failure quoting the log.
@@ -165,13 +172,13 @@ fn describe_archs(archs: &[u32]) -> String {
 }
 
 /// A module loaded from a compiled image, and the kernel's function in it.
-struct Loaded {
+pub(crate) struct Loaded {
     module: CUmodule,
-    function: CUfunction,
+    pub(crate) function: CUfunction,
 }
 
 /// Loads `kernel`'s image through the driver (`cuModuleLoadData`), once per call.
-fn load(s: &Session, kernel: Kernel) -> Result<Loaded, Outcome> {
+pub(crate) fn load(s: &Session, kernel: Kernel) -> Result<Loaded, Outcome> {
     let image = s
         .images
         .get(&kernel)
@@ -203,18 +210,23 @@ unsafe fn launch(
     args: &mut [*mut c_void],
 ) -> Result<(), Outcome> {
     // SAFETY: by the caller's contract.
-    unsafe {
-        cu::launch_kernel(
-            function,
-            shape.grid,
-            shape.block,
-            0,
-            std::ptr::null_mut(),
-            args,
-        )
-    }
-    .call("cuLaunchKernel")?;
+    unsafe { launch_on(function, shape, args, std::ptr::null_mut()) }?;
     synchronize()
+}
+
+/// Enqueues `function` on `stream` with the addresses of `args` as its parameters.
+///
+/// # Safety
+/// As for [`launch`], until the stream has run the kernel; `stream` must be live or null.
+pub(crate) unsafe fn launch_on(
+    function: CUfunction,
+    shape: LaunchShape,
+    args: &mut [*mut c_void],
+    stream: cudarc::driver::sys::CUstream,
+) -> Result<(), Outcome> {
+    // SAFETY: by the caller's contract.
+    unsafe { cu::launch_kernel(function, shape.grid, shape.block, 0, stream, args) }
+        .call("cuLaunchKernel")
 }
 
 /// Runs the compiled vector add over `n` random elements and compares with the CPU. Also what

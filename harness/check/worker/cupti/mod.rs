@@ -12,7 +12,7 @@
 //! profiler's doing is [`conflict`]'s.
 
 mod conflict;
-mod record;
+pub(crate) mod record;
 mod sys;
 
 use super::device::synchronize;
@@ -91,6 +91,36 @@ pub fn activity(s: &mut Session) -> Checked {
         }
     };
     outcome.finish(add)
+}
+
+/// The kernel records of the launches `run` makes, for the benchmarks' cross-check of their
+/// CUDA-event times: kernel activity is enabled around `run`, then every buffer delivered.
+pub(crate) fn kernel_records(
+    s: &mut Session,
+    run: impl FnOnce() -> Result<(), Outcome>,
+) -> Result<Vec<record::KernelRecord>, Outcome> {
+    let lib = s.library(Component::Cupti).map_err(Outcome::fail)?;
+    let api = Api::resolve(lib)?;
+    api.check("cuptiActivityRegisterCallbacks", record::register(&api))?;
+    // SAFETY: a plain call with a valid activity kind.
+    let code = unsafe { (api.enable)(sys::KIND_CONCURRENT_KERNEL) };
+    api.check("cuptiActivityEnable(CONCURRENT_KERNEL)", code)?;
+    let ran = run().and_then(|()| synchronize());
+    // SAFETY: a plain call; the completion callback may run on this thread, which holds no lock.
+    let flushed = unsafe { (api.flush_all)(sys::FLAG_FLUSH_FORCED) };
+    // SAFETY: as for enable.
+    let disabled = unsafe { (api.disable)(sys::KIND_CONCURRENT_KERNEL) };
+    ran?;
+    api.check("cuptiActivityFlushAll", flushed)?;
+    api.check("cuptiActivityDisable(CONCURRENT_KERNEL)", disabled)?;
+    let collected = record::take();
+    match collected.error {
+        Some(code) if collected.kernels.is_empty() => Err(Outcome::fail(format!(
+            "cuptiActivityGetNextRecord: {}",
+            api.error(code).describe()
+        ))),
+        _ => Ok(collected.kernels),
+    }
 }
 
 /// Launches the vector add while kernel activity is enabled, waits for it, and has CUPTI

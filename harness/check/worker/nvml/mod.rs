@@ -10,7 +10,7 @@
 //! plain functions of plain data ([`versions::judge_agreement`], [`health::judge_health`]),
 //! tested without NVML.
 
-mod clocks;
+pub(crate) mod clocks;
 mod errors;
 mod findings;
 mod health;

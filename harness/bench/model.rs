@@ -1,0 +1,329 @@
+//! The bench report's data model: the canonical shape of `stackbench.bench/v1`, which every
+//! exporter renders. Every sample is kept; summaries are derived from them. Fields are only ever
+//! added.
+
+use crate::gpu::GpuInfo;
+use crate::model::HostInfo;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// Schema tag of the bench report.
+pub const BENCH_SCHEMA: &str = "stackbench.bench/v1";
+
+/// Everything one `stackbench bench` run measured.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct BenchReport {
+    pub schema: String,
+    /// When the run started, RFC 3339 in UTC.
+    pub started: String,
+    /// The host and stackbench's version.
+    pub host: HostInfo,
+    /// The GPUs (NVML) and the kernel driver's version.
+    pub gpu: GpuInfo,
+    /// The architecture NVRTC compiled for (the device's, else `--target`, else `sm_90`).
+    pub target: String,
+    /// `--driver-dir`, when the driver's libraries were taken from there.
+    pub driver_dir: Option<PathBuf>,
+    /// `--quick`: fewer sizes, one mode, shorter limits.
+    pub quick: bool,
+    pub combinations: Vec<CombinationRun>,
+    pub benchmarks: Vec<BenchResult>,
+}
+
+/// One combination as the benchmarks used it: the versions behind its figures.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CombinationRun {
+    /// As `check` names it (`pip:venv-cu12`).
+    pub name: String,
+    /// The CUDA version of its runtime.
+    pub cuda_version: Option<String>,
+    /// The driver's `libcuda.so.1` it used.
+    pub driver: Option<PathBuf>,
+    /// The driver version its `libcuda` reports (`cuDriverGetVersion`, `12.2`).
+    pub driver_cuda_version: Option<String>,
+    /// Each library it loaded: component, path and version.
+    pub libraries: Vec<LibraryVersion>,
+    /// The card's own limits, measured in this combination's run.
+    pub peaks: Peaks,
+    /// Why its GPU benchmarks could not run, when they could not (from the setup checks).
+    pub gpu_unavailable: Option<String>,
+}
+
+/// A library a combination loaded.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct LibraryVersion {
+    /// `cublasLt`
+    pub component: String,
+    pub path: PathBuf,
+    /// Its own API's answer where it gave one, else the package's.
+    pub version: Option<String>,
+}
+
+/// The card's measured ceilings, against which every figure is also given.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Peaks {
+    /// Device-to-device copy bandwidth, bytes read plus written, GB/s.
+    pub copy_gbps: Option<f64>,
+    /// The best cuBLAS rate per precision (`bf16`), TFLOP/s.
+    pub gemm_tflops: BTreeMap<String, f64>,
+}
+
+/// Whether a benchmark needs the GPU.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Side {
+    Gpu,
+    Cpu,
+}
+
+/// How a GPU figure was taken.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// L2 flushed before each sample; one launch per sample.
+    Cold,
+    /// Launches back to back between one pair of events, time divided by their number.
+    Batch,
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Cold => "cold",
+            Mode::Batch => "batch",
+        }
+    }
+}
+
+/// What was measured, with which parameters; together with the combination, the row's key.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq, Hash)]
+pub struct Parameters {
+    /// Elements (vector add), the square side (matmul) or bytes (copy).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    /// `f32`, `tf32`, `f16`, `bf16`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub precision: Option<String>,
+    /// `cublas`, `nvrtc` (the tiled kernel), `driver` (a copy).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub implementation: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mode: Option<Mode>,
+    /// The architecture compiled for (`sm_90`), for compile benchmarks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arch: Option<String>,
+}
+
+/// How a benchmark ended.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Measured,
+    /// Not run, with the reason (no GPU, a library missing).
+    Skipped,
+    /// Run and failed: an error, or an output that did not verify (then nothing was timed).
+    Failed,
+}
+
+/// Why sampling stopped.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// Relative noise fell under the limit after the minimum samples and time.
+    Noise,
+    /// The time limit came first; the noise is what it was.
+    TimeLimit,
+    /// A fixed number of samples was asked for.
+    SampleCount,
+}
+
+/// The summary of a benchmark's samples, in ns.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct Summary {
+    pub median_ns: f64,
+    pub q1_ns: f64,
+    pub q3_ns: f64,
+    pub min_ns: f64,
+    pub max_ns: f64,
+    /// Relative standard deviation of the samples (0.004 is 0.4%).
+    pub noise: f64,
+}
+
+/// A rate derived from the median.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Throughput {
+    pub value: f64,
+    /// `GB/s` or `TFLOP/s`.
+    pub unit: String,
+}
+
+/// The one-time check of a configuration's output before it was timed.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Verification {
+    pub passed: bool,
+    /// `f32`, `tf32`, `f16`, `bf16`.
+    pub precision: String,
+    pub max_relative_error: f64,
+    pub tolerance: f64,
+    /// Outputs compared with the CPU's float64 result (a spread sample of large outputs).
+    pub compared: usize,
+}
+
+/// NVML's view of the GPU while a benchmark ran.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Telemetry {
+    /// NVML readings taken.
+    pub readings: usize,
+    pub sm_clock_mhz_min: Option<u32>,
+    pub sm_clock_mhz_max: Option<u32>,
+    pub temperature_c_max: Option<u32>,
+    pub power_w_max: Option<f64>,
+    /// Every clocks event (throttle) reason seen, by name.
+    pub throttle_reasons: Vec<String>,
+    /// Indices of the samples taken while a reason held the clocks back.
+    pub throttled_samples: Vec<usize>,
+}
+
+/// The CUPTI kernel durations of the same launches, beside the CUDA-event time.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CuptiCheck {
+    /// Median kernel duration per launch, ns.
+    pub median_ns: f64,
+    /// CUDA-event median over CUPTI median (1.0 is perfect agreement).
+    pub event_over_cupti: f64,
+    pub launches: usize,
+}
+
+/// One benchmark of one combination.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct BenchResult {
+    /// As criterion names it: `matmul/pip:venv-cu12/bf16/8192/batch`.
+    pub id: String,
+    pub combination: String,
+    /// `vector_add`, `matmul`, `copy`, `nvrtc_compile`, `load`.
+    pub benchmark: String,
+    pub side: Side,
+    pub parameters: Parameters,
+    pub status: Status,
+    /// Why it was skipped or failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Every sample: GPU time per launch (CUDA events) or host time (CPU-side), ns.
+    pub samples_ns: Vec<f64>,
+    pub summary: Option<Summary>,
+    /// Host wall-clock time per sample's launch, median, ns (GPU benchmarks).
+    pub host_median_ns: Option<f64>,
+    pub throughput: Option<Throughput>,
+    /// The throughput as a percentage of the card's ceiling measured in the same run.
+    pub pct_of_peak: Option<f64>,
+    pub verified: Option<Verification>,
+    pub cupti: Option<CuptiCheck>,
+    pub telemetry: Option<Telemetry>,
+    pub stopped_by: Option<StopReason>,
+}
+
+impl BenchResult {
+    /// A benchmark not run, with the reason.
+    pub fn skipped(key: Key, reason: impl Into<String>) -> BenchResult {
+        BenchResult {
+            status: Status::Skipped,
+            reason: Some(reason.into()),
+            ..BenchResult::from_key(key)
+        }
+    }
+
+    /// A benchmark that failed, with the reason.
+    pub fn failed(key: Key, reason: impl Into<String>) -> BenchResult {
+        BenchResult {
+            status: Status::Failed,
+            reason: Some(reason.into()),
+            ..BenchResult::from_key(key)
+        }
+    }
+
+    /// An empty measured result for `key`, to fill in.
+    pub fn from_key(key: Key) -> BenchResult {
+        BenchResult {
+            id: key.id(),
+            combination: key.combination,
+            benchmark: key.benchmark.to_owned(),
+            side: key.side,
+            parameters: key.parameters,
+            status: Status::Measured,
+            reason: None,
+            samples_ns: Vec::new(),
+            summary: None,
+            host_median_ns: None,
+            throughput: None,
+            pct_of_peak: None,
+            verified: None,
+            cupti: None,
+            telemetry: None,
+            stopped_by: None,
+        }
+    }
+}
+
+/// What identifies a benchmark row: combination, benchmark and parameters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Key {
+    pub combination: String,
+    pub benchmark: &'static str,
+    pub side: Side,
+    pub parameters: Parameters,
+}
+
+impl Key {
+    /// The criterion-style id: the benchmark, the combination, then each parameter given, in a
+    /// fixed order (`matmul/pip:venv-cu12/cublas/bf16/8192/batch`).
+    pub fn id(&self) -> String {
+        let p = &self.parameters;
+        let mut parts = vec![self.benchmark.to_owned(), self.combination.clone()];
+        parts.extend(p.implementation.clone());
+        parts.extend(p.precision.clone());
+        parts.extend(p.size.map(|s| s.to_string()));
+        parts.extend(p.arch.clone());
+        parts.extend(p.mode.map(|m| m.name().to_owned()));
+        parts.join("/")
+    }
+}
+
+impl BenchReport {
+    /// Counts of measured, skipped and failed benchmarks.
+    pub fn counts(&self) -> [usize; 3] {
+        let count = |s: Status| self.benchmarks.iter().filter(|b| b.status == s).count();
+        [
+            count(Status::Measured),
+            count(Status::Skipped),
+            count(Status::Failed),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_read_like_criterion_ones() {
+        let key = Key {
+            combination: "pip:venv-cu12".into(),
+            benchmark: "matmul",
+            side: Side::Gpu,
+            parameters: Parameters {
+                size: Some(8192),
+                precision: Some("bf16".into()),
+                implementation: Some("cublas".into()),
+                mode: Some(Mode::Batch),
+                arch: None,
+            },
+        };
+        assert_eq!(key.id(), "matmul/pip:venv-cu12/cublas/bf16/8192/batch");
+        let result = BenchResult::skipped(key, "no GPU");
+        assert_eq!(result.status, Status::Skipped);
+        let json = serde_json::to_value(&result).unwrap();
+        assert_eq!(json["parameters"]["mode"], "batch");
+        assert!(json["parameters"].get("arch").is_none());
+    }
+}

@@ -1,0 +1,235 @@
+//! Which benchmarks a run holds, with their sizes, modes and limits: the full suite, or the
+//! short one of `--quick`.
+
+use super::model::{Key, Mode, Parameters, Side};
+use super::protocol::{Implementation, Limits, Workload};
+use crate::kernels::Kernel;
+use crate::tolerance::Precision;
+
+/// Vector add sizes, elements: 1 Mi to 256 Mi.
+const VECTOR_ADD_SIZES: [u64; 5] = [1 << 20, 1 << 22, 1 << 24, 1 << 26, 1 << 28];
+/// Matmul sides.
+const MATMUL_SIZES: [u64; 4] = [1024, 2048, 4096, 8192];
+/// The device-to-device copy that measures the memory ceiling: 1 GiB.
+pub const COPY_BYTES: u64 = 1 << 30;
+/// The precisions cuBLAS is timed in.
+const CUBLAS_PRECISIONS: [Precision; 4] = [
+    Precision::F32,
+    Precision::Tf32,
+    Precision::F16,
+    Precision::Bf16,
+];
+
+/// How long and how many: the whole suite or `--quick`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Depth {
+    Full,
+    Quick,
+}
+
+/// One benchmark to run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Planned {
+    pub key: Key,
+    pub workload: Workload,
+    /// Cold or batch, for GPU work.
+    pub mode: Option<Mode>,
+}
+
+impl Depth {
+    /// The stop rule's limits for GPU work (GUIDE.md section 7).
+    pub fn gpu_limits(self) -> Limits {
+        limits(match self {
+            Depth::Full => 5.0,
+            Depth::Quick => 2.0,
+        })
+    }
+
+    /// The stop rule's limits for CPU work (compilation, loading), noisier by nature.
+    pub fn cpu_limits(self) -> Limits {
+        limits(match self {
+            Depth::Full => 10.0,
+            Depth::Quick => 3.0,
+        })
+    }
+
+    fn modes(self) -> &'static [Mode] {
+        match self {
+            Depth::Full => &[Mode::Batch, Mode::Cold],
+            Depth::Quick => &[Mode::Batch],
+        }
+    }
+
+    fn vector_add_sizes(self) -> &'static [u64] {
+        match self {
+            Depth::Full => &VECTOR_ADD_SIZES,
+            Depth::Quick => &VECTOR_ADD_SIZES[3..4],
+        }
+    }
+
+    fn matmul_sizes(self) -> &'static [u64] {
+        match self {
+            Depth::Full => &MATMUL_SIZES,
+            Depth::Quick => &MATMUL_SIZES[3..],
+        }
+    }
+}
+
+fn limits(time_limit_s: f64) -> Limits {
+    Limits {
+        min_samples: 10,
+        min_time_s: 0.5,
+        max_noise: 0.005,
+        time_limit_s,
+    }
+}
+
+fn key(combination: &str, benchmark: &'static str, side: Side, parameters: Parameters) -> Key {
+    Key {
+        combination: combination.to_owned(),
+        benchmark,
+        side,
+        parameters,
+    }
+}
+
+/// The GPU benchmarks of one combination, in the order they run: the copy ceiling first, then
+/// vector add, then every matmul (cuBLAS per precision, then the NVRTC kernel).
+pub fn gpu(combination: &str, depth: Depth) -> Vec<Planned> {
+    let mut planned = vec![Planned {
+        key: key(
+            combination,
+            "copy",
+            Side::Gpu,
+            Parameters {
+                size: Some(COPY_BYTES),
+                implementation: Some("driver".into()),
+                mode: Some(Mode::Batch),
+                ..Parameters::default()
+            },
+        ),
+        workload: Workload::Copy { bytes: COPY_BYTES },
+        mode: Some(Mode::Batch),
+    }];
+    for &elements in depth.vector_add_sizes() {
+        for &mode in depth.modes() {
+            planned.push(Planned {
+                key: key(
+                    combination,
+                    "vector_add",
+                    Side::Gpu,
+                    Parameters {
+                        size: Some(elements),
+                        precision: Some(Precision::F32.id().into()),
+                        implementation: Some(Implementation::Nvrtc.name().into()),
+                        mode: Some(mode),
+                        arch: None,
+                    },
+                ),
+                workload: Workload::VectorAdd { elements },
+                mode: Some(mode),
+            });
+        }
+    }
+    let matmuls = CUBLAS_PRECISIONS
+        .iter()
+        .map(|&p| (Implementation::Cublas, p))
+        .chain([(Implementation::Nvrtc, Precision::F32)]);
+    for (implementation, precision) in matmuls {
+        for &size in depth.matmul_sizes() {
+            for &mode in depth.modes() {
+                planned.push(Planned {
+                    key: key(
+                        combination,
+                        "matmul",
+                        Side::Gpu,
+                        Parameters {
+                            size: Some(size),
+                            precision: Some(precision.id().into()),
+                            implementation: Some(implementation.name().into()),
+                            mode: Some(mode),
+                            arch: None,
+                        },
+                    ),
+                    workload: Workload::Matmul {
+                        implementation,
+                        precision,
+                        size,
+                    },
+                    mode: Some(mode),
+                });
+            }
+        }
+    }
+    planned
+}
+
+/// NVRTC compiling each kernel for `arch`: CPU work, no device needed.
+pub fn compile(combination: &str, arch: &str) -> Vec<Planned> {
+    Kernel::ALL
+        .iter()
+        .map(|&kernel| Planned {
+            key: key(
+                combination,
+                "nvrtc_compile",
+                Side::Cpu,
+                Parameters {
+                    implementation: Some(kernel.function().into()),
+                    arch: Some(arch.to_owned()),
+                    ..Parameters::default()
+                },
+            ),
+            workload: Workload::Compile {
+                kernel,
+                arch: arch.to_owned(),
+            },
+            mode: None,
+        })
+        .collect()
+}
+
+/// The key of a combination's library load time.
+pub fn load(combination: &str) -> Key {
+    key(combination, "load", Side::Cpu, Parameters::default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn the_full_suite_covers_every_size_precision_and_mode() {
+        let full = gpu("c", Depth::Full);
+        // copy + 5 vector-add sizes x 2 modes + (4 cuBLAS precisions + NVRTC) x 4 sizes x 2 modes
+        assert_eq!(full.len(), 1 + 10 + 40);
+        let ids: HashSet<String> = full.iter().map(|p| p.key.id()).collect();
+        assert_eq!(ids.len(), full.len(), "ids are unique");
+        assert!(ids.contains("matmul/c/cublas/bf16/8192/batch"));
+        assert!(ids.contains("vector_add/c/nvrtc/f32/268435456/cold"));
+        assert!(ids.contains("copy/c/driver/1073741824/batch"));
+    }
+
+    #[test]
+    fn the_quick_suite_is_one_size_and_one_mode() {
+        let quick = gpu("c", Depth::Quick);
+        assert_eq!(quick.len(), 1 + 1 + 5);
+        assert!(quick.iter().all(|p| p.mode == Some(Mode::Batch)));
+        assert!(Depth::Quick.gpu_limits().time_limit_s < Depth::Full.gpu_limits().time_limit_s);
+    }
+
+    #[test]
+    fn compile_rows_name_the_kernel_and_the_arch() {
+        let ids: Vec<String> = compile("pip:venv-cu12", "sm_90")
+            .iter()
+            .map(|p| p.key.id())
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                "nvrtc_compile/pip:venv-cu12/vector_add/sm_90",
+                "nvrtc_compile/pip:venv-cu12/matmul_tiled/sm_90"
+            ]
+        );
+    }
+}

@@ -1,0 +1,450 @@
+//! One combination's benchmarks, in its own worker: the setup checks, NVRTC compile times, the
+//! library load time (fresh workers), then, where the device came up, the copy ceiling, vector
+//! add and matmul; last, every figure against the ceilings measured here.
+
+use super::client::Client;
+use super::model::{BenchResult, CombinationRun, Key, LibraryVersion, Peaks, Status, Throughput};
+use super::plan::{self, Depth, Planned};
+use super::protocol::{Command, Implementation, Limits, Measurement, Reply, Workload};
+use super::stats::{self, StopRule};
+use crate::check::combination::Combination;
+use crate::check::model::CheckResult;
+use crate::check::protocol::{CheckRequest, Component};
+use crate::check::spec::{self, Side as CheckSide};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// The checks a bench worker runs first: what the benchmarks need, in `check`'s order.
+const SETUP: [&str; 13] = [
+    "driver.library",
+    "driver.init",
+    "driver.version",
+    "driver.devices",
+    "driver.nvml",
+    "cudart.load",
+    "nvrtc.load",
+    "nvrtc.compile_vector_add",
+    "nvrtc.compile_matmul",
+    "cublas.load",
+    "cublas.handle",
+    "cublasLt.load",
+    "cupti.load",
+];
+
+/// How the suite runs.
+pub struct Settings<'a> {
+    pub depth: Depth,
+    /// The architecture compiled for (`sm_90`).
+    pub arch: &'a str,
+    pub device: u32,
+    /// The `__bench` executable.
+    pub worker: &'a Path,
+    /// How long one command may take before the worker counts as hung.
+    pub timeout: Duration,
+}
+
+/// Tells the caller how far the run is.
+pub trait Progress {
+    /// `done` of `total` benchmarks of `combination` are done; `last` is the latest one's id.
+    fn update(&self, combination: &str, done: usize, total: usize, last: &str);
+}
+
+/// The check request of a bench worker of `combination`, running the checks `run`.
+pub fn request(combination: &Combination, settings: &Settings, run: &[&str]) -> CheckRequest {
+    CheckRequest {
+        combination: combination.name.clone(),
+        components: combination.components.clone(),
+        driver: combination.driver.clone(),
+        nvml: combination.nvml.clone(),
+        target: Some(settings.arch.to_owned()),
+        device: settings.device,
+        run: spec::SPECS
+            .iter()
+            .filter(|s| s.side == CheckSide::Worker && run.contains(&s.id))
+            .map(|s| s.id.to_owned())
+            .collect(),
+        settled: Vec::new(),
+    }
+}
+
+/// Starts a bench worker with the setup checks.
+pub fn start(combination: &Combination, settings: &Settings) -> Result<Client, String> {
+    Client::start(
+        combination,
+        request(combination, settings, &SETUP),
+        settings.worker,
+        settings.timeout,
+    )
+}
+
+/// Runs every benchmark of `combination`.
+pub fn run(
+    combination: &Combination,
+    settings: &Settings,
+    progress: &dyn Progress,
+) -> (CombinationRun, Vec<BenchResult>) {
+    let name = combination.name.as_str();
+    let compile = plan::compile(name, settings.arch);
+    let gpu_plan = plan::gpu(name, settings.depth);
+    let total = compile.len() + 1 + gpu_plan.len();
+    let mut results = Vec::with_capacity(total);
+    let report = |result: BenchResult, results: &mut Vec<BenchResult>| {
+        progress.update(name, results.len() + 1, total, &result.id);
+        results.push(result);
+    };
+    let mut client = start(combination, settings);
+    let setup = client.as_ref().map(|c| c.setup.clone()).unwrap_or_default();
+    let gpu_unavailable = match &client {
+        Err(why) => Some(why.clone()),
+        Ok(_) => unmet(&setup, "driver.devices").map(|why| format!("no GPU: {why}")),
+    };
+    for item in &compile {
+        let result = match &mut client {
+            Err(why) => BenchResult::failed(item.key.clone(), why.clone()),
+            Ok(c) => match unmet(&setup, compile_check(&item.workload)) {
+                Some(why) => BenchResult::skipped(item.key.clone(), why),
+                None => measure(c, item, settings.depth.cpu_limits(), settings.timeout),
+            },
+        };
+        report(result, &mut results);
+    }
+    report(load_time(combination, settings), &mut results);
+    for item in &gpu_plan {
+        let result = match (&gpu_unavailable, &mut client) {
+            (Some(why), _) => BenchResult::skipped(item.key.clone(), why.clone()),
+            (None, Err(why)) => BenchResult::failed(item.key.clone(), why.clone()),
+            (None, Ok(c)) => match unmet(&setup, gpu_check(&item.workload)) {
+                Some(why) => BenchResult::skipped(item.key.clone(), why),
+                None => measure(c, item, settings.depth.gpu_limits(), settings.timeout),
+            },
+        };
+        // A worker that died takes its device state with it: the next benchmark gets a new one.
+        if result.status == Status::Failed
+            && result
+                .reason
+                .as_deref()
+                .is_some_and(|r| r.contains("bench worker"))
+        {
+            client = start(combination, settings);
+        }
+        report(result, &mut results);
+    }
+    let peaks = peaks(&results);
+    for result in &mut results {
+        result.pct_of_peak = pct_of_peak(result, &peaks);
+    }
+    let run = CombinationRun {
+        name: name.to_owned(),
+        cuda_version: detail(&setup, "driver.version", "runtime_cuda")
+            .or_else(|| combination.cuda_version.clone()),
+        driver: combination.driver.clone(),
+        driver_cuda_version: detail(&setup, "driver.version", "driver_cuda"),
+        libraries: libraries(combination, &setup),
+        peaks,
+        gpu_unavailable,
+    };
+    (run, results)
+}
+
+/// The setup check a compile benchmark needs.
+fn compile_check(workload: &Workload) -> &'static str {
+    match workload {
+        Workload::Compile {
+            kernel: crate::kernels::Kernel::TiledMatmul,
+            ..
+        } => "nvrtc.compile_matmul",
+        _ => "nvrtc.compile_vector_add",
+    }
+}
+
+/// The setup check a GPU benchmark needs beyond the device.
+fn gpu_check(workload: &Workload) -> &'static str {
+    match workload {
+        Workload::Matmul {
+            implementation: Implementation::Cublas,
+            ..
+        } => "cublas.handle",
+        Workload::Matmul { .. } => "nvrtc.compile_matmul",
+        Workload::VectorAdd { .. } => "nvrtc.compile_vector_add",
+        _ => "driver.devices",
+    }
+}
+
+/// Why the setup check `id` did not pass, if it did not.
+fn unmet(setup: &[CheckResult], id: &str) -> Option<String> {
+    match setup.iter().find(|r| r.id == id) {
+        None => Some(format!("{id} was not run")),
+        Some(r) if r.status.satisfies() => None,
+        Some(r) => Some(format!(
+            "{id} did not pass ({}): {}",
+            r.status.name(),
+            r.reason
+        )),
+    }
+}
+
+/// A string detail of a setup check.
+fn detail(setup: &[CheckResult], id: &str, key: &str) -> Option<String> {
+    setup
+        .iter()
+        .find(|r| r.id == id)
+        .and_then(|r| r.details.get(key))
+        .and_then(|v| v.as_str())
+        .map(str::to_owned)
+}
+
+/// Each library of the combination, with the version its load check read.
+fn libraries(combination: &Combination, setup: &[CheckResult]) -> Vec<LibraryVersion> {
+    combination
+        .components
+        .iter()
+        .map(|file| LibraryVersion {
+            component: file.component.stem().to_owned(),
+            path: file.path.clone(),
+            version: detail(setup, &format!("{}.load", file.component.stem()), "version")
+                .or_else(|| file.version.clone()),
+        })
+        .collect()
+}
+
+/// Prepares and verifies `item`, then samples it.
+fn measure(client: &mut Client, item: &Planned, limits: Limits, timeout: Duration) -> BenchResult {
+    let key = item.key.clone();
+    let prepare = Command::Prepare {
+        workload: item.workload.clone(),
+    };
+    let verification = match client.ask(&prepare, timeout) {
+        Ok(Reply::Prepared { verification }) => verification,
+        Ok(Reply::Failed { reason }) => return BenchResult::failed(key, reason),
+        Ok(other) => return BenchResult::failed(key, format!("unexpected answer: {other:?}")),
+        Err(why) => return BenchResult::failed(key, why),
+    };
+    if let Some(v) = verification.as_ref().filter(|v| !v.passed) {
+        let mut failed = BenchResult::failed(
+            key,
+            format!(
+                "the output differs from the CPU's: relative error {:.2e} beyond {:.0e}; not timed",
+                v.max_relative_error, v.tolerance
+            ),
+        );
+        failed.verified = verification;
+        return failed;
+    }
+    let command = Command::Measure {
+        workload: item.workload.clone(),
+        mode: item.mode.unwrap_or(super::model::Mode::Batch),
+        limits,
+    };
+    // Sampling stops at the time limit; preparing the next sample, verifying and the CUPTI
+    // pass come on top.
+    let allowed = timeout + Duration::from_secs_f64(limits.time_limit_s);
+    let measurement = match client.ask(&command, allowed) {
+        Ok(Reply::Measured(m)) => m,
+        Ok(Reply::Failed { reason }) => return BenchResult::failed(key, reason),
+        Ok(other) => return BenchResult::failed(key, format!("unexpected answer: {other:?}")),
+        Err(why) => return BenchResult::failed(key, why),
+    };
+    let mut result = measured(key, &item.workload, measurement);
+    result.verified = verification;
+    result
+}
+
+/// A measured result from its samples: summary, host time and rate.
+fn measured(key: Key, workload: &Workload, m: Measurement) -> BenchResult {
+    let summary = stats::summarize(&m.samples_ns);
+    let throughput = summary.and_then(|s| throughput(workload, s.median_ns));
+    let reason = (!m.notes.is_empty()).then(|| m.notes.join("; "));
+    BenchResult {
+        summary,
+        host_median_ns: stats::summarize(&m.host_ns).map(|s| s.median_ns),
+        throughput,
+        samples_ns: m.samples_ns,
+        cupti: m.cupti,
+        telemetry: m.telemetry,
+        stopped_by: Some(m.stopped_by),
+        reason,
+        ..BenchResult::from_key(key)
+    }
+}
+
+/// GB/s (bytes per ns) or TFLOP/s from a median time per run.
+fn throughput(workload: &Workload, median_ns: f64) -> Option<Throughput> {
+    if median_ns <= 0.0 {
+        return None;
+    }
+    if let Some(bytes) = workload.bytes() {
+        return Some(Throughput {
+            value: bytes / median_ns,
+            unit: "GB/s".into(),
+        });
+    }
+    workload.flops().map(|flops| Throughput {
+        value: flops / median_ns / 1e3,
+        unit: "TFLOP/s".into(),
+    })
+}
+
+/// The ceilings measured in this run: the copy's bandwidth and the best cuBLAS rate per
+/// precision (batch or cold, whichever was faster).
+fn peaks(results: &[BenchResult]) -> Peaks {
+    let mut peaks = Peaks::default();
+    for r in results.iter().filter(|r| r.status == Status::Measured) {
+        let Some(t) = &r.throughput else { continue };
+        match (r.benchmark.as_str(), r.parameters.implementation.as_deref()) {
+            ("copy", _) => {
+                peaks.copy_gbps = Some(peaks.copy_gbps.map_or(t.value, |p| p.max(t.value)))
+            }
+            ("matmul", Some("cublas")) => {
+                if let Some(precision) = &r.parameters.precision {
+                    let best = peaks.gemm_tflops.entry(precision.clone()).or_insert(0.0);
+                    *best = best.max(t.value);
+                }
+            }
+            _ => {}
+        }
+    }
+    peaks
+}
+
+/// A result's throughput as a percentage of its ceiling: vector add of the copy's bandwidth,
+/// a matmul of the best cuBLAS rate in its precision.
+fn pct_of_peak(result: &BenchResult, peaks: &Peaks) -> Option<f64> {
+    let value = result.throughput.as_ref()?.value;
+    let peak = match result.benchmark.as_str() {
+        "vector_add" => peaks.copy_gbps,
+        "matmul" => peaks
+            .gemm_tflops
+            .get(result.parameters.precision.as_deref()?)
+            .copied(),
+        _ => None,
+    }?;
+    (peak > 0.0).then(|| 100.0 * value / peak)
+}
+
+/// The library load time of `combination`: each sample a fresh worker that opens every library
+/// and asks its version (the `*.load` checks), the sum of their times.
+pub fn load_time(combination: &Combination, settings: &Settings) -> BenchResult {
+    let key = plan::load(&combination.name);
+    let limits = settings.depth.cpu_limits();
+    let rule = StopRule {
+        min_samples: limits.min_samples,
+        min_time: Duration::from_secs_f64(limits.min_time_s),
+        max_noise: limits.max_noise,
+        time_limit: Duration::from_secs_f64(limits.time_limit_s),
+    };
+    let mut samples = Vec::new();
+    let started = Instant::now();
+    let stopped_by = loop {
+        match load_once(combination, settings) {
+            Ok(ns) => samples.push(ns),
+            Err(why) => return BenchResult::failed(key, why),
+        }
+        if let Some(reason) = rule.verdict(&samples, started.elapsed()) {
+            break reason;
+        }
+    };
+    BenchResult {
+        summary: stats::summarize(&samples),
+        samples_ns: samples,
+        stopped_by: Some(stopped_by),
+        ..BenchResult::from_key(key)
+    }
+}
+
+/// One fresh worker's time to open every library of `combination`, ns.
+pub fn load_once(combination: &Combination, settings: &Settings) -> Result<f64, String> {
+    let loads: Vec<String> = Component::ALL
+        .iter()
+        .filter(|c| combination.components.iter().any(|f| f.component == **c))
+        .map(|c| format!("{}.load", c.stem()))
+        .collect();
+    let ids: Vec<&str> = loads.iter().map(String::as_str).collect();
+    let client = Client::start(
+        combination,
+        request(combination, settings, &ids),
+        settings.worker,
+        settings.timeout,
+    )?;
+    if let Some(failed) = client.setup.iter().find(|r| !r.status.satisfies()) {
+        return Err(format!(
+            "{} did not pass ({}): {}",
+            failed.id,
+            failed.status.name(),
+            failed.reason
+        ));
+    }
+    Ok(client.setup.iter().map(|r| r.duration_ms * 1e6).sum())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::model::{Mode, Parameters, Side};
+
+    fn result(
+        benchmark: &'static str,
+        implementation: &str,
+        precision: &str,
+        value: f64,
+    ) -> BenchResult {
+        let key = Key {
+            combination: "c".into(),
+            benchmark,
+            side: Side::Gpu,
+            parameters: Parameters {
+                precision: Some(precision.into()),
+                implementation: Some(implementation.into()),
+                mode: Some(Mode::Batch),
+                ..Parameters::default()
+            },
+        };
+        BenchResult {
+            throughput: Some(Throughput {
+                value,
+                unit: String::new(),
+            }),
+            ..BenchResult::from_key(key)
+        }
+    }
+
+    #[test]
+    fn figures_are_set_against_the_ceilings_of_the_same_run() {
+        let results = vec![
+            result("copy", "driver", "", 3000.0),
+            result("vector_add", "nvrtc", "f32", 2850.0),
+            result("matmul", "cublas", "bf16", 700.0),
+            result("matmul", "cublas", "bf16", 800.0),
+            result("matmul", "cublas", "f32", 50.0),
+            result("matmul", "nvrtc", "f32", 10.0),
+        ];
+        let peaks = peaks(&results);
+        assert_eq!(peaks.copy_gbps, Some(3000.0));
+        assert_eq!(peaks.gemm_tflops["bf16"], 800.0);
+        let pct: Vec<Option<f64>> = results.iter().map(|r| pct_of_peak(r, &peaks)).collect();
+        assert_eq!(
+            pct,
+            [
+                None,
+                Some(95.0),
+                Some(87.5),
+                Some(100.0),
+                Some(100.0),
+                Some(20.0)
+            ]
+        );
+    }
+
+    #[test]
+    fn rates_come_from_the_median() {
+        let add = Workload::VectorAdd { elements: 1000 };
+        assert_eq!(throughput(&add, 12.0).unwrap().value, 1000.0);
+        let gemm = Workload::Matmul {
+            implementation: Implementation::Cublas,
+            precision: crate::tolerance::Precision::Bf16,
+            size: 1000,
+        };
+        let t = throughput(&gemm, 1e6).unwrap();
+        assert_eq!((t.value, t.unit.as_str()), (2.0, "TFLOP/s"));
+        assert!(throughput(&add, 0.0).is_none());
+    }
+}

@@ -1,0 +1,339 @@
+//! The worker side of `bench`: runs as `stackbench __bench`, one process per combination with
+//! its search path pinned as `check`'s workers are, and lives as long as that combination's
+//! benchmarks (criterion asks it again and again).
+//!
+//! Its first line of input names the setup checks (`check`'s own: open the libraries, set up
+//! the device, create the handles, compile the kernels); their results are its first answer.
+//! Then each line is a [`Command`] and each answer a [`Reply`] on the protocol channel (the
+//! original stdout; what libraries print goes to stderr). A command that fails is a `failed`
+//! reply; the worker goes on. One workload is prepared at a time: preparing the next frees the
+//! last one's memory.
+
+mod measure;
+mod stream;
+mod telemetry;
+mod workloads;
+
+use super::model::{CuptiCheck, Mode, StopReason};
+use super::protocol::{Command, Limits, Measurement, Reply, Setup, Workload};
+use super::stats::StopRule;
+use crate::check::worker::device::DeviceBuffer;
+use crate::check::worker::outcome::{Call, Outcome};
+use crate::check::worker::session::Session;
+use crate::check::worker::{cupti, nvrtc, run_one};
+use crate::probe::worker::{leave, plain_crashes, protocol_channel, send};
+use cudarc::driver::result as cu;
+use cudarc::driver::sys::CUdevice_attribute;
+use std::collections::HashSet;
+use std::io::BufRead;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+use stream::Stream;
+use telemetry::Sampler;
+use workloads::Run;
+
+/// Runs the worker: the setup line, then one command per line until stdin closes.
+pub fn run() -> ExitCode {
+    plain_crashes();
+    let mut lines = std::io::stdin().lock().lines();
+    let setup: Setup = match lines.next().map(|l| l.map(|l| serde_json::from_str(&l))) {
+        Some(Ok(Ok(setup))) => setup,
+        _ => {
+            eprintln!("stackbench __bench: no setup line on standard input");
+            return ExitCode::from(2);
+        }
+    };
+    let mut channel = match protocol_channel() {
+        Ok(channel) => channel,
+        Err(e) => {
+            eprintln!("stackbench __bench: cannot set up the protocol channel: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut bench = Bench::new(setup);
+    let ready = Reply::Ready {
+        results: bench.session.settled.clone(),
+    };
+    if send(&mut channel, &ready).is_err() {
+        leave(3);
+    }
+    for line in lines {
+        let Ok(line) = line else { break };
+        let reply = match serde_json::from_str::<Command>(&line) {
+            Ok(command) => bench.answer(command),
+            Err(e) => Reply::Failed {
+                reason: format!("not a command: {e}"),
+            },
+        };
+        if send(&mut channel, &reply).is_err() {
+            leave(3);
+        }
+    }
+    leave(0)
+}
+
+/// The worker's state: the checks' session (libraries, device, handles, kernels), the
+/// benchmark's stream, the prepared workload, the L2 flush buffer and the NVML sampler.
+struct Bench {
+    session: Session,
+    stream: Option<Stream>,
+    prepared: Option<(Workload, Box<dyn Run>)>,
+    flush: Option<DeviceBuffer<u8>>,
+    sampler: Option<Result<Sampler, String>>,
+}
+
+impl Bench {
+    /// Runs the setup checks in order, as `check`'s worker would.
+    fn new(setup: Setup) -> Bench {
+        let ids = setup.check.run.clone();
+        let mut session = Session::new(setup.check);
+        let mut ran = HashSet::new();
+        for id in ids {
+            let result = run_one(&id, &mut session, &mut ran);
+            session.settled.push(result);
+        }
+        Bench {
+            session,
+            stream: None,
+            prepared: None,
+            flush: None,
+            sampler: None,
+        }
+    }
+
+    fn answer(&mut self, command: Command) -> Reply {
+        let answered = match command {
+            Command::Prepare { workload } => self.prepare(workload),
+            Command::Time {
+                workload,
+                iterations,
+            } => self.time(&workload, iterations),
+            Command::Measure {
+                workload,
+                mode,
+                limits,
+            } => self.measure(&workload, mode, &limits).map(Reply::Measured),
+        };
+        answered.unwrap_or_else(|failure| Reply::Failed {
+            reason: failure.reason,
+        })
+    }
+
+    /// The stream, created on first use (the device's context is current by then).
+    fn stream(&mut self) -> Result<&Stream, Outcome> {
+        self.session.gpu()?;
+        if self.stream.is_none() {
+            self.stream = Some(Stream::new()?);
+        }
+        self.stream
+            .as_ref()
+            .ok_or_else(|| Outcome::fail("no stream"))
+    }
+
+    fn prepare(&mut self, workload: Workload) -> Result<Reply, Outcome> {
+        if let Workload::Compile { kernel, arch } = &workload {
+            nvrtc::build(*kernel, arch)?;
+            return Ok(Reply::Prepared { verification: None });
+        }
+        self.prepared = None;
+        self.stream()?;
+        let stream = self
+            .stream
+            .as_ref()
+            .ok_or_else(|| Outcome::fail("no stream"))?;
+        let (run, verification) = workloads::prepare(&self.session, &workload, stream)?;
+        if verification.passed {
+            // One more run keeps what the first one loaded (modules, cuBLAS's kernels and
+            // workspace) out of the samples.
+            run.enqueue(stream)?;
+            stream.synchronize()?;
+            self.prepared = Some((workload, run));
+        }
+        Ok(Reply::Prepared {
+            verification: Some(verification),
+        })
+    }
+
+    /// The prepared run of `workload`, or a failure saying it was not prepared.
+    fn prepared(&self, workload: &Workload) -> Result<(&dyn Run, &Stream), Outcome> {
+        match (&self.prepared, &self.stream) {
+            (Some((prepared, run)), Some(stream)) if prepared == workload => {
+                Ok((run.as_ref(), stream))
+            }
+            _ => Err(Outcome::fail(
+                "not prepared (or its output did not verify): send prepare first",
+            )),
+        }
+    }
+
+    fn time(&mut self, workload: &Workload, iterations: u64) -> Result<Reply, Outcome> {
+        if let Workload::Compile { kernel, arch } = workload {
+            let began = Instant::now();
+            for _ in 0..iterations {
+                nvrtc::build(*kernel, arch)?;
+            }
+            return Ok(Reply::Timed {
+                time_ns: began.elapsed().as_secs_f64() * 1e9,
+            });
+        }
+        let (run, stream) = self.prepared(workload)?;
+        let timed = stream::Timer::new()?
+            .time(stream, || measure::enqueue_runs(run, stream, iterations))?;
+        Ok(Reply::Timed {
+            time_ns: timed.gpu.as_secs_f64() * 1e9,
+        })
+    }
+
+    fn measure(
+        &mut self,
+        workload: &Workload,
+        mode: Mode,
+        limits: &Limits,
+    ) -> Result<Measurement, Outcome> {
+        let rule = StopRule {
+            min_samples: limits.min_samples,
+            min_time: Duration::from_secs_f64(limits.min_time_s.max(0.0)),
+            max_noise: limits.max_noise,
+            time_limit: Duration::from_secs_f64(limits.time_limit_s.max(0.0)),
+        };
+        if let Workload::Compile { kernel, arch } = workload {
+            let samples = measure::cpu(&rule, || nvrtc::build(*kernel, arch).map(drop))?;
+            return Ok(measurement(samples, None, None, Vec::new()));
+        }
+        let mut notes = Vec::new();
+        if mode == Mode::Cold && self.flush.is_none() {
+            self.flush = Some(DeviceBuffer::alloc(self.l2_bytes()?)?);
+        }
+        self.start_sampler();
+        let sampler = match &self.sampler {
+            Some(Ok(sampler)) => Some(sampler),
+            Some(Err(why)) => {
+                notes.push(why.clone());
+                None
+            }
+            None => None,
+        };
+        let (run, stream) = self.prepared(workload)?;
+        let (samples, telemetry) =
+            measure::gpu(run, stream, mode, &rule, self.flush.as_ref(), sampler)?;
+        let cupti = match (mode, workload) {
+            (Mode::Batch, Workload::VectorAdd { .. } | Workload::Matmul { .. }) => {
+                let event_ns = median(&samples.times_ns);
+                self.cross_check(workload, samples.batch, event_ns)
+                    .map_err(|e| notes.push(format!("CUPTI cross-check: {}", e.reason)))
+                    .ok()
+            }
+            _ => None,
+        };
+        Ok(measurement(samples, telemetry, cupti, notes))
+    }
+
+    /// The device's L2 cache size (`CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE`).
+    fn l2_bytes(&self) -> Result<usize, Outcome> {
+        let device = self.session.gpu()?.device;
+        // SAFETY: a device handle from cuDeviceGet and a valid attribute.
+        let bytes = unsafe {
+            cu::device::get_attribute(
+                device,
+                CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE,
+            )
+        }
+        .call("cuDeviceGetAttribute(L2_CACHE_SIZE)")?;
+        Ok(bytes.max(1) as usize)
+    }
+
+    /// Starts the NVML sampler for the device, once; or keeps why there is none.
+    fn start_sampler(&mut self) {
+        if self.sampler.is_none() {
+            let started = match (&self.session.request.nvml, self.pci_bus_id()) {
+                (None, _) => Err("no NVML in this combination: no telemetry".to_owned()),
+                (Some(_), Err(e)) => Err(format!("no telemetry: {}", e.reason)),
+                (Some(path), Ok(bus)) => Sampler::start(path.clone(), bus),
+            };
+            self.sampler = Some(started);
+        }
+    }
+
+    /// The device's PCI address as NVML takes it (`domain:bus:device.0`, hexadecimal).
+    fn pci_bus_id(&self) -> Result<String, Outcome> {
+        let device = self.session.gpu()?.device;
+        let attribute = |a: CUdevice_attribute| {
+            // SAFETY: as in `l2_bytes`.
+            unsafe { cu::device::get_attribute(device, a) }.call("cuDeviceGetAttribute(PCI)")
+        };
+        Ok(format!(
+            "{:x}:{:x}:{:x}.0",
+            attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID)?,
+            attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID)?,
+            attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID)?
+        ))
+    }
+
+    /// Runs one batch of the prepared workload under CUPTI's kernel activity and compares the
+    /// kernels' own durations with the CUDA-event time per run.
+    fn cross_check(
+        &mut self,
+        workload: &Workload,
+        batch: u64,
+        event_ns: f64,
+    ) -> Result<CuptiCheck, Outcome> {
+        if self
+            .session
+            .request
+            .file(crate::check::protocol::Component::Cupti)
+            .is_none()
+        {
+            return Err(Outcome::fail("no CUPTI in this combination"));
+        }
+        let (prepared, stream) = match (self.prepared.take(), self.stream.take()) {
+            (Some(p), Some(s)) if &p.0 == workload => (p, s),
+            (p, s) => {
+                self.prepared = p;
+                self.stream = s;
+                return Err(Outcome::fail("not prepared"));
+            }
+        };
+        let runs = batch.clamp(1, 1000);
+        let records = cupti::kernel_records(&mut self.session, || {
+            measure::enqueue_runs(prepared.1.as_ref(), &stream, runs)
+        });
+        self.prepared = Some(prepared);
+        self.stream = Some(stream);
+        let records = records?;
+        if records.is_empty() {
+            return Err(Outcome::fail("CUPTI recorded no kernel"));
+        }
+        let total: f64 = records
+            .iter()
+            .map(|r| r.end.saturating_sub(r.start) as f64)
+            .sum();
+        let per_run = total / runs as f64;
+        Ok(CuptiCheck {
+            median_ns: per_run,
+            event_over_cupti: event_ns / per_run,
+            launches: records.len(),
+        })
+    }
+}
+
+/// The median of samples (0 for none).
+fn median(samples: &[f64]) -> f64 {
+    super::stats::summarize(samples).map_or(0.0, |s| s.median_ns)
+}
+
+fn measurement(
+    samples: measure::Samples,
+    telemetry: Option<crate::bench::model::Telemetry>,
+    cupti: Option<CuptiCheck>,
+    notes: Vec<String>,
+) -> Measurement {
+    Measurement {
+        samples_ns: samples.times_ns,
+        host_ns: samples.host_ns,
+        batch: samples.batch,
+        stopped_by: samples.stopped_by.unwrap_or(StopReason::TimeLimit),
+        telemetry,
+        cupti,
+        notes,
+    }
+}
