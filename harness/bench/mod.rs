@@ -51,13 +51,18 @@ pub struct BenchOptions {
     pub worker: PathBuf,
 }
 
-/// Runs every selected combination's benchmarks, one combination at a time.
-pub fn bench(
-    options: &BenchOptions,
-    host: &Host,
-    progress: &dyn Progress,
-) -> Result<BenchReport, CheckError> {
-    let started = crate::timestamp::now();
+/// What a run works on: the host's fingerprint, the selected combinations, the GPU, and the
+/// architecture NVRTC compiles for.
+pub struct Scope {
+    pub host: crate::model::HostInfo,
+    pub combinations: Vec<combination::Combination>,
+    pub gpu: crate::gpu::GpuInfo,
+    /// `sm_90`: the device's, else `--target`, else [`DEFAULT_TARGET`].
+    pub arch: String,
+}
+
+/// Scans the host and picks the combinations to benchmark.
+pub fn scope(options: &BenchOptions, host: &Host) -> Result<Scope, CheckError> {
     let scan = crate::scan::scan(&options.discover, host);
     let all = combination::combinations(
         &scan,
@@ -66,23 +71,45 @@ pub fn bench(
         host.env.get("LD_LIBRARY_PATH").map(String::as_str),
         &SearchContext::host(Vec::new()),
     );
-    let selected = check::select(all, &options.select, &scan)?;
+    let combinations = check::select(all, &options.select, &scan)?;
     let gpu = crate::gpu::detect_with(&options.worker, options.driver_dir.as_deref());
     let arch = gpu
         .compute_capability()
         .or(options.target)
         .unwrap_or(DEFAULT_TARGET);
-    let arch = format!("sm_{}{}", arch.major, arch.minor);
-    let settings = Settings {
-        depth: options.depth,
-        arch: &arch,
-        device: options.device,
-        worker: &options.worker,
-        timeout: options.timeout,
-    };
-    let mut combinations = Vec::with_capacity(selected.len());
+    Ok(Scope {
+        host: scan.host,
+        combinations,
+        gpu,
+        arch: format!("sm_{}{}", arch.major, arch.minor),
+    })
+}
+
+impl BenchOptions {
+    /// The suite's settings for a run over `scope`.
+    pub fn settings<'a>(&'a self, scope: &'a Scope) -> Settings<'a> {
+        Settings {
+            depth: self.depth,
+            arch: &scope.arch,
+            device: self.device,
+            worker: &self.worker,
+            timeout: self.timeout,
+        }
+    }
+}
+
+/// Runs every selected combination's benchmarks, one combination at a time.
+pub fn bench(
+    options: &BenchOptions,
+    host: &Host,
+    progress: &dyn Progress,
+) -> Result<BenchReport, CheckError> {
+    let started = crate::timestamp::now();
+    let scope = scope(options, host)?;
+    let settings = options.settings(&scope);
+    let mut combinations = Vec::with_capacity(scope.combinations.len());
     let mut benchmarks = Vec::new();
-    for combination in &selected {
+    for combination in &scope.combinations {
         let (run, results) = suite::run(combination, &settings, progress);
         combinations.push(run);
         benchmarks.extend(results);
@@ -90,9 +117,9 @@ pub fn bench(
     Ok(BenchReport {
         schema: BENCH_SCHEMA.to_owned(),
         started,
-        host: scan.host,
-        gpu,
-        target: arch,
+        host: scope.host.clone(),
+        gpu: scope.gpu.clone(),
+        target: scope.arch.clone(),
         driver_dir: options.driver_dir.clone(),
         quick: options.depth == Depth::Quick,
         combinations,

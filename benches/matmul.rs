@@ -1,0 +1,59 @@
+//! `matmul/<combination>/<precision>/<size>`: square cuBLAS GEMMs, SGEMM (f32) and
+//! `cublasGemmEx` in TF32, FP16 and BF16 with FP32 accumulation, and
+//! `matmul/<combination>/tiled_f32/<size>`: the NVRTC-compiled tiled kernel `check` verifies;
+//! sizes 1024 to 8192, random inputs (never zeros), GPU time from CUDA events, criterion's
+//! throughput in elements is 2·N³ floating-point operations. Each configuration's output is
+//! verified against the CPU once before it is timed. Registered only on a host whose GPU came
+//! up. Target: cuBLAS within 3% of `torch.matmul` (ci/torch-matmul.py, ci/torch-compare.py).
+
+mod support;
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use stackbench::bench::protocol::{Implementation, Workload};
+use stackbench::tolerance::Precision;
+use std::time::Duration;
+
+const SIZES: [u64; 4] = [1024, 2048, 4096, 8192];
+
+fn bench(c: &mut Criterion) {
+    let mut group = c.benchmark_group("matmul");
+    group.measurement_time(Duration::from_secs(3));
+    let configurations = [
+        Precision::F32,
+        Precision::Tf32,
+        Precision::F16,
+        Precision::Bf16,
+    ]
+    .map(|p| (Implementation::Cublas, p, p.id().to_owned()))
+    .into_iter()
+    .chain([(
+        Implementation::Nvrtc,
+        Precision::F32,
+        "tiled_f32".to_owned(),
+    )]);
+    let configurations: Vec<_> = configurations.collect();
+    for mut target in support::gpu_targets("matmul") {
+        for (implementation, precision, label) in &configurations {
+            for size in SIZES {
+                let workload = Workload::Matmul {
+                    implementation: *implementation,
+                    precision: *precision,
+                    size,
+                };
+                let id = format!("{}/{label}/{size}", target.name);
+                if let Err(why) = support::prepare(&mut target.client, &workload) {
+                    eprintln!("matmul/{id}: not registered: {why}");
+                    continue;
+                }
+                group.throughput(Throughput::Elements(2 * size * size * size));
+                group.bench_function(&id, |b| {
+                    b.iter_custom(|iters| support::time(&mut target.client, &workload, iters))
+                });
+            }
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -1,0 +1,185 @@
+//! What the criterion benchmarks share: the combinations they run on, each with a persistent
+//! bench worker (`stackbench __bench`, its search path pinned as `check` pins it), and the
+//! `iter_custom` timing that asks the worker for N runs and gets their GPU time (CUDA events)
+//! or, for CPU work, their host time.
+//!
+//! GPU benchmarks use the host's own combinations and register only where a device came up;
+//! otherwise they print why they were not registered. CPU benchmarks also use the fixture
+//! toolkits when `ci/fetch-toolkits` has built them, against Debian's 535 driver.
+
+#![allow(dead_code)]
+
+#[path = "../../tests/common/mod.rs"]
+mod common;
+
+use stackbench::bench::client::Client;
+use stackbench::bench::plan::Depth;
+use stackbench::bench::protocol::{Command, Reply, Workload};
+use stackbench::bench::{self, model::Verification, suite, BenchOptions};
+use stackbench::check::combination::Combination;
+use stackbench::discover::{Host, Options};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// How long one worker command may take.
+const TIMEOUT: Duration = Duration::from_secs(300);
+
+/// One combination and its worker.
+pub struct Target {
+    pub name: String,
+    pub combination: Combination,
+    pub client: Client,
+    /// The architecture NVRTC compiles for (`sm_90`).
+    pub arch: String,
+    worker: PathBuf,
+    /// Why its GPU benchmarks cannot run, when they cannot.
+    pub no_gpu: Option<String>,
+}
+
+fn options(roots: Vec<PathBuf>, system: bool, driver_dir: Option<PathBuf>) -> BenchOptions {
+    BenchOptions {
+        discover: Options { roots, system },
+        driver_dir,
+        select: Vec::new(),
+        config: Default::default(),
+        target: None,
+        device: 0,
+        depth: Depth::Full,
+        timeout: TIMEOUT,
+        worker: common::stackbench_bin(),
+    }
+}
+
+/// Starts a worker per combination of `options`; says on stderr what could not start.
+fn targets(label: &str, options: &BenchOptions, host: &Host) -> Vec<Target> {
+    let scope = match bench::scope(options, host) {
+        Ok(scope) => scope,
+        Err(e) => {
+            eprintln!("{label}: nothing registered here: {e}");
+            return Vec::new();
+        }
+    };
+    let settings = options.settings(&scope);
+    scope
+        .combinations
+        .iter()
+        .filter_map(|c| match suite::start(c, &settings) {
+            Ok(client) => {
+                let no_gpu = client
+                    .setup
+                    .iter()
+                    .find(|r| r.id == "driver.devices")
+                    .filter(|r| !r.status.satisfies())
+                    .map(|r| r.reason.clone());
+                Some(Target {
+                    name: c.name.clone(),
+                    combination: c.clone(),
+                    client,
+                    arch: scope.arch.clone(),
+                    worker: options.worker.clone(),
+                    no_gpu,
+                })
+            }
+            Err(e) => {
+                eprintln!("{label}/{}: not registered: {e}", c.name);
+                None
+            }
+        })
+        .collect()
+}
+
+/// The host's combinations whose device came up; for the others, and for a host without a GPU,
+/// a line saying why `bench` registers nothing.
+pub fn gpu_targets(bench: &str) -> Vec<Target> {
+    let options = options(Vec::new(), true, None);
+    let gpu = stackbench::gpu::detect(&options.worker);
+    if gpu.devices.is_empty() {
+        eprintln!(
+            "{bench}: GPU benchmarks not registered: no GPU ({}); the CPU-side ones are in \
+             `cargo bench --bench toolkits`",
+            gpu.note.as_deref().unwrap_or("NVML lists no device")
+        );
+        return Vec::new();
+    }
+    targets(bench, &options, &Host::current())
+        .into_iter()
+        .filter(|t| match &t.no_gpu {
+            None => true,
+            Some(why) => {
+                eprintln!("{bench}/{}: not registered: {why}", t.name);
+                false
+            }
+        })
+        .collect()
+}
+
+/// Every combination for CPU-side benchmarks: the fixture toolkits' (when built) and the host's.
+pub fn cpu_targets(bench: &str) -> Vec<Target> {
+    let mut all = Vec::new();
+    if common::toolkits_location().join(".complete").is_file() {
+        let fixtures = options(
+            vec![common::toolkits()],
+            false,
+            Some(common::fixture(common::DRIVER_AMD64)),
+        );
+        all.extend(targets(bench, &fixtures, &Host::default()));
+    } else {
+        eprintln!("{bench}: no fixture toolkits here (ci/fetch-toolkits builds them)");
+    }
+    all.extend(targets(
+        bench,
+        &options(Vec::new(), true, None),
+        &Host::current(),
+    ));
+    all
+}
+
+/// Prepares `workload` in the worker and verifies its output; why not, when it cannot be timed.
+pub fn prepare(client: &mut Client, workload: &Workload) -> Result<Option<Verification>, String> {
+    match client.ask(
+        &Command::Prepare {
+            workload: workload.clone(),
+        },
+        TIMEOUT,
+    )? {
+        Reply::Prepared {
+            verification: Some(v),
+        } if !v.passed => Err(format!(
+            "output differs from the CPU's: relative error {:.2e} beyond {:.0e}",
+            v.max_relative_error, v.tolerance
+        )),
+        Reply::Prepared { verification } => Ok(verification),
+        Reply::Failed { reason } => Err(reason),
+        other => Err(format!("unexpected answer {other:?}")),
+    }
+}
+
+/// The time of `iterations` runs of the prepared `workload`, for `iter_custom`. A worker that
+/// dies mid-benchmark ends the benchmark run with the reason.
+pub fn time(client: &mut Client, workload: &Workload, iterations: u64) -> Duration {
+    let command = Command::Time {
+        workload: workload.clone(),
+        iterations,
+    };
+    match client.ask(&command, TIMEOUT) {
+        Ok(Reply::Timed { time_ns }) => Duration::from_secs_f64(time_ns / 1e9),
+        Ok(Reply::Failed { reason }) => panic!("timing failed: {reason}"),
+        Ok(other) => panic!("unexpected answer {other:?}"),
+        Err(why) => panic!("{why}"),
+    }
+}
+
+/// One fresh worker's time to open every library of the target's combination.
+pub fn load_once(target: &Target) -> Duration {
+    let settings = suite::Settings {
+        depth: Depth::Full,
+        arch: &target.arch,
+        device: 0,
+        worker: &target.worker,
+        timeout: TIMEOUT,
+    };
+    match suite::load_once(&target.combination, &settings) {
+        Ok(ns) => Duration::from_secs_f64(ns / 1e9),
+        Err(why) => panic!("load/{}: {why}", target.name),
+    }
+}
