@@ -185,13 +185,15 @@ pub struct Telemetry {
     pub throttled_samples: Vec<usize>,
 }
 
-/// The CUPTI kernel durations of the same launches, beside the CUDA-event time.
+/// The CUPTI kernel durations of one batch of launches, beside the CUDA-event time of the same
+/// launches.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct CuptiCheck {
-    /// Median kernel duration per launch, ns.
-    pub median_ns: f64,
-    /// CUDA-event median over CUPTI median (1.0 is perfect agreement).
+    /// The kernels' own durations per run, ns (a run may launch more than one kernel).
+    pub kernel_ns: f64,
+    /// CUDA-event time per run over `kernel_ns` (1.0 is perfect agreement).
     pub event_over_cupti: f64,
+    /// Kernel records CUPTI delivered.
     pub launches: usize,
 }
 

@@ -45,8 +45,8 @@ pub struct Settings<'a> {
 
 /// Tells the caller how far the run is.
 pub trait Progress {
-    /// `done` of `total` benchmarks of `combination` are done; `last` is the latest one's id.
-    fn update(&self, combination: &str, done: usize, total: usize, last: &str);
+    /// `done` of `total` benchmarks of `combination` are done; `last` is the latest one.
+    fn update(&self, combination: &str, done: usize, total: usize, last: &BenchResult);
 }
 
 /// The check request of a bench worker of `combination`, running the checks `run`.
@@ -89,7 +89,7 @@ pub fn run(
     let total = compile.len() + 1 + gpu_plan.len();
     let mut results = Vec::with_capacity(total);
     let report = |result: BenchResult, results: &mut Vec<BenchResult>| {
-        progress.update(name, results.len() + 1, total, &result.id);
+        progress.update(name, results.len() + 1, total, &result);
         results.push(result);
     };
     let mut client = start(combination, settings);

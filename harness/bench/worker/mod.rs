@@ -17,6 +17,7 @@ mod workloads;
 use super::model::{CuptiCheck, Mode, StopReason};
 use super::protocol::{Command, Limits, Measurement, Reply, Setup, Workload};
 use super::stats::StopRule;
+use crate::check::protocol::Component;
 use crate::check::worker::device::DeviceBuffer;
 use crate::check::worker::outcome::{Call, Outcome};
 use crate::check::worker::session::Session;
@@ -217,12 +218,10 @@ impl Bench {
         let (samples, telemetry) =
             measure::gpu(run, stream, mode, &rule, self.flush.as_ref(), sampler)?;
         let cupti = match (mode, workload) {
-            (Mode::Batch, Workload::VectorAdd { .. } | Workload::Matmul { .. }) => {
-                let event_ns = median(&samples.times_ns);
-                self.cross_check(workload, samples.batch, event_ns)
-                    .map_err(|e| notes.push(format!("CUPTI cross-check: {}", e.reason)))
-                    .ok()
-            }
+            (Mode::Batch, Workload::VectorAdd { .. } | Workload::Matmul { .. }) => self
+                .cross_check(workload, samples.batch)
+                .map_err(|e| notes.push(format!("CUPTI cross-check: {}", e.reason)))
+                .ok(),
             _ => None,
         };
         Ok(measurement(samples, telemetry, cupti, notes))
@@ -269,56 +268,47 @@ impl Bench {
         ))
     }
 
-    /// Runs one batch of the prepared workload under CUPTI's kernel activity and compares the
-    /// kernels' own durations with the CUDA-event time per run.
-    fn cross_check(
-        &mut self,
-        workload: &Workload,
-        batch: u64,
-        event_ns: f64,
-    ) -> Result<CuptiCheck, Outcome> {
-        if self
-            .session
-            .request
-            .file(crate::check::protocol::Component::Cupti)
-            .is_none()
-        {
+    /// Runs one batch of the prepared workload under CUPTI's kernel activity, timed with CUDA
+    /// events as the samples are, and compares the kernels' own durations with the events' time
+    /// of the same launches.
+    fn cross_check(&mut self, workload: &Workload, batch: u64) -> Result<CuptiCheck, Outcome> {
+        if self.session.request.file(Component::Cupti).is_none() {
             return Err(Outcome::fail("no CUPTI in this combination"));
         }
-        let (prepared, stream) = match (self.prepared.take(), self.stream.take()) {
-            (Some(p), Some(s)) if &p.0 == workload => (p, s),
-            (p, s) => {
-                self.prepared = p;
-                self.stream = s;
-                return Err(Outcome::fail("not prepared"));
-            }
+        let (Some(prepared), Some(stream)) = (self.prepared.take(), self.stream.take()) else {
+            return Err(Outcome::fail("not prepared"));
         };
         let runs = batch.clamp(1, 1000);
+        let timer = stream::Timer::new();
+        let mut event = None;
         let records = cupti::kernel_records(&mut self.session, || {
-            measure::enqueue_runs(prepared.1.as_ref(), &stream, runs)
+            let timed = timer?.time(&stream, || {
+                measure::enqueue_runs(prepared.1.as_ref(), &stream, runs)
+            })?;
+            event = Some(timed.gpu);
+            Ok(())
         });
+        let same = &prepared.0 == workload;
         self.prepared = Some(prepared);
         self.stream = Some(stream);
         let records = records?;
+        let (Some(event), true) = (event, same) else {
+            return Err(Outcome::fail("not prepared"));
+        };
         if records.is_empty() {
             return Err(Outcome::fail("CUPTI recorded no kernel"));
         }
-        let total: f64 = records
+        let kernels: f64 = records
             .iter()
             .map(|r| r.end.saturating_sub(r.start) as f64)
             .sum();
-        let per_run = total / runs as f64;
+        let kernel_ns = kernels / runs as f64;
         Ok(CuptiCheck {
-            median_ns: per_run,
-            event_over_cupti: event_ns / per_run,
+            kernel_ns,
+            event_over_cupti: event.as_secs_f64() * 1e9 / runs as f64 / kernel_ns,
             launches: records.len(),
         })
     }
-}
-
-/// The median of samples (0 for none).
-fn median(samples: &[f64]) -> f64 {
-    super::stats::summarize(samples).map_or(0.0, |s| s.median_ns)
 }
 
 fn measurement(
