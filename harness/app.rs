@@ -48,7 +48,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> anyhow::Result<ExitCode>
             let progress = crate::progress::Reporter::for_stderr();
             let report = bench::bench(&bench_options, &Host::current(), &progress)?;
             let written = write_bench_files(&report, &out.results)?;
-            let bytes = export_bench(out.report.format, out.report.color, &report)?;
+            let bytes = report::exporter(out.report.format, out.report.color).bench(&report)?;
             output::write(&out.report.destination, &bytes)?;
             eprintln!("bench: wrote {}", written.display());
             let [_, skipped, failed] = report.counts();
@@ -77,17 +77,8 @@ fn write_bench_files(
         .with_context(|| format!("cannot create the results directory {}", dir.display()))?;
     let stem = bench::files::free_stem(dir, &bench::files::stem(report));
     for (extension, format) in bench::files::FORMATS {
-        let bytes = export_bench(format, false, report)?;
+        let bytes = report::exporter(format, false).bench(report)?;
         output::write_atomically(&stem.with_extension(extension), &bytes)?;
     }
     Ok(stem)
-}
-
-/// The bench report in `format`.
-fn export_bench(
-    _format: crate::cli::Format,
-    _color: bool,
-    report: &bench::model::BenchReport,
-) -> anyhow::Result<Vec<u8>> {
-    Ok(serde_json::to_vec_pretty(report)?)
 }

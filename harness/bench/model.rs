@@ -126,6 +126,17 @@ pub enum Status {
     Failed,
 }
 
+impl Status {
+    /// As the JSON says it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Measured => "measured",
+            Status::Skipped => "skipped",
+            Status::Failed => "failed",
+        }
+    }
+}
+
 /// Why sampling stopped.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]

@@ -1,8 +1,10 @@
 //! CSV: the scan as one row per library (its installation's columns repeated), the doctor as one
-//! row per finding, the check as one row per check of each combination; for spreadsheets and
+//! row per finding, the check as one row per check of each combination, the bench as one row per
+//! benchmark with the environment repeated (rows of many runs concatenate); for spreadsheets and
 //! diffs.
 
 use super::{driver_version, Exporter};
+use crate::bench::model::{BenchReport, BenchResult};
 use crate::check::model::CheckReport;
 use crate::doctor::DoctorReport;
 use crate::error::OutputError;
@@ -54,6 +56,42 @@ const CHECK_HEADER: &[&str] = &[
     "status",
     "reason",
     "duration_ms",
+];
+
+const BENCH_HEADER: &[&str] = &[
+    "id",
+    "combination",
+    "benchmark",
+    "size",
+    "precision",
+    "implementation",
+    "mode",
+    "arch",
+    "status",
+    "median_ns",
+    "q1_ns",
+    "q3_ns",
+    "min_ns",
+    "max_ns",
+    "noise",
+    "samples",
+    "throughput",
+    "unit",
+    "pct_of_peak",
+    "verified",
+    "max_relative_error",
+    "cupti_kernel_ns",
+    "event_over_cupti",
+    "sm_clock_mhz_min",
+    "sm_clock_mhz_max",
+    "throttled_samples",
+    "stopped_by",
+    "reason",
+    "host",
+    "gpu",
+    "driver_version",
+    "cuda_version",
+    "started",
 ];
 
 fn encode(e: impl std::fmt::Display) -> OutputError {
@@ -109,6 +147,13 @@ impl Exporter for Csv {
         table(DOCTOR_HEADER, rows)
     }
 
+    fn bench(&self, report: &BenchReport) -> Result<Vec<u8>, OutputError> {
+        table(
+            BENCH_HEADER,
+            report.benchmarks.iter().map(|r| bench_row(report, r)),
+        )
+    }
+
     fn check(&self, report: &CheckReport) -> Result<Vec<u8>, OutputError> {
         let gpu = report
             .gpu
@@ -136,6 +181,58 @@ impl Exporter for Csv {
         });
         table(CHECK_HEADER, rows)
     }
+}
+
+/// An optional value as a cell: empty when absent.
+fn opt(value: Option<impl ToString>) -> String {
+    value.map(|v| v.to_string()).unwrap_or_default()
+}
+
+/// One benchmark's row: its key, its figures, and the environment that produced them.
+fn bench_row(report: &BenchReport, r: &BenchResult) -> Vec<String> {
+    let p = &r.parameters;
+    let s = r.summary.as_ref();
+    let cuda = report
+        .combinations
+        .iter()
+        .find(|c| c.name == r.combination)
+        .and_then(|c| c.cuda_version.clone());
+    let telemetry = r.telemetry.as_ref();
+    vec![
+        r.id.clone(),
+        r.combination.clone(),
+        r.benchmark.clone(),
+        opt(p.size),
+        opt(p.precision.as_ref()),
+        opt(p.implementation.as_ref()),
+        opt(p.mode.map(|m| m.name())),
+        opt(p.arch.as_ref()),
+        r.status.name().to_owned(),
+        opt(s.map(|s| s.median_ns)),
+        opt(s.map(|s| s.q1_ns)),
+        opt(s.map(|s| s.q3_ns)),
+        opt(s.map(|s| s.min_ns)),
+        opt(s.map(|s| s.max_ns)),
+        opt(s.map(|s| s.noise)),
+        r.samples_ns.len().to_string(),
+        opt(r.throughput.as_ref().map(|t| t.value)),
+        opt(r.throughput.as_ref().map(|t| t.unit.clone())),
+        opt(r.pct_of_peak),
+        opt(r.verified.as_ref().map(|v| v.passed)),
+        opt(r.verified.as_ref().map(|v| v.max_relative_error)),
+        opt(r.cupti.as_ref().map(|c| c.kernel_ns)),
+        opt(r.cupti.as_ref().map(|c| c.event_over_cupti)),
+        opt(telemetry.and_then(|t| t.sm_clock_mhz_min)),
+        opt(telemetry.and_then(|t| t.sm_clock_mhz_max)),
+        opt(telemetry.map(|t| t.throttled_samples.len())),
+        opt(r.stopped_by.map(super::bench::stopped_by)),
+        opt(r.reason.as_ref()),
+        report.host.hostname.clone(),
+        opt(report.gpu.devices.first().map(|d| d.name.clone())),
+        opt(report.gpu.driver_version.as_ref()),
+        opt(cuda),
+        report.started.clone(),
+    ]
 }
 
 fn library_row(installation: &Installation, library: &Library) -> Vec<String> {

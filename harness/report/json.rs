@@ -1,6 +1,7 @@
 //! The canonical form: the report's own structure, schema-tagged, pretty-printed.
 
 use super::Exporter;
+use crate::bench::model::BenchReport;
 use crate::check::model::CheckReport;
 use crate::doctor::DoctorReport;
 use crate::error::OutputError;
@@ -28,6 +29,10 @@ impl Exporter for Json {
     }
 
     fn check(&self, report: &CheckReport) -> Result<Vec<u8>, OutputError> {
+        to_json(report)
+    }
+
+    fn bench(&self, report: &BenchReport) -> Result<Vec<u8>, OutputError> {
         to_json(report)
     }
 }

@@ -2,10 +2,11 @@
 //! `<testsuite>` per combination (its environment as `<properties>`), one `<testcase>` per
 //! check. A failure is `<failure>`, a skip `<skipped>`, a warning a pass with its reason in
 //! `<system-out>`. The shape follows the Jenkins xUnit plugin's `junit-10.xsd`
-//! (tests/data/junit-10.xsd), which the tests validate against. Scan and doctor reports have
-//! no tests to report, so this format refuses them.
+//! (tests/data/junit-10.xsd), which the tests validate against. Scan, doctor and bench reports
+//! have no tests to report, so this format refuses them.
 
 use super::{driver_version, library_path, Exporter};
+use crate::bench::model::BenchReport;
 use crate::check::model::{CheckReport, CheckResult, CombinationReport, Status};
 use crate::doctor::DoctorReport;
 use crate::error::OutputError;
@@ -15,7 +16,7 @@ use std::fmt::Write;
 /// The JUnit XML exporter (check reports only).
 pub struct Junit;
 
-/// Why scan and doctor reports have no JUnit form.
+/// Why scan, doctor and bench reports have no JUnit form.
 fn unsupported(report: &'static str) -> OutputError {
     OutputError::Unsupported {
         format: "junit",
@@ -31,6 +32,10 @@ impl Exporter for Junit {
 
     fn doctor(&self, _report: &DoctorReport) -> Result<Vec<u8>, OutputError> {
         Err(unsupported("doctor"))
+    }
+
+    fn bench(&self, _report: &BenchReport) -> Result<Vec<u8>, OutputError> {
+        Err(unsupported("bench"))
     }
 
     fn check(&self, report: &CheckReport) -> Result<Vec<u8>, OutputError> {

@@ -1,11 +1,13 @@
 //! Markdown: a section per installation with a table of its libraries, findings first for the
 //! doctor; for the check, the matrix, its failures and warnings, and each combination's
-//! libraries. For CI summaries (`$GITHUB_STEP_SUMMARY`), pull requests and issues.
+//! libraries; for the bench, the combinations with their versions and ceilings, the measured
+//! table and what was not measured, by reason. For CI summaries (`$GITHUB_STEP_SUMMARY`), pull requests and issues.
 
 use super::{
-    archs, cell, check_counts, check_gpu_line, check_groups, driver_version, gpu_line,
+    archs, bench, cell, check_counts, check_gpu_line, check_groups, driver_version, gpu_line,
     library_path, notices, severity_counts, Exporter,
 };
+use crate::bench::model::{BenchReport, Status as BenchStatus};
 use crate::check::model::{CheckReport, CombinationReport, Status};
 use crate::doctor::DoctorReport;
 use crate::error::OutputError;
@@ -50,6 +52,116 @@ impl Exporter for Markdown {
             out.push('\n');
         }
         installations(&mut out, &report.installations, &report.problems);
+        Ok(out.into_bytes())
+    }
+
+    fn bench(&self, report: &BenchReport) -> Result<Vec<u8>, OutputError> {
+        let mut out = String::from("# stackbench bench\n\n");
+        let host = &report.host;
+        let _ = writeln!(
+            out,
+            "**On `{}`** ({} {}, stackbench {}), started {}: {}{}.\n",
+            host.hostname,
+            host.os,
+            host.arch,
+            host.stackbench_version,
+            report.started,
+            bench::counts(report),
+            if report.quick { " (`--quick`)" } else { "" }
+        );
+        let _ = writeln!(
+            out,
+            "GPU: {}; NVRTC compiled for {}.\n",
+            escape(&gpu_line(&report.gpu)),
+            report.target
+        );
+        if let Some(dir) = &report.driver_dir {
+            let _ = writeln!(
+                out,
+                "Driver libraries from `--driver-dir {}`.\n",
+                dir.display()
+            );
+        }
+        out.push_str("## Combinations\n\n");
+        out.push_str(
+            "| combination | CUDA | driver's CUDA | libraries | ceilings | GPU benchmarks |\n",
+        );
+        out.push_str("| --- | --- | --- | --- | --- | --- |\n");
+        for c in &report.combinations {
+            let _ = writeln!(
+                out,
+                "| `{}` | {} | {} | {} | {} | {} |",
+                c.name,
+                c.cuda_version.as_deref().unwrap_or("-"),
+                c.driver_cuda_version.as_deref().unwrap_or("-"),
+                escape(&bench::libraries(c)),
+                bench::peaks(c),
+                escape(c.gpu_unavailable.as_deref().unwrap_or("ran"))
+            );
+        }
+        out.push('\n');
+        let measured: Vec<_> = report
+            .benchmarks
+            .iter()
+            .filter(|r| r.status == BenchStatus::Measured)
+            .collect();
+        if !measured.is_empty() {
+            out.push_str("## Measured\n\n");
+            out.push_str(
+                "| benchmark | combination | size | variant | median | IQR | noise | rate | % of peak | verified | stopped by | throttled |\n",
+            );
+            out.push_str(
+                "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
+            );
+            for r in measured {
+                let (median, iqr) = bench::spread(r);
+                let rate = match &r.throughput {
+                    Some(_) => bench::figure(r),
+                    None => "-".to_owned(),
+                };
+                let _ = writeln!(
+                    out,
+                    "| {} | `{}` | {} | {} | {median} | {iqr} | {} | {rate} | {} | {} | {} | {} |",
+                    r.benchmark,
+                    r.combination,
+                    bench::size(r),
+                    bench::variant(r),
+                    bench::noise(r),
+                    bench::percent(r.pct_of_peak),
+                    bench::verified(r),
+                    bench::stopped(r),
+                    bench::throttled(r)
+                );
+            }
+            out.push('\n');
+        }
+        let notes: Vec<String> = report
+            .benchmarks
+            .iter()
+            .filter(|r| r.status == BenchStatus::Measured)
+            .filter_map(|r| Some(format!("- `{}`: {}", r.id, escape(r.reason.as_deref()?))))
+            .collect();
+        if !notes.is_empty() {
+            let _ = writeln!(out, "Notes:\n\n{}\n", notes.join("\n"));
+        }
+        let unmeasured = bench::unmeasured(report);
+        if !unmeasured.is_empty() {
+            out.push_str("## Not measured\n\n");
+            for group in unmeasured {
+                let verb = match group.status {
+                    BenchStatus::Failed => format!("**{}**", group.verb()),
+                    _ => group.verb().to_owned(),
+                };
+                let _ = writeln!(
+                    out,
+                    "- {verb} ({}): {}: {}",
+                    group.ids.len(),
+                    escape(&group.which()),
+                    escape(group.reason)
+                );
+            }
+            out.push('\n');
+        }
         Ok(out.into_bytes())
     }
 

@@ -1,12 +1,14 @@
 //! Exporters: one module per format, all behind one trait that turns a report into bytes.
 //! JSON is the canonical form; the others are views of it.
 
+mod bench;
 mod csv;
 mod json;
 mod junit;
 mod markdown;
 mod terminal;
 
+use crate::bench::model::BenchReport;
 use crate::check::model::{CheckReport, CombinationReport, LibraryUse, Status};
 use crate::cli::Format;
 use crate::doctor::DoctorReport;
@@ -23,6 +25,8 @@ pub trait Exporter {
     fn doctor(&self, report: &DoctorReport) -> Result<Vec<u8>, OutputError>;
     /// The check report in this format.
     fn check(&self, report: &CheckReport) -> Result<Vec<u8>, OutputError>;
+    /// The bench report in this format.
+    fn bench(&self, report: &BenchReport) -> Result<Vec<u8>, OutputError>;
 }
 
 /// The exporter for a format; `color` matters to the terminal report only.

@@ -1,10 +1,12 @@
 //! The report for people: findings first (errors, then warnings), then installations as headed,
-//! aligned tables, problems last; in colour when asked for.
+//! aligned tables, problems last; for the bench, a table of figures per combination and what was
+//! not measured, by reason; in colour when asked for.
 
 use super::{
-    archs, check_counts, check_gpu_line, check_groups, driver_version, gpu_line, library_path,
-    notices, severity_counts, Exporter, Notice,
+    archs, bench, check_counts, check_gpu_line, check_groups, driver_version, gpu_line,
+    library_path, notices, severity_counts, Exporter, Notice,
 };
+use crate::bench::model::{BenchReport, Status as BenchStatus};
 use crate::check::model::{CheckReport, Status};
 use crate::diagnose::finding::{Finding, Severity};
 use crate::doctor::DoctorReport;
@@ -82,6 +84,109 @@ impl Exporter for Terminal {
         }
         let _ = writeln!(out, "{}", self.paint(BOLD, "installations"));
         self.installations(&mut out, &report.installations, &report.problems);
+        Ok(out.into_bytes())
+    }
+
+    fn bench(&self, report: &BenchReport) -> Result<Vec<u8>, OutputError> {
+        let mut out = String::new();
+        let [_, _, failed] = report.counts();
+        let counts = bench::counts(report);
+        let counts = if failed > 0 {
+            self.paint(RED, &counts)
+        } else {
+            counts
+        };
+        let quick = if report.quick { " (--quick)" } else { "" };
+        let _ = writeln!(
+            out,
+            "{} {counts}{quick}",
+            self.paint(BOLD, "stackbench bench:")
+        );
+        let gpu = format!(
+            "GPU: {}; NVRTC compiled for {}",
+            gpu_line(&report.gpu),
+            report.target
+        );
+        let _ = writeln!(out, "{}", wrap(&gpu, "     "));
+        if let Some(dir) = &report.driver_dir {
+            let line = format!("driver libraries from --driver-dir {}", dir.display());
+            let _ = writeln!(out, "{}", wrap(&line, "     "));
+        }
+        out.push('\n');
+        for c in &report.combinations {
+            let cuda = c.cuda_version.as_deref().unwrap_or("?");
+            let driver = c.driver_cuda_version.as_deref().unwrap_or("?");
+            let _ = writeln!(
+                out,
+                "{}  CUDA {cuda}, driver's CUDA {driver}",
+                self.paint(BOLD, &c.name)
+            );
+            let libraries = format!("  libraries: {}", bench::libraries(c));
+            let _ = writeln!(out, "{}", self.paint(DIM, &wrap(&libraries, "    ")));
+            let _ = writeln!(out, "  ceilings: {}", bench::peaks(c));
+            let rows: Vec<Vec<String>> = report
+                .benchmarks
+                .iter()
+                .filter(|r| r.combination == c.name && r.status == BenchStatus::Measured)
+                .map(|r| {
+                    let (median, iqr) = bench::spread(r);
+                    vec![
+                        r.benchmark.clone(),
+                        bench::size(r),
+                        bench::variant(r),
+                        median,
+                        iqr,
+                        bench::noise(r),
+                        bench::figure(r),
+                        bench::percent(r.pct_of_peak),
+                        bench::verified(r).to_owned(),
+                        bench::stopped(r).to_owned(),
+                        bench::throttled(r),
+                    ]
+                })
+                .collect();
+            if !rows.is_empty() {
+                let header = [
+                    "benchmark",
+                    "size",
+                    "variant",
+                    "median",
+                    "IQR",
+                    "noise",
+                    "figure",
+                    "of peak",
+                    "verified",
+                    "stopped by",
+                    "throttled",
+                ];
+                self.table(&mut out, &header, &rows);
+            }
+            for r in report.benchmarks.iter().filter(|r| {
+                r.combination == c.name && r.status == BenchStatus::Measured && r.reason.is_some()
+            }) {
+                let note = format!("  note: {}: {}", r.id, r.reason.as_deref().unwrap_or(""));
+                let _ = writeln!(out, "{}", self.paint(DIM, &wrap(&note, "    ")));
+            }
+            if let Some(why) = &c.gpu_unavailable {
+                let line = format!("  GPU benchmarks not run: {why}");
+                let _ = writeln!(out, "{}", self.paint(YELLOW, &wrap(&line, "    ")));
+            }
+            out.push('\n');
+        }
+        for group in bench::unmeasured(report) {
+            let colour = match group.status {
+                BenchStatus::Failed => RED,
+                _ => DIM,
+            };
+            let line = format!(
+                "{} {}: {}: {}",
+                group.ids.len(),
+                group.verb(),
+                group.which(),
+                group.reason
+            );
+            let _ = writeln!(out, "{}", self.paint(colour, &wrap(&line, "    ")));
+        }
         Ok(out.into_bytes())
     }
 
@@ -166,6 +271,28 @@ fn status_cell(status: Status) -> (&'static str, &'static str) {
 }
 
 impl Terminal {
+    /// An aligned table, indented by two spaces, the header dim.
+    fn table(&self, out: &mut String, header: &[&str], rows: &[Vec<String>]) {
+        let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+        for row in rows {
+            for (width, cell) in widths.iter_mut().zip(row) {
+                *width = (*width).max(cell.chars().count());
+            }
+        }
+        let line = |cells: Vec<&str>| {
+            let padded: Vec<String> = cells
+                .iter()
+                .zip(&widths)
+                .map(|(cell, width)| format!("{cell:<width$}"))
+                .collect();
+            format!("  {}", padded.join("  ").trim_end())
+        };
+        let _ = writeln!(out, "{}", self.paint(DIM, &line(header.to_vec())));
+        for row in rows {
+            let _ = writeln!(out, "{}", line(row.iter().map(String::as_str).collect()));
+        }
+    }
+
     fn paint(&self, code: &str, text: &str) -> String {
         if self.color {
             format!("\x1b[{code}m{text}\x1b[0m")

@@ -1,0 +1,283 @@
+//! What the bench report's views share: each result's cells (its key, its figure, its
+//! spread), the combinations' lines, and the benchmarks that were not measured, grouped by
+//! reason so that a host without a GPU says so once.
+
+use crate::bench::model::{BenchReport, BenchResult, CombinationRun, Status, StopReason};
+
+/// A time for people: `812 ns`, `1.23 µs`, `4.56 ms`, `1.20 s`.
+pub fn duration(ns: f64) -> String {
+    match ns {
+        ns if ns < 1e3 => format!("{ns:.0} ns"),
+        ns if ns < 1e6 => format!("{:.2} µs", ns / 1e3),
+        ns if ns < 1e9 => format!("{:.2} ms", ns / 1e6),
+        ns => format!("{:.2} s", ns / 1e9),
+    }
+}
+
+/// A size as the benchmark counts it: elements in Mi (`64 Mi`), a matrix side (`8192`), bytes
+/// in GiB or MiB.
+pub fn size(result: &BenchResult) -> String {
+    let Some(size) = result.parameters.size else {
+        return "-".to_owned();
+    };
+    match result.benchmark.as_str() {
+        "vector_add" if size % (1 << 20) == 0 => format!("{} Mi", size >> 20),
+        "copy" if size % (1 << 30) == 0 => format!("{} GiB", size >> 30),
+        "copy" => format!("{} MiB", size >> 20),
+        _ => size.to_string(),
+    }
+}
+
+/// The parameters other than the size, joined: `cublas bf16 batch`, `vector_add sm_90`.
+pub fn variant(result: &BenchResult) -> String {
+    let p = &result.parameters;
+    let parts: Vec<&str> = [
+        p.implementation.as_deref(),
+        p.precision.as_deref(),
+        p.arch.as_deref(),
+        p.mode.map(|m| m.name()),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if parts.is_empty() {
+        "-".to_owned()
+    } else {
+        parts.join(" ")
+    }
+}
+
+/// The rate (`2870.1 GB/s`), or the median time for work that has no rate.
+pub fn figure(result: &BenchResult) -> String {
+    match (&result.throughput, &result.summary) {
+        (Some(t), _) => format!("{:.1} {}", t.value, t.unit),
+        (None, Some(s)) => duration(s.median_ns),
+        (None, None) => "-".to_owned(),
+    }
+}
+
+/// The median and the interquartile range: `1.21 ms (1.20 ms – 1.23 ms)`.
+pub fn spread(result: &BenchResult) -> (String, String) {
+    match &result.summary {
+        Some(s) => (
+            duration(s.median_ns),
+            format!("{} – {}", duration(s.q1_ns), duration(s.q3_ns)),
+        ),
+        None => ("-".to_owned(), "-".to_owned()),
+    }
+}
+
+/// The noise as a percentage with two decimals.
+pub fn noise(result: &BenchResult) -> String {
+    result
+        .summary
+        .map_or("-".to_owned(), |s| format!("{:.2}%", 100.0 * s.noise))
+}
+
+/// `87.5%`, or `-`.
+pub fn percent(value: Option<f64>) -> String {
+    value.map_or("-".to_owned(), |v| format!("{v:.1}%"))
+}
+
+/// `yes`, `NO`, or `-` for work with nothing to verify.
+pub fn verified(result: &BenchResult) -> &'static str {
+    match &result.verified {
+        Some(v) if v.passed => "yes",
+        Some(_) => "NO",
+        None => "-",
+    }
+}
+
+/// How many samples ran throttled, `0/40`, or `-` without telemetry.
+pub fn throttled(result: &BenchResult) -> String {
+    result.telemetry.as_ref().map_or("-".to_owned(), |t| {
+        format!("{}/{}", t.throttled_samples.len(), result.samples_ns.len())
+    })
+}
+
+/// Why sampling stopped, as the JSON says it: `noise`, `time_limit`.
+pub fn stopped_by(reason: StopReason) -> &'static str {
+    match reason {
+        StopReason::Noise => "noise",
+        StopReason::TimeLimit => "time_limit",
+        StopReason::SampleCount => "sample_count",
+    }
+}
+
+/// Why sampling stopped, or `-`.
+pub fn stopped(result: &BenchResult) -> &'static str {
+    result.stopped_by.map_or("-", stopped_by)
+}
+
+/// `12 measured, 28 skipped, 0 failed`.
+pub fn counts(report: &BenchReport) -> String {
+    let [measured, skipped, failed] = report.counts();
+    format!("{measured} measured, {skipped} skipped, {failed} failed")
+}
+
+/// A combination's libraries with their versions: `cudart 12.9, cublas 12.9.1.4`.
+pub fn libraries(run: &CombinationRun) -> String {
+    let listed: Vec<String> = run
+        .libraries
+        .iter()
+        .map(|l| format!("{} {}", l.component, l.version.as_deref().unwrap_or("?")))
+        .collect();
+    if listed.is_empty() {
+        "-".to_owned()
+    } else {
+        listed.join(", ")
+    }
+}
+
+/// A combination's ceilings: `copy 2987.1 GB/s; bf16 781.2, f16 760.4 TFLOP/s`, or `-`.
+pub fn peaks(run: &CombinationRun) -> String {
+    let mut parts = Vec::new();
+    if let Some(copy) = run.peaks.copy_gbps {
+        parts.push(format!("copy {copy:.1} GB/s"));
+    }
+    if !run.peaks.gemm_tflops.is_empty() {
+        let gemms: Vec<String> = run
+            .peaks
+            .gemm_tflops
+            .iter()
+            .map(|(precision, tflops)| format!("{precision} {tflops:.1}"))
+            .collect();
+        parts.push(format!("{} TFLOP/s", gemms.join(", ")));
+    }
+    if parts.is_empty() {
+        "-".to_owned()
+    } else {
+        parts.join("; ")
+    }
+}
+
+/// Benchmarks that were not measured, grouped by how they ended and why: failures first.
+#[derive(Debug, PartialEq)]
+pub struct Unmeasured<'a> {
+    pub status: Status,
+    pub reason: &'a str,
+    pub ids: Vec<&'a str>,
+    pub combinations: Vec<&'a str>,
+}
+
+/// Every skipped and failed benchmark, one group per (status, reason), failures first, each in
+/// order of first appearance.
+pub fn unmeasured(report: &BenchReport) -> Vec<Unmeasured<'_>> {
+    let mut groups: Vec<Unmeasured> = Vec::new();
+    for status in [Status::Failed, Status::Skipped] {
+        for result in report.benchmarks.iter().filter(|r| r.status == status) {
+            let reason = result.reason.as_deref().unwrap_or("no reason given");
+            let at = match groups
+                .iter()
+                .position(|g| g.status == status && g.reason == reason)
+            {
+                Some(at) => at,
+                None => {
+                    groups.push(Unmeasured {
+                        status,
+                        reason,
+                        ids: Vec::new(),
+                        combinations: Vec::new(),
+                    });
+                    groups.len() - 1
+                }
+            };
+            let group = &mut groups[at];
+            group.ids.push(&result.id);
+            if !group.combinations.contains(&result.combination.as_str()) {
+                group.combinations.push(&result.combination);
+            }
+        }
+    }
+    groups
+}
+
+impl Unmeasured<'_> {
+    /// `failed`, `skipped`.
+    pub fn verb(&self) -> &'static str {
+        match self.status {
+            Status::Failed => "failed",
+            _ => "skipped",
+        }
+    }
+
+    /// The benchmarks it covers: their ids when there are few, else a count and the
+    /// combinations (`28 benchmarks of conda:cu13, pip:venv-cu12`).
+    pub fn which(&self) -> String {
+        if self.ids.len() <= 3 {
+            self.ids.join(", ")
+        } else {
+            format!(
+                "{} benchmarks of {}",
+                self.ids.len(),
+                self.combinations.join(", ")
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::model::{Key, Parameters, Side};
+
+    fn result(id_size: u64, status: Status, reason: &str, combination: &str) -> BenchResult {
+        let key = Key {
+            combination: combination.into(),
+            benchmark: "vector_add",
+            side: Side::Gpu,
+            parameters: Parameters {
+                size: Some(id_size),
+                ..Parameters::default()
+            },
+        };
+        match status {
+            Status::Failed => BenchResult::failed(key, reason),
+            _ => BenchResult::skipped(key, reason),
+        }
+    }
+
+    #[test]
+    fn times_read_in_their_unit() {
+        assert_eq!(duration(812.4), "812 ns");
+        assert_eq!(duration(1234.0), "1.23 µs");
+        assert_eq!(duration(4.561e6), "4.56 ms");
+        assert_eq!(duration(1.2e9), "1.20 s");
+    }
+
+    #[test]
+    fn unmeasured_benchmarks_group_by_reason_failures_first() {
+        let report = BenchReport {
+            schema: String::new(),
+            started: String::new(),
+            host: crate::model::HostInfo {
+                hostname: String::new(),
+                os: String::new(),
+                arch: String::new(),
+                stackbench_version: String::new(),
+            },
+            gpu: Default::default(),
+            target: "sm_90".into(),
+            driver_dir: None,
+            quick: true,
+            combinations: Vec::new(),
+            benchmarks: (1..=4)
+                .map(|i| {
+                    result(
+                        i << 20,
+                        Status::Skipped,
+                        "no GPU",
+                        if i < 3 { "a" } else { "b" },
+                    )
+                })
+                .chain([result(1 << 20, Status::Failed, "died", "a")])
+                .collect(),
+        };
+        let groups = unmeasured(&report);
+        assert_eq!(groups.len(), 2);
+        assert_eq!((groups[0].verb(), groups[0].reason), ("failed", "died"));
+        assert_eq!(groups[0].which(), "vector_add/a/1048576");
+        assert_eq!(groups[1].which(), "4 benchmarks of a, b");
+        assert_eq!(size(&report.benchmarks[3]), "4 Mi");
+    }
+}

@@ -1,0 +1,353 @@
+//! Every exporter's output for one hand-built `stackbench bench` report, kept as insta
+//! snapshots. The figures are made up, round and labelled so (the GPU is "Example GPU (test
+//! data)"): they test the views, they are not measurements.
+//!
+//! Two combinations: `pip:venv-cu12` measured everything but its tiled matmul, whose output did
+//! not verify (a failure, not timed), and one batch sample ran throttled; `pip:venv-cu11`
+//! could not start its GPU work, so its GPU benchmarks are skipped with one reason, said once.
+//! Review a change with `INSTA_UPDATE=always cargo test --release --test bench_report_snapshots`
+//! and a diff of `tests/snapshots/`.
+
+use stackbench::bench::model::*;
+use stackbench::cli::Format;
+use stackbench::gpu::{Gpu, GpuInfo};
+use stackbench::model::HostInfo;
+use stackbench::report::exporter;
+use std::collections::BTreeMap;
+
+const CU12: &str = "pip:venv-cu12";
+const CU11: &str = "pip:venv-cu11";
+/// Holds `|`, a double quote and a comma: what every format's escaping must keep intact.
+const NO_GPU: &str = "no GPU: driver.devices did not pass (skip): needs driver.init, which \
+                      failed: cuInit: CUDA_ERROR_NO_DEVICE (100): \"no device\" | see nvidia-smi, dmesg";
+
+fn key(combination: &str, benchmark: &'static str, side: Side, parameters: Parameters) -> Key {
+    Key {
+        combination: combination.into(),
+        benchmark,
+        side,
+        parameters,
+    }
+}
+
+fn gpu_parameters(size: u64, precision: &str, implementation: &str, mode: Mode) -> Parameters {
+    Parameters {
+        size: Some(size),
+        precision: (!precision.is_empty()).then(|| precision.into()),
+        implementation: Some(implementation.into()),
+        mode: Some(mode),
+        arch: None,
+    }
+}
+
+fn summary(median_ns: f64) -> Summary {
+    Summary {
+        median_ns,
+        q1_ns: median_ns * 0.99,
+        q3_ns: median_ns * 1.01,
+        min_ns: median_ns * 0.98,
+        max_ns: median_ns * 1.05,
+        noise: 0.004,
+    }
+}
+
+/// A measured result with ten samples around `median_ns`.
+fn measured(key: Key, median_ns: f64, rate: Option<(f64, &str)>, pct: Option<f64>) -> BenchResult {
+    BenchResult {
+        samples_ns: (0..10).map(|i| median_ns + f64::from(i) - 5.0).collect(),
+        summary: Some(summary(median_ns)),
+        throughput: rate.map(|(value, unit)| Throughput {
+            value,
+            unit: unit.into(),
+        }),
+        pct_of_peak: pct,
+        stopped_by: Some(StopReason::Noise),
+        ..BenchResult::from_key(key)
+    }
+}
+
+fn verification(precision: &str, passed: bool, error: f64, tolerance: f64) -> Verification {
+    Verification {
+        passed,
+        precision: precision.into(),
+        max_relative_error: error,
+        tolerance,
+        compared: 1024,
+    }
+}
+
+fn telemetry(throttled: Vec<usize>) -> Telemetry {
+    Telemetry {
+        readings: 120,
+        sm_clock_mhz_min: Some(1700),
+        sm_clock_mhz_max: Some(1800),
+        temperature_c_max: Some(60),
+        power_w_max: Some(500.0),
+        throttle_reasons: if throttled.is_empty() {
+            Vec::new()
+        } else {
+            vec!["SW power cap".into()]
+        },
+        throttled_samples: throttled,
+    }
+}
+
+/// The measured combination's rows.
+fn cu12_rows() -> Vec<BenchResult> {
+    let compile = key(
+        CU12,
+        "nvrtc_compile",
+        Side::Cpu,
+        Parameters {
+            implementation: Some("vector_add".into()),
+            arch: Some("sm_90".into()),
+            ..Parameters::default()
+        },
+    );
+    let mut copy = measured(
+        key(
+            CU12,
+            "copy",
+            Side::Gpu,
+            gpu_parameters(1 << 30, "", "driver", Mode::Batch),
+        ),
+        1_000_000.0,
+        Some((2000.0, "GB/s")),
+        None,
+    );
+    copy.telemetry = Some(telemetry(Vec::new()));
+    let mut add = measured(
+        key(
+            CU12,
+            "vector_add",
+            Side::Gpu,
+            gpu_parameters(1 << 26, "f32", "nvrtc", Mode::Batch),
+        ),
+        400_000.0,
+        Some((2000.0 * 0.9, "GB/s")),
+        Some(90.0),
+    );
+    add.verified = Some(verification("f32", true, 0.0, 1e-4));
+    add.telemetry = Some(telemetry(vec![3]));
+    add.cupti = Some(CuptiCheck {
+        kernel_ns: 396_000.0,
+        event_over_cupti: 1.01,
+        launches: 30,
+    });
+    add.host_median_ns = Some(401_000.0);
+    let mut cold = measured(
+        key(
+            CU12,
+            "vector_add",
+            Side::Gpu,
+            gpu_parameters(1 << 26, "f32", "nvrtc", Mode::Cold),
+        ),
+        410_000.0,
+        Some((1900.0, "GB/s")),
+        Some(95.0),
+    );
+    cold.stopped_by = Some(StopReason::TimeLimit);
+    cold.verified = Some(verification("f32", true, 0.0, 1e-4));
+    let mut bf16 = measured(
+        key(
+            CU12,
+            "matmul",
+            Side::Gpu,
+            gpu_parameters(8192, "bf16", "cublas", Mode::Batch),
+        ),
+        2_000_000.0,
+        Some((500.0, "TFLOP/s")),
+        Some(100.0),
+    );
+    bf16.verified = Some(verification("bf16", true, 3e-3, 2e-2));
+    bf16.reason = Some("CUPTI cross-check: no CUPTI in this combination".into());
+    let mut tiled = BenchResult::failed(
+        key(
+            CU12,
+            "matmul",
+            Side::Gpu,
+            gpu_parameters(8192, "f32", "nvrtc", Mode::Batch),
+        ),
+        "the output differs from the CPU's: relative error 1.00e-1 beyond 1e-4; not timed",
+    );
+    tiled.verified = Some(verification("f32", false, 0.1, 1e-4));
+    vec![
+        measured(compile, 20_000_000.0, None, None),
+        measured(
+            key(CU12, "load", Side::Cpu, Parameters::default()),
+            50_000_000.0,
+            None,
+            None,
+        ),
+        copy,
+        add,
+        cold,
+        bf16,
+        tiled,
+    ]
+}
+
+/// The skipped combination's rows: its CPU work measured, its GPU work skipped.
+fn cu11_rows() -> Vec<BenchResult> {
+    let mut rows = vec![measured(
+        key(CU11, "load", Side::Cpu, Parameters::default()),
+        40_000_000.0,
+        None,
+        None,
+    )];
+    for (benchmark, parameters) in [
+        ("copy", gpu_parameters(1 << 30, "", "driver", Mode::Batch)),
+        (
+            "vector_add",
+            gpu_parameters(1 << 26, "f32", "nvrtc", Mode::Batch),
+        ),
+        ("matmul", gpu_parameters(8192, "f16", "cublas", Mode::Batch)),
+        (
+            "matmul",
+            gpu_parameters(8192, "bf16", "cublas", Mode::Batch),
+        ),
+    ] {
+        rows.push(BenchResult::skipped(
+            key(CU11, benchmark, Side::Gpu, parameters),
+            NO_GPU,
+        ));
+    }
+    rows
+}
+
+fn report() -> BenchReport {
+    BenchReport {
+        schema: BENCH_SCHEMA.into(),
+        started: "2026-11-23T04:00:00Z".into(),
+        host: HostInfo {
+            hostname: "node-7".into(),
+            os: "linux".into(),
+            arch: "x86_64".into(),
+            stackbench_version: "0.1.0".into(),
+        },
+        gpu: GpuInfo {
+            source: "nvml".into(),
+            devices: vec![Gpu {
+                index: 0,
+                name: "Example GPU (test data)".into(),
+                compute_capability: "9.0".into(),
+                uuid: None,
+                memory_bytes: None,
+            }],
+            driver_version: Some("580.95.05".into()),
+            note: None,
+        },
+        target: "sm_90".into(),
+        driver_dir: None,
+        quick: true,
+        combinations: vec![
+            CombinationRun {
+                name: CU12.into(),
+                cuda_version: Some("12.9".into()),
+                driver: Some("/usr/lib/x86_64-linux-gnu/libcuda.so.1".into()),
+                driver_cuda_version: Some("13.0".into()),
+                libraries: vec![
+                    LibraryVersion {
+                        component: "cudart".into(),
+                        path: "/venv/nvidia/cuda_runtime/lib/libcudart.so.12".into(),
+                        version: Some("12.9".into()),
+                    },
+                    LibraryVersion {
+                        component: "cublas".into(),
+                        path: "/venv/nvidia/cublas/lib/libcublas.so.12".into(),
+                        version: Some("12.9.1".into()),
+                    },
+                ],
+                peaks: Peaks {
+                    copy_gbps: Some(2000.0),
+                    gemm_tflops: BTreeMap::from([("bf16".into(), 500.0)]),
+                },
+                gpu_unavailable: None,
+            },
+            CombinationRun {
+                name: CU11.into(),
+                cuda_version: Some("11.8".into()),
+                driver: Some("/usr/lib/x86_64-linux-gnu/libcuda.so.1".into()),
+                driver_cuda_version: Some("13.0".into()),
+                libraries: Vec::new(),
+                peaks: Peaks::default(),
+                gpu_unavailable: Some(NO_GPU.into()),
+            },
+        ],
+        benchmarks: cu12_rows().into_iter().chain(cu11_rows()).collect(),
+    }
+}
+
+fn render(format: Format, color: bool) -> String {
+    let bytes = exporter(format, color)
+        .bench(&report())
+        .expect("every format but JUnit renders a bench report");
+    String::from_utf8(bytes).expect("UTF-8")
+}
+
+#[test]
+fn terminal() {
+    insta::assert_snapshot!(render(Format::Terminal, false));
+}
+
+#[test]
+fn terminal_color_only_adds_escapes() {
+    let colored = render(Format::Terminal, true);
+    assert!(colored.contains("\x1b["));
+    let mut plain = String::new();
+    let mut chars = colored.chars();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            for c in chars.by_ref() {
+                if c == 'm' {
+                    break;
+                }
+            }
+        } else {
+            plain.push(c);
+        }
+    }
+    assert_eq!(plain, render(Format::Terminal, false));
+}
+
+#[test]
+fn markdown() {
+    insta::assert_snapshot!(render(Format::Markdown, false));
+}
+
+#[test]
+fn csv() {
+    insta::assert_snapshot!(render(Format::Csv, false));
+}
+
+#[test]
+fn csv_has_one_row_per_benchmark_with_every_column() {
+    let text = render(Format::Csv, false);
+    let mut reader = csv::Reader::from_reader(text.as_bytes());
+    let columns = reader.headers().unwrap().len();
+    let rows: Vec<csv::StringRecord> = reader.records().collect::<Result<_, _>>().unwrap();
+    assert_eq!(rows.len(), report().benchmarks.len());
+    assert!(rows.iter().all(|r| r.len() == columns));
+    let skipped = rows.iter().find(|r| &r[8] == "skipped").unwrap();
+    assert!(
+        skipped.iter().any(|cell| cell == NO_GPU),
+        "reasons survive quoting"
+    );
+}
+
+#[test]
+fn json() {
+    insta::assert_snapshot!(render(Format::Json, false));
+}
+
+#[test]
+fn json_round_trips() {
+    let back: BenchReport = serde_json::from_str(&render(Format::Json, false)).unwrap();
+    assert_eq!(back, report());
+}
+
+#[test]
+fn junit_refuses_a_bench_report() {
+    let error = exporter(Format::Junit, false).bench(&report()).unwrap_err();
+    assert!(error.to_string().contains("bench"), "{error}");
+}
