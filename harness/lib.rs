@@ -4,7 +4,9 @@
 //! `scan` groups them into installations; `doctor` adds live loading (`probe`, in a worker
 //! process), the loader's search (`resolve`) and NVIDIA's rules (`compat`), and `diagnose`
 //! turns them into findings; `check` runs conformance checks per combination of driver and
-//! libraries in worker processes; `report` renders every report in each format.
+//! libraries in worker processes; `bench` times vector add and matmul per combination to
+//! nvbench's standard, and NVRTC compilation and library loading on the CPU; `report` renders
+//! every report in each format.
 
 pub mod app;
 pub mod bench;
@@ -22,9 +24,9 @@ pub mod kernels;
 pub mod model;
 pub mod options;
 pub mod output;
-pub mod progress;
 pub mod probe;
 pub mod process;
+pub mod progress;
 pub mod report;
 pub mod resolve;
 pub mod scan;

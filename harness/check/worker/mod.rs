@@ -83,7 +83,11 @@ pub fn run() -> ExitCode {
 
 /// Runs one check: skipped when a check it needs did not pass, a failure when it panics. `ran`
 /// holds the checks this worker has run.
-pub(crate) fn run_one(id: &str, session: &mut Session, ran: &mut HashSet<&'static str>) -> CheckResult {
+pub(crate) fn run_one(
+    id: &str,
+    session: &mut Session,
+    ran: &mut HashSet<&'static str>,
+) -> CheckResult {
     let started = Instant::now();
     let (library, outcome) = match spec::spec(id) {
         None => (String::new(), Outcome::fail(format!("no such check: {id}"))),

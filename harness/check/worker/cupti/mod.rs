@@ -64,16 +64,9 @@ pub fn activity(s: &mut Session) -> Checked {
     let lib = s.library(Component::Cupti).map_err(Outcome::fail)?;
     let api = Api::resolve(lib)?;
     let version = calls::cupti_get_version(lib).and_then(Result::ok);
-    api.check("cuptiActivityRegisterCallbacks", record::register(&api))?;
-    // SAFETY: a plain call with a valid activity kind.
-    let code = unsafe { (api.enable)(sys::KIND_CONCURRENT_KERNEL) };
-    api.check("cuptiActivityEnable(CONCURRENT_KERNEL)", code)?;
-    let recorded = record_vector_add(s, &api);
-    // SAFETY: as for enable.
-    let disabled = unsafe { (api.disable)(sys::KIND_CONCURRENT_KERNEL) };
-    recorded?;
-    api.check("cuptiActivityDisable(CONCURRENT_KERNEL)", disabled)?;
-    let collected = record::take();
+    let collected = collect(&api, || {
+        nvrtc::run_vector_add(s, nvrtc::VECTOR_ADD_ELEMENTS).map(drop)
+    })?;
     let error = collected.error.map(|code| api.error(code));
     let outcome = verdict(
         Kernel::VectorAdd.function(),
@@ -94,14 +87,28 @@ pub fn activity(s: &mut Session) -> Checked {
 }
 
 /// The kernel records of the launches `run` makes, for the benchmarks' cross-check of their
-/// CUDA-event times: kernel activity is enabled around `run`, then every buffer delivered.
+/// CUDA-event times.
 pub(crate) fn kernel_records(
     s: &mut Session,
     run: impl FnOnce() -> Result<(), Outcome>,
 ) -> Result<Vec<record::KernelRecord>, Outcome> {
     let lib = s.library(Component::Cupti).map_err(Outcome::fail)?;
     let api = Api::resolve(lib)?;
-    api.check("cuptiActivityRegisterCallbacks", record::register(&api))?;
+    let collected = collect(&api, run)?;
+    match collected.error {
+        Some(code) if collected.kernels.is_empty() => Err(Outcome::fail(format!(
+            "cuptiActivityGetNextRecord: {}",
+            api.error(code).describe()
+        ))),
+        _ => Ok(collected.kernels),
+    }
+}
+
+/// Runs `run` while kernel activity is enabled, waits for its work, and has CUPTI deliver
+/// every buffer (`cuptiActivityFlushAll` with `CUPTI_ACTIVITY_FLAG_FLUSH_FORCED`, which returns
+/// after the completion callbacks ran): what they collected.
+fn collect(api: &Api, run: impl FnOnce() -> Result<(), Outcome>) -> Result<Collected, Outcome> {
+    api.check("cuptiActivityRegisterCallbacks", record::register(api))?;
     // SAFETY: a plain call with a valid activity kind.
     let code = unsafe { (api.enable)(sys::KIND_CONCURRENT_KERNEL) };
     api.check("cuptiActivityEnable(CONCURRENT_KERNEL)", code)?;
@@ -113,25 +120,7 @@ pub(crate) fn kernel_records(
     ran?;
     api.check("cuptiActivityFlushAll", flushed)?;
     api.check("cuptiActivityDisable(CONCURRENT_KERNEL)", disabled)?;
-    let collected = record::take();
-    match collected.error {
-        Some(code) if collected.kernels.is_empty() => Err(Outcome::fail(format!(
-            "cuptiActivityGetNextRecord: {}",
-            api.error(code).describe()
-        ))),
-        _ => Ok(collected.kernels),
-    }
-}
-
-/// Launches the vector add while kernel activity is enabled, waits for it, and has CUPTI
-/// deliver every buffer (`cuptiActivityFlushAll` with `CUPTI_ACTIVITY_FLAG_FLUSH_FORCED`, which
-/// returns after the completion callbacks ran).
-fn record_vector_add(s: &Session, api: &Api) -> Result<(), Outcome> {
-    nvrtc::run_vector_add(s, nvrtc::VECTOR_ADD_ELEMENTS)?;
-    synchronize()?;
-    // SAFETY: a plain call; the completion callback may run on this thread, which holds no lock.
-    let code = unsafe { (api.flush_all)(sys::FLAG_FLUSH_FORCED) };
-    api.check("cuptiActivityFlushAll", code)
+    Ok(record::take())
 }
 
 /// The verdict on what CUPTI delivered: a pass when the first record of `function` has
