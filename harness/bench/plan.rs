@@ -39,7 +39,7 @@ pub struct Planned {
 impl Depth {
     /// The stop rule's limits for GPU work (GUIDE.md section 7).
     pub fn gpu_limits(self) -> Limits {
-        limits(match self {
+        Limits::standard(match self {
             Depth::Full => 5.0,
             Depth::Quick => 2.0,
         })
@@ -47,7 +47,7 @@ impl Depth {
 
     /// The stop rule's limits for CPU work (compilation, loading), noisier by nature.
     pub fn cpu_limits(self) -> Limits {
-        limits(match self {
+        Limits::standard(match self {
             Depth::Full => 10.0,
             Depth::Quick => 3.0,
         })
@@ -72,15 +72,6 @@ impl Depth {
             Depth::Full => &MATMUL_SIZES,
             Depth::Quick => &MATMUL_SIZES[3..],
         }
-    }
-}
-
-fn limits(time_limit_s: f64) -> Limits {
-    Limits {
-        min_samples: 10,
-        min_time_s: 0.5,
-        max_noise: 0.005,
-        time_limit_s,
     }
 }
 

@@ -4,11 +4,13 @@
 //! command and each line it writes on its protocol channel the answer.
 
 use super::model::{CuptiCheck, Mode, Telemetry, Verification};
+use super::stats::StopRule;
 use crate::check::model::CheckResult;
 use crate::check::protocol::CheckRequest;
 use crate::kernels::Kernel;
 use crate::tolerance::Precision;
 use serde::{Deserialize, Serialize};
+use std::time::Duration;
 
 /// Who computes a matmul.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -78,6 +80,30 @@ pub struct Limits {
     pub min_time_s: f64,
     pub max_noise: f64,
     pub time_limit_s: f64,
+}
+
+impl Limits {
+    /// GUIDE.md section 7: at least 10 samples and 0.5 s, then noise at most 0.5%, or
+    /// `time_limit_s`.
+    pub fn standard(time_limit_s: f64) -> Limits {
+        Limits {
+            min_samples: 10,
+            min_time_s: 0.5,
+            max_noise: 0.005,
+            time_limit_s,
+        }
+    }
+
+    /// The stop rule these limits make (negative times count as zero).
+    pub fn rule(&self) -> StopRule {
+        let seconds = |s: f64| Duration::from_secs_f64(s.max(0.0));
+        StopRule {
+            min_samples: self.min_samples,
+            min_time: seconds(self.min_time_s),
+            max_noise: self.max_noise,
+            time_limit: seconds(self.time_limit_s),
+        }
+    }
 }
 
 /// The first line: what to set up.

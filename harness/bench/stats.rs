@@ -18,16 +18,6 @@ pub struct StopRule {
 }
 
 impl StopRule {
-    /// GUIDE.md section 7: at least 10 samples and 0.5 s, noise at most 0.5%, capped.
-    pub fn standard(time_limit: Duration) -> StopRule {
-        StopRule {
-            min_samples: 10,
-            min_time: Duration::from_millis(500),
-            max_noise: 0.005,
-            time_limit,
-        }
-    }
-
     /// Whether to stop after `samples` taken in `elapsed`, and why.
     pub fn verdict(&self, samples: &[f64], elapsed: Duration) -> Option<StopReason> {
         let quiet = noise(samples).is_some_and(|n| n <= self.max_noise);
@@ -80,6 +70,7 @@ pub fn summarize(samples: &[f64]) -> Option<Summary> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench::protocol::Limits;
     use proptest::prelude::*;
 
     #[test]
@@ -102,7 +93,7 @@ mod tests {
 
     #[test]
     fn stops_on_quiet_samples_only_after_the_minimums() {
-        let rule = StopRule::standard(Duration::from_secs(5));
+        let rule = Limits::standard(5.0).rule();
         let quiet = vec![100.0; 10];
         assert_eq!(rule.verdict(&quiet[..9], Duration::from_secs(1)), None);
         assert_eq!(rule.verdict(&quiet, Duration::from_millis(100)), None);
@@ -131,7 +122,7 @@ mod tests {
 
         #[test]
         fn the_time_limit_always_ends_sampling(samples in proptest::collection::vec(1.0f64..1e9, 1..50)) {
-            let rule = StopRule::standard(Duration::from_secs(2));
+            let rule = Limits::standard(2.0).rule();
             prop_assert!(rule.verdict(&samples, Duration::from_secs(2)).is_some());
         }
     }

@@ -6,7 +6,7 @@ use super::client::Client;
 use super::model::{BenchResult, CombinationRun, Key, LibraryVersion, Peaks, Status, Throughput};
 use super::plan::{self, Depth, Planned};
 use super::protocol::{Command, Implementation, Limits, Measurement, Reply, Workload};
-use super::stats::{self, StopRule};
+use super::stats;
 use crate::check::combination::Combination;
 use crate::check::model::CheckResult;
 use crate::check::protocol::{CheckRequest, Component};
@@ -325,13 +325,7 @@ fn pct_of_peak(result: &BenchResult, peaks: &Peaks) -> Option<f64> {
 /// and asks its version (the `*.load` checks), the sum of their times.
 pub fn load_time(combination: &Combination, settings: &Settings) -> BenchResult {
     let key = plan::load(&combination.name);
-    let limits = settings.depth.cpu_limits();
-    let rule = StopRule {
-        min_samples: limits.min_samples,
-        min_time: Duration::from_secs_f64(limits.min_time_s),
-        max_noise: limits.max_noise,
-        time_limit: Duration::from_secs_f64(limits.time_limit_s),
-    };
+    let rule = settings.depth.cpu_limits().rule();
     let mut samples = Vec::new();
     let started = Instant::now();
     let stopped_by = loop {

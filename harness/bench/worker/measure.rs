@@ -168,7 +168,7 @@ mod tests {
 
     #[test]
     fn cpu_work_that_fails_fails_the_measurement() {
-        let rule = StopRule::standard(Duration::from_secs(1));
+        let rule = crate::bench::protocol::Limits::standard(1.0).rule();
         let failed = cpu(&rule, || Err(Outcome::fail("nvrtcCompileProgram failed")));
         assert_eq!(failed.unwrap_err().reason, "nvrtcCompileProgram failed");
     }

@@ -16,7 +16,6 @@ mod workloads;
 
 use super::model::{CuptiCheck, Mode, StopReason};
 use super::protocol::{Command, Limits, Measurement, Reply, Setup, Workload};
-use super::stats::StopRule;
 use crate::check::protocol::Component;
 use crate::check::worker::device::DeviceBuffer;
 use crate::check::worker::outcome::{Call, Outcome};
@@ -28,7 +27,7 @@ use cudarc::driver::sys::CUdevice_attribute;
 use std::collections::HashSet;
 use std::io::BufRead;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use stream::Stream;
 use telemetry::Sampler;
 use workloads::Run;
@@ -120,15 +119,13 @@ impl Bench {
         })
     }
 
-    /// The stream, created on first use (the device's context is current by then).
-    fn stream(&mut self) -> Result<&Stream, Outcome> {
+    /// Creates the stream on first use (the device's context is current by then).
+    fn ensure_stream(&mut self) -> Result<(), Outcome> {
         self.session.gpu()?;
         if self.stream.is_none() {
             self.stream = Some(Stream::new()?);
         }
-        self.stream
-            .as_ref()
-            .ok_or_else(|| Outcome::fail("no stream"))
+        Ok(())
     }
 
     fn prepare(&mut self, workload: Workload) -> Result<Reply, Outcome> {
@@ -137,7 +134,7 @@ impl Bench {
             return Ok(Reply::Prepared { verification: None });
         }
         self.prepared = None;
-        self.stream()?;
+        self.ensure_stream()?;
         let stream = self
             .stream
             .as_ref()
@@ -191,12 +188,7 @@ impl Bench {
         mode: Mode,
         limits: &Limits,
     ) -> Result<Measurement, Outcome> {
-        let rule = StopRule {
-            min_samples: limits.min_samples,
-            min_time: Duration::from_secs_f64(limits.min_time_s.max(0.0)),
-            max_noise: limits.max_noise,
-            time_limit: Duration::from_secs_f64(limits.time_limit_s.max(0.0)),
-        };
+        let rule = limits.rule();
         if let Workload::Compile { kernel, arch } = workload {
             let samples = measure::cpu(&rule, || nvrtc::build(*kernel, arch).map(drop))?;
             return Ok(measurement(samples, None, None, Vec::new()));
