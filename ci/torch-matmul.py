@@ -47,7 +47,7 @@ SIZES = [1024, 2048, 4096, 8192]
 QUICK_SIZES = [8192]
 PRECISIONS = ["f32", "tf32", "f16", "bf16"]
 
-# The stop rule (GUIDE.md section 7), as stackbench's StopRule::standard.
+# The stop rule (GUIDE.md section 7), the same as stackbench bench's (harness/bench/stats.rs).
 MIN_SAMPLES = 10
 MIN_TIME_S = 0.5
 MAX_NOISE = 0.005
@@ -287,14 +287,15 @@ class Gate:
         if sleep is None:
             return
         try:
-            start = torch.cuda.Event(enable_timing=True)
-            end = torch.cuda.Event(enable_timing=True)
-            cycles = 10_000_000
-            sleep(cycles)  # loads the kernel
-            start.record(stream)
-            sleep(cycles)
-            end.record(stream)
-            end.synchronize()
+            with torch.cuda.stream(stream):
+                start = torch.cuda.Event(enable_timing=True)
+                end = torch.cuda.Event(enable_timing=True)
+                cycles = 10_000_000
+                sleep(cycles)  # loads the kernel
+                start.record(stream)
+                sleep(cycles)
+                end.record(stream)
+                end.synchronize()
             ns = start.elapsed_time(end) * 1e6
             if ns > 0:
                 self.cycles_per_ns = cycles / ns
@@ -378,7 +379,8 @@ def measure(torch, stream, gate: Gate, precision: str, n: int, time_limit: float
                 elif elapsed >= time_limit:
                     stopped_by = "time_limit"
     except (RuntimeError, MemoryError) as error:  # torch.cuda.OutOfMemoryError is a RuntimeError
-        result.update(status="failed", reason=str(error).strip().splitlines()[0][:500])
+        lines = str(error).strip().splitlines() or [type(error).__name__]
+        result.update(status="failed", reason=lines[0][:500])
         return result
     finally:
         del a, b, c
@@ -470,7 +472,7 @@ def main(argv: list[str]) -> int:
     gate = Gate(torch, stream)
     if not gate.active:
         log("torch.cuda._sleep is unavailable: launches are not gated, small sizes may be host-bound")
-    original_tf32 = torch.backends.cuda.matmul.allow_tf32
+    original_tf32 = matmul_settings(torch).get("allow_tf32", False)
     try:
         for precision in args.precisions:
             for n in args.sizes:
