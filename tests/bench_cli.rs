@@ -244,6 +244,101 @@ fn bad_arguments_exit_2_with_what_to_do() {
     }
 }
 
+/// Builds `file` in `dir` from C `source` with the system compiler.
+fn build_library(dir: &Path, file: &str, source: &str) {
+    let c = dir.join(format!("{file}.c"));
+    std::fs::write(&c, source).unwrap();
+    let status = std::process::Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(dir.join(file))
+        .arg(format!("-Wl,-soname,{file}"))
+        .arg(&c)
+        .status()
+        .expect("run cc");
+    assert!(status.success(), "cc failed for {file}");
+}
+
+/// A user combination of CUDA 12.9's real runtime and NVRTC with a cuBLAS built here that
+/// crashes or hangs when asked its version: the combination's compile benchmarks are still
+/// measured (a fresh worker set up again without the bad library), its load time fails naming
+/// what happened, and the run goes on and exits 1.
+#[rstest::rstest]
+#[case::crash("raise(SIGSEGV); return 0;", &[], "killed by SIGSEGV; its last words: about to fail")]
+#[case::hang("for (;;) pause(); return 0;", &["--timeout", "2"], "no answer within 2 s")]
+fn a_library_that_crashes_or_hangs_costs_only_what_needs_it(
+    #[case] body: &str,
+    #[case] extra: &[&str],
+    #[case] reason: &str,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let faulty = dir.path().join("faulty");
+    std::fs::create_dir(&faulty).unwrap();
+    build_library(
+        &faulty,
+        "libcublas.so.12",
+        &format!(
+            "#include <signal.h>\n#include <stdio.h>\n#include <unistd.h>\n\
+             int cublasGetProperty(int type, int *value) {{ fprintf(stderr, \"about to fail\\n\"); {body} }}\n"
+        ),
+    );
+    let lib = |name: &str| fixture(&format!("{VENV_CU12}/nvidia/{name}/lib"));
+    let dirs: Vec<String> = [lib("cuda_runtime"), lib("cuda_nvrtc"), faulty]
+        .iter()
+        .map(|d| format!("{:?}", d.display().to_string()))
+        .collect();
+    let config = dir.path().join("stackbench.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[combination]]\nname = \"faulty\"\nlibrary_dirs = [{}]\n",
+            dirs.join(", ")
+        ),
+    )
+    .unwrap();
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let output = isolated_stackbench(home.path())
+        .args([
+            "bench",
+            "--quick",
+            "--no-system",
+            "--format",
+            "json",
+            "--root",
+        ])
+        .arg(&empty)
+        .arg("--config")
+        .arg(&config)
+        .arg("--driver-dir")
+        .arg(fixture(DRIVER_AMD64))
+        .arg("--results")
+        .arg(dir.path())
+        .args(extra)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let report = report(&output);
+    let row = |id: &str| {
+        report["benchmarks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|b| b["id"] == id)
+            .unwrap_or_else(|| panic!("no {id}"))
+            .clone()
+    };
+    for kernel in ["vector_add", "matmul_tiled"] {
+        let compile = row(&format!("nvrtc_compile/faulty/{kernel}/sm_90"));
+        assert_eq!(compile["status"], "measured", "{compile}");
+    }
+    let load = row("load/faulty");
+    assert_eq!(load["status"], "failed", "{load}");
+    let why = load["reason"].as_str().unwrap();
+    assert!(why.starts_with("cublas.load did not pass (fail)"), "{why}");
+    assert!(why.contains(reason), "{why}");
+}
+
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn every_gpu_benchmark_is_measured_verified_and_set_against_the_card_s_ceilings() {

@@ -106,7 +106,8 @@ impl Limits {
     }
 }
 
-/// The first line: what to set up.
+/// The first line: what to set up. `check.settled` holds what an earlier worker of the
+/// combination settled before it crashed or hung, so that needs are decided alike.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Setup {
     /// The combination and the setup checks to run (`check`'s own, by id).
@@ -134,10 +135,16 @@ pub enum Command {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "reply", rename_all = "snake_case")]
 pub enum Reply {
-    /// The setup checks' results, in order.
-    Ready {
-        results: Vec<CheckResult>,
+    /// Setup check `id` is about to run.
+    Starting {
+        id: String,
     },
+    /// A setup check's result.
+    Settled {
+        result: CheckResult,
+    },
+    /// Every setup check has run; commands may follow.
+    Ready,
     Prepared {
         verification: Option<Verification>,
     },

@@ -119,12 +119,7 @@ pub fn run(
             },
         };
         // A worker that died takes its device state with it: the next benchmark gets a new one.
-        if result.status == Status::Failed
-            && result
-                .reason
-                .as_deref()
-                .is_some_and(|r| r.contains("bench worker"))
-        {
+        if client.as_mut().is_ok_and(|c| !c.is_alive()) {
             client = start(combination, settings);
         }
         report(result, &mut results);

@@ -50,11 +50,12 @@ pub fn run() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let mut bench = Bench::new(setup);
-    let ready = Reply::Ready {
-        results: bench.session.settled.clone(),
-    };
-    if send(&mut channel, &ready).is_err() {
+    let mut bench = Bench::new(setup, |reply| {
+        if send(&mut channel, reply).is_err() {
+            leave(3); // the parent is gone
+        }
+    });
+    if send(&mut channel, &Reply::Ready).is_err() {
         leave(3);
     }
     for line in lines {
@@ -83,13 +84,18 @@ struct Bench {
 }
 
 impl Bench {
-    /// Runs the setup checks in order, as `check`'s worker would.
-    fn new(setup: Setup) -> Bench {
+    /// Runs the setup checks in order, as `check`'s worker would, telling `say` as each starts
+    /// and ends (so the parent knows which one a crash or hang was).
+    fn new(setup: Setup, mut say: impl FnMut(&Reply)) -> Bench {
         let ids = setup.check.run.clone();
         let mut session = Session::new(setup.check);
         let mut ran = HashSet::new();
         for id in ids {
+            say(&Reply::Starting { id: id.clone() });
             let result = run_one(&id, &mut session, &mut ran);
+            say(&Reply::Settled {
+                result: result.clone(),
+            });
             session.settled.push(result);
         }
         Bench {
