@@ -92,18 +92,14 @@ pub struct DoctorArgs {
     pub target: Option<String>,
 }
 
-/// Arguments of `check`.
+/// Which combinations `check` and `bench` run, against which driver and device.
 #[derive(Debug, Args)]
-pub struct CheckArgs {
-    #[command(flatten)]
-    pub search: SearchArgs,
-    #[command(flatten)]
-    pub report: ReportArgs,
-    /// Take libcuda.so.1 (and NVML) from this directory instead of the system's driver, to check
+pub struct CombinationArgs {
+    /// Take libcuda.so.1 (and NVML) from this directory instead of the system's driver, to run
     /// the same toolkits against another driver.
     #[arg(long, value_name = "DIR")]
     pub driver_dir: Option<PathBuf>,
-    /// Check only this combination (repeatable); names as the report shows them.
+    /// Only this combination (repeatable); names as the report shows them.
     #[arg(long = "combination", value_name = "NAME")]
     pub combinations: Vec<String>,
     /// Combinations to add, from this file (default: ./stackbench.toml when it exists).
@@ -113,9 +109,20 @@ pub struct CheckArgs {
     /// e.g. `sm_90`.
     #[arg(long, value_name = "SM")]
     pub target: Option<String>,
-    /// The CUDA device the GPU checks run on.
+    /// The CUDA device to run on.
     #[arg(long, value_name = "ORDINAL", default_value_t = 0)]
     pub device: u32,
+}
+
+/// Arguments of `check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    pub search: SearchArgs,
+    #[command(flatten)]
+    pub report: ReportArgs,
+    #[command(flatten)]
+    pub combinations: CombinationArgs,
     /// Seconds one check may take before it counts as hung.
     #[arg(long, value_name = "SECONDS", default_value_t = 120.0)]
     pub timeout: f64,
@@ -126,21 +133,9 @@ pub struct CheckArgs {
 pub struct BenchArgs {
     #[command(flatten)]
     pub search: SearchArgs,
-    /// Take libcuda.so.1 (and NVML) from this directory instead of the system's driver.
-    #[arg(long, value_name = "DIR")]
-    pub driver_dir: Option<PathBuf>,
-    /// Benchmark only this combination (repeatable); names as `check` shows them.
-    #[arg(long = "combination", value_name = "NAME")]
-    pub combinations: Vec<String>,
-    /// Combinations to add, from this file (default: ./stackbench.toml when it exists).
-    #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
-    /// The architecture NVRTC compiles for when there is no device (default sm_90).
-    #[arg(long, value_name = "SM")]
-    pub target: Option<String>,
-    /// The CUDA device the GPU benchmarks run on.
-    #[arg(long, value_name = "ORDINAL", default_value_t = 0)]
-    pub device: u32,
+    /// Which combinations; without a device and --target, NVRTC compiles for sm_90.
+    #[command(flatten)]
+    pub combinations: CombinationArgs,
     /// A short run: one size per benchmark, batch mode only, shorter time limits.
     #[arg(long)]
     pub quick: bool,

@@ -3,7 +3,8 @@
 use crate::bench::{plan::Depth, BenchOptions};
 use crate::check::CheckOptions;
 use crate::cli::{
-    BenchArgs, CheckArgs, ColorChoice, DoctorArgs, Format, ReportArgs, ScanArgs, SearchArgs,
+    BenchArgs, CheckArgs, ColorChoice, CombinationArgs, DoctorArgs, Format, ReportArgs, ScanArgs,
+    SearchArgs,
 };
 use crate::compat::ComputeCapability;
 use crate::discover;
@@ -86,17 +87,39 @@ pub fn check(
     args: CheckArgs,
     color: ColorChoice,
 ) -> Result<(CheckOptions, ReportOptions), OptionsError> {
+    let chosen = Chosen::from(args.combinations)?;
     let options = CheckOptions {
         discover: search(args.search)?,
-        driver_dir: driver_dir(args.driver_dir)?,
-        select: args.combinations,
-        config: config(args.config.as_deref())?,
-        target: target(args.target.as_deref())?,
-        device: args.device,
+        driver_dir: chosen.driver_dir,
+        select: chosen.select,
+        config: chosen.config,
+        target: chosen.target,
+        device: chosen.device,
         timeout: timeout(args.timeout)?,
         worker: std::env::current_exe().map_err(OptionsError::NoExecutable)?,
     };
     Ok((options, report(args.report, color)))
+}
+
+/// The combinations `check` and `bench` run, checked.
+struct Chosen {
+    driver_dir: Option<PathBuf>,
+    select: Vec<String>,
+    config: crate::check::config::Config,
+    target: Option<ComputeCapability>,
+    device: u32,
+}
+
+impl Chosen {
+    fn from(args: CombinationArgs) -> Result<Chosen, OptionsError> {
+        Ok(Chosen {
+            driver_dir: driver_dir(args.driver_dir)?,
+            select: args.combinations,
+            config: config(args.config.as_deref())?,
+            target: target(args.target.as_deref())?,
+            device: args.device,
+        })
+    }
 }
 
 /// A `--driver-dir`: a directory holding `libcuda.so.1`, made absolute.
@@ -138,13 +161,14 @@ pub fn bench(
     if args.format == Format::Junit {
         return Err(OptionsError::JunitNotForBench);
     }
+    let chosen = Chosen::from(args.combinations)?;
     let options = BenchOptions {
         discover: search(args.search)?,
-        driver_dir: driver_dir(args.driver_dir)?,
-        select: args.combinations,
-        config: config(args.config.as_deref())?,
-        target: target(args.target.as_deref())?,
-        device: args.device,
+        driver_dir: chosen.driver_dir,
+        select: chosen.select,
+        config: chosen.config,
+        target: chosen.target,
+        device: chosen.device,
         depth: if args.quick {
             Depth::Quick
         } else {

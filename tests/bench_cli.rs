@@ -244,20 +244,6 @@ fn bad_arguments_exit_2_with_what_to_do() {
     }
 }
 
-/// Builds `file` in `dir` from C `source` with the system compiler.
-fn build_library(dir: &Path, file: &str, source: &str) {
-    let c = dir.join(format!("{file}.c"));
-    std::fs::write(&c, source).unwrap();
-    let status = std::process::Command::new("cc")
-        .args(["-shared", "-fPIC", "-o"])
-        .arg(dir.join(file))
-        .arg(format!("-Wl,-soname,{file}"))
-        .arg(&c)
-        .status()
-        .expect("run cc");
-    assert!(status.success(), "cc failed for {file}");
-}
-
 /// A user combination of CUDA 12.9's real runtime and NVRTC with a cuBLAS built here that
 /// crashes or hangs when asked its version: the combination's compile benchmarks are still
 /// measured (a fresh worker set up again without the bad library), its load time fails naming
@@ -275,6 +261,7 @@ fn a_library_that_crashes_or_hangs_costs_only_what_needs_it(
     std::fs::create_dir(&faulty).unwrap();
     build_library(
         &faulty,
+        "libcublas.so.12",
         "libcublas.so.12",
         &format!(
             "#include <signal.h>\n#include <stdio.h>\n#include <unistd.h>\n\

@@ -423,21 +423,6 @@ fn host_has_a_driver() -> bool {
         .unwrap_or(false)
 }
 
-/// Builds `lib<name>` in `dir` from C `source` with the system compiler.
-fn build_library(dir: &Path, file: &str, soname: &str, source: &str) {
-    let c = dir.join(format!("{file}.c"));
-    std::fs::write(&c, source).unwrap();
-    let status = std::process::Command::new("cc")
-        .args(["-shared", "-fPIC", "-o"])
-        .arg(dir.join(file))
-        .arg(format!("-Wl,-soname,{soname}"))
-        .arg(&c)
-        .status()
-        .expect("run cc");
-    assert!(status.success(), "cc failed for {file}");
-    std::fs::remove_file(c).unwrap();
-}
-
 /// A `stackbench.toml` naming one combination of `dirs`, in `dir`.
 fn config(dir: &Path, name: &str, dirs: &[PathBuf]) -> PathBuf {
     let list: Vec<String> = dirs

@@ -177,3 +177,19 @@ pub fn probe_load<'a>(report: &'a serde_json::Value, file: &str) -> &'a serde_js
     assert_eq!(loads.len(), 1, "one load of {file} in {}", report["probes"]);
     loads[0]
 }
+
+/// Builds the shared library `file` (soname `soname`) in `dir` from C `source` with the system
+/// compiler: a tiny faulty library for crash and hang tests.
+pub fn build_library(dir: &Path, file: &str, soname: &str, source: &str) {
+    let c = dir.join(format!("{file}.c"));
+    std::fs::write(&c, source).unwrap();
+    let status = std::process::Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(dir.join(file))
+        .arg(format!("-Wl,-soname,{soname}"))
+        .arg(&c)
+        .status()
+        .expect("run cc");
+    assert!(status.success(), "cc failed for {file}");
+    std::fs::remove_file(c).unwrap();
+}
