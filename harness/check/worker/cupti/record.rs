@@ -14,7 +14,7 @@
 use super::sys::{self, Api};
 use std::alloc::Layout;
 use std::ffi::{c_char, c_void, CStr};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 /// Byte offsets of the kernel record's fields this check reads: the same in
 /// `CUpti_ActivityKernel3` through `CUpti_ActivityKernel13` (see the module's comment).
@@ -137,13 +137,20 @@ static COLLECTED: Mutex<(Option<sys::NextRecord>, Collected)> = Mutex::new((
     },
 ));
 
+/// The status of the one `cuptiActivityRegisterCallbacks` call of this process.
+static REGISTERED: OnceLock<sys::Status> = OnceLock::new();
+
 /// Starts collecting afresh, walking buffers with `api`'s `cuptiActivityGetNextRecord`, and
-/// registers the buffer callbacks with `cuptiActivityRegisterCallbacks`; its status.
+/// registers the buffer callbacks with `cuptiActivityRegisterCallbacks` the first time (the
+/// benchmarks record many times in one process; the callbacks stay the same); its status.
 pub fn register(api: &Api) -> sys::Status {
     *COLLECTED.lock().unwrap_or_else(PoisonError::into_inner) =
         (Some(api.next_record), Collected::default());
-    // SAFETY: the callbacks follow CUPTI's buffer contract and share state only through a Mutex.
-    unsafe { (api.register_callbacks)(Some(buffer_requested), Some(buffer_completed)) }
+    *REGISTERED.get_or_init(|| {
+        // SAFETY: the callbacks follow CUPTI's buffer contract and share state only through a
+        // Mutex.
+        unsafe { (api.register_callbacks)(Some(buffer_requested), Some(buffer_completed)) }
+    })
 }
 
 /// What the buffers delivered so far held; collecting goes on afresh.
