@@ -2,7 +2,7 @@
 
 use crate::cli::{Cli, Command};
 use crate::discover::Host;
-use crate::{bench, check, doctor, gpu, options, output, probe, report, scan};
+use crate::{bench, check, compare, doctor, gpu, options, output, probe, report, scan};
 use clap::Parser;
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -53,6 +53,14 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> anyhow::Result<ExitCode>
             eprintln!("bench: wrote {}", written.display());
             let [_, skipped, failed] = report.counts();
             failed > 0 || (skipped > 0 && !out.allow_skip)
+        }
+        Command::Compare(args) => {
+            let (old, new, compare_options, report_options) = options::compare(args, cli.color)?;
+            let report = compare::compare(&old, &new, &compare_options)?;
+            let bytes =
+                report::exporter(report_options.format, report_options.color).compare(&report)?;
+            output::write(&report_options.destination, &bytes)?;
+            !report.regressions.is_empty()
         }
         Command::CheckWorker => return Ok(check::worker::run()),
         Command::BenchWorker => return Ok(bench::worker::run()),

@@ -28,6 +28,10 @@ pub enum Command {
     /// verified outputs, set against the card's own measured ceilings), NVRTC compile and
     /// library load times on the CPU; writes results/bench-<host>-<gpu>-<date>.{json,csv,md}.
     Bench(BenchArgs),
+    /// Two runs of one command (bench, check, doctor, scan) side by side: what changed in the
+    /// environment, and per benchmark a verdict (slower, faster, same, unclear) from the raw
+    /// samples, per check what newly fails; exit 1 on a regression.
+    Compare(CompareArgs),
     /// The worker process that loads libraries for `doctor` (internal; reads a request on stdin).
     #[command(name = "__probe", hide = true)]
     Probe,
@@ -152,6 +156,26 @@ pub struct BenchArgs {
     /// Seconds one benchmark's worker command may take before it counts as hung.
     #[arg(long, value_name = "SECONDS", default_value_t = 300.0)]
     pub timeout: f64,
+}
+
+/// Arguments of `compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The earlier run's result file (JSON).
+    pub old: PathBuf,
+    /// The later run's result file (JSON).
+    pub new: PathBuf,
+    /// Percent a benchmark must be slower or faster by, with confidence, to count.
+    #[arg(long, value_name = "PERCENT", default_value_t = 2.0)]
+    pub threshold: f64,
+    /// What counts as a regression (repeatable; default: slower and failure).
+    #[arg(long, value_enum, value_name = "KIND")]
+    pub fail_on: Vec<crate::compare::FailOn>,
+    /// Compare runs made on different GPUs (their figures say little about the software).
+    #[arg(long)]
+    pub allow_different_gpus: bool,
+    #[command(flatten)]
+    pub report: ReportArgs,
 }
 
 /// Report formats.

@@ -16,6 +16,8 @@ pub enum OptionsError {
     BadDriverDir(PathBuf),
     #[error("--format junit: JUnit reports check's results only; give --format terminal, json, csv or markdown")]
     JunitNotForBench,
+    #[error("--threshold {0}: give a percentage above 0 and below 100, e.g. --threshold 2")]
+    BadThreshold(f64),
     #[error(transparent)]
     Config(#[from] crate::check::config::ConfigError),
     #[error("cannot find stackbench's own executable to start worker processes ({0}); run it by its path, or use --no-load")]

@@ -13,6 +13,7 @@ pub mod bench;
 pub mod catalog;
 pub mod check;
 pub mod cli;
+pub mod compare;
 pub mod compat;
 pub mod diagnose;
 pub mod discover;

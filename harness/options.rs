@@ -194,6 +194,36 @@ pub fn bench(
     ))
 }
 
+/// `compare`'s options: the two files, how to judge, how to report.
+pub fn compare(
+    args: crate::cli::CompareArgs,
+    color: ColorChoice,
+) -> Result<
+    (
+        PathBuf,
+        PathBuf,
+        crate::compare::CompareOptions,
+        ReportOptions,
+    ),
+    OptionsError,
+> {
+    use crate::compare::{CompareOptions, FailOn};
+    if !(args.threshold > 0.0 && args.threshold < 100.0) {
+        return Err(OptionsError::BadThreshold(args.threshold));
+    }
+    let fail_on = if args.fail_on.is_empty() {
+        vec![FailOn::Slower, FailOn::Failure]
+    } else {
+        args.fail_on
+    };
+    let options = CompareOptions {
+        threshold: args.threshold / 100.0,
+        fail_on,
+        allow_different_gpus: args.allow_different_gpus,
+    };
+    Ok((args.old, args.new, options, report(args.report, color)))
+}
+
 /// `doctor`'s options.
 pub fn doctor(
     args: DoctorArgs,

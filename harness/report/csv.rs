@@ -6,6 +6,7 @@
 use super::{driver_version, Exporter};
 use crate::bench::model::{BenchReport, BenchResult};
 use crate::check::model::CheckReport;
+use crate::compare::model::CompareReport;
 use crate::doctor::DoctorReport;
 use crate::error::OutputError;
 use crate::model::{Installation, Library, ScanReport};
@@ -94,6 +95,19 @@ const BENCH_HEADER: &[&str] = &[
     "started",
 ];
 
+const COMPARE_HEADER: &[&str] = &[
+    "section",
+    "key",
+    "old",
+    "new",
+    "verdict",
+    "ratio",
+    "ratio_low",
+    "ratio_high",
+    "clocks_differ",
+    "detail",
+];
+
 fn encode(e: impl std::fmt::Display) -> OutputError {
     OutputError::Encode {
         format: "csv",
@@ -151,6 +165,85 @@ impl Exporter for Csv {
         table(
             BENCH_HEADER,
             report.benchmarks.iter().map(|r| bench_row(report, r)),
+        )
+    }
+
+    fn compare(&self, report: &CompareReport) -> Result<Vec<u8>, OutputError> {
+        let row = |cells: [String; 10]| cells.to_vec();
+        let environment = report.environment.iter().map(|c| {
+            row([
+                "environment".into(),
+                c.what.clone(),
+                opt(c.old.as_ref()),
+                opt(c.new.as_ref()),
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
+            ])
+        });
+        let benchmarks = report.benchmarks.iter().map(|b| {
+            row([
+                "benchmark".into(),
+                b.id.clone(),
+                opt(b.old_median_ns),
+                opt(b.new_median_ns),
+                opt(b.verdict.map(|v| v.name())),
+                opt(b.ratio.map(|r| r.ratio)),
+                opt(b.ratio.map(|r| r.low)),
+                opt(b.ratio.map(|r| r.high)),
+                b.clocks_differ.to_string(),
+                format!(
+                    "{} -> {}",
+                    b.old_status.as_deref().unwrap_or("-"),
+                    b.new_status.as_deref().unwrap_or("-")
+                ),
+            ])
+        });
+        let checks = report.checks.iter().map(|c| {
+            row([
+                "check".into(),
+                format!("{} {}", c.combination, c.id),
+                opt(c.old_status.as_ref()),
+                opt(c.new_status.as_ref()),
+                super::compare::check_change(c).to_owned(),
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
+                super::compare::reason(c).to_owned(),
+            ])
+        });
+        let items = |section: &'static str, list: &'static str| {
+            let source = if list == "findings" {
+                &report.findings
+            } else {
+                &report.libraries
+            };
+            source.iter().map(move |i| {
+                row([
+                    section.into(),
+                    i.what.clone(),
+                    String::new(),
+                    String::new(),
+                    i.change.clone(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                ])
+            })
+        };
+        table(
+            COMPARE_HEADER,
+            environment
+                .chain(benchmarks)
+                .chain(checks)
+                .chain(items("finding", "findings"))
+                .chain(items("library", "libraries")),
         )
     }
 

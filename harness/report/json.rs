@@ -3,6 +3,7 @@
 use super::Exporter;
 use crate::bench::model::BenchReport;
 use crate::check::model::CheckReport;
+use crate::compare::model::CompareReport;
 use crate::doctor::DoctorReport;
 use crate::error::OutputError;
 use crate::model::ScanReport;
@@ -33,6 +34,10 @@ impl Exporter for Json {
     }
 
     fn bench(&self, report: &BenchReport) -> Result<Vec<u8>, OutputError> {
+        to_json(report)
+    }
+
+    fn compare(&self, report: &CompareReport) -> Result<Vec<u8>, OutputError> {
         to_json(report)
     }
 }

@@ -2,12 +2,13 @@
 //! `<testsuite>` per combination (its environment as `<properties>`), one `<testcase>` per
 //! check. A failure is `<failure>`, a skip `<skipped>`, a warning a pass with its reason in
 //! `<system-out>`. The shape follows the Jenkins xUnit plugin's `junit-10.xsd`
-//! (tests/data/junit-10.xsd), which the tests validate against. Scan, doctor and bench reports
-//! have no tests to report, so this format refuses them.
+//! (tests/data/junit-10.xsd), which the tests validate against. Scan, doctor, bench and compare
+//! reports have no tests to report, so this format refuses them.
 
 use super::{driver_version, library_path, Exporter};
 use crate::bench::model::BenchReport;
 use crate::check::model::{CheckReport, CheckResult, CombinationReport, Status};
+use crate::compare::model::CompareReport;
 use crate::doctor::DoctorReport;
 use crate::error::OutputError;
 use crate::model::ScanReport;
@@ -16,7 +17,7 @@ use std::fmt::Write;
 /// The JUnit XML exporter (check reports only).
 pub struct Junit;
 
-/// Why scan, doctor and bench reports have no JUnit form.
+/// Why scan, doctor, bench and compare reports have no JUnit form.
 fn unsupported(report: &'static str) -> OutputError {
     OutputError::Unsupported {
         format: "junit",
@@ -36,6 +37,10 @@ impl Exporter for Junit {
 
     fn bench(&self, _report: &BenchReport) -> Result<Vec<u8>, OutputError> {
         Err(unsupported("bench"))
+    }
+
+    fn compare(&self, _report: &CompareReport) -> Result<Vec<u8>, OutputError> {
+        Err(unsupported("compare"))
     }
 
     fn check(&self, report: &CheckReport) -> Result<Vec<u8>, OutputError> {

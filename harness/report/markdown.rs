@@ -9,6 +9,7 @@ use super::{
 };
 use crate::bench::model::{BenchReport, Status as BenchStatus};
 use crate::check::model::{CheckReport, CombinationReport, Status};
+use crate::compare::model::CompareReport;
 use crate::doctor::DoctorReport;
 use crate::error::OutputError;
 use crate::model::{HostInfo, Installation, Problem, ScanReport};
@@ -159,6 +160,98 @@ impl Exporter for Markdown {
                     escape(&group.which()),
                     escape(group.reason)
                 );
+            }
+            out.push('\n');
+        }
+        Ok(out.into_bytes())
+    }
+
+    fn compare(&self, report: &CompareReport) -> Result<Vec<u8>, OutputError> {
+        use super::compare as view;
+        let mut out = format!("# stackbench compare ({})\n\n", report.kind);
+        let _ = writeln!(out, "**{}**.\n", view::headline(report));
+        for (label, run) in [("Old", &report.old), ("New", &report.new)] {
+            let _ = writeln!(
+                out,
+                "- {label}: `{}` on `{}`{}",
+                run.path.display(),
+                run.hostname,
+                run.started
+                    .as_deref()
+                    .map(|s| format!(", {s}"))
+                    .unwrap_or_default()
+            );
+        }
+        out.push('\n');
+        if report.environment.is_empty() {
+            out.push_str("The environment is unchanged.\n\n");
+        } else {
+            out.push_str(
+                "## What changed in the environment\n\n| what | old → new |\n| --- | --- |\n",
+            );
+            for c in &report.environment {
+                let _ = writeln!(
+                    out,
+                    "| {} | {} |",
+                    escape(&c.what),
+                    escape(&view::change_text(c))
+                );
+            }
+            out.push('\n');
+        }
+        if !report.regressions.is_empty() {
+            out.push_str("## Regressions\n\n");
+            for r in &report.regressions {
+                let _ = writeln!(out, "- {}", escape(r));
+            }
+            out.push('\n');
+        }
+        if !report.benchmarks.is_empty() {
+            let _ = writeln!(
+                out,
+                "## Benchmarks (threshold {:.1}%, 99% bootstrap interval of the ratio of medians)\n",
+                100.0 * report.threshold
+            );
+            out.push_str("| benchmark | old median | new median | change | interval | verdict |\n");
+            out.push_str("| --- | --- | --- | --- | --- | --- |\n");
+            for b in &report.benchmarks {
+                let (change, interval) = view::ratio_cells(b);
+                let _ = writeln!(
+                    out,
+                    "| `{}` | {} | {} | {change} | {interval} | {} |",
+                    b.id,
+                    view::median(b.old_median_ns),
+                    view::median(b.new_median_ns),
+                    view::verdict(b)
+                );
+            }
+            out.push('\n');
+        }
+        if !report.checks.is_empty() {
+            out.push_str("## Checks that changed\n\n| combination | check | change | status | reason |\n| --- | --- | --- | --- | --- |\n");
+            for c in &report.checks {
+                let _ = writeln!(
+                    out,
+                    "| `{}` | {} | {} | {} | {} |",
+                    c.combination,
+                    c.id,
+                    view::check_change(c),
+                    view::statuses(c),
+                    escape(view::reason(c))
+                );
+            }
+            out.push('\n');
+        }
+        for (title, items) in [
+            ("Findings", &report.findings),
+            ("Libraries", &report.libraries),
+        ] {
+            if items.is_empty() {
+                continue;
+            }
+            let _ = writeln!(out, "## {title} that appeared or disappeared\n");
+            for i in items {
+                let _ = writeln!(out, "- {}: {}", i.change, escape(&i.what));
             }
             out.push('\n');
         }

@@ -2,6 +2,7 @@
 //! JSON is the canonical form; the others are views of it.
 
 mod bench;
+mod compare;
 mod csv;
 mod json;
 mod junit;
@@ -11,6 +12,7 @@ mod terminal;
 use crate::bench::model::BenchReport;
 use crate::check::model::{CheckReport, CombinationReport, LibraryUse, Status};
 use crate::cli::Format;
+use crate::compare::model::CompareReport;
 use crate::doctor::DoctorReport;
 use crate::error::OutputError;
 use crate::gpu::GpuInfo;
@@ -27,6 +29,8 @@ pub trait Exporter {
     fn check(&self, report: &CheckReport) -> Result<Vec<u8>, OutputError>;
     /// The bench report in this format.
     fn bench(&self, report: &BenchReport) -> Result<Vec<u8>, OutputError>;
+    /// The comparison of two runs in this format.
+    fn compare(&self, report: &CompareReport) -> Result<Vec<u8>, OutputError>;
 }
 
 /// The exporter for a format; `color` matters to the terminal report only.

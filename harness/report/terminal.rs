@@ -8,6 +8,7 @@ use super::{
 };
 use crate::bench::model::{BenchReport, Status as BenchStatus};
 use crate::check::model::{CheckReport, Status};
+use crate::compare::model::CompareReport;
 use crate::diagnose::finding::{Finding, Severity};
 use crate::doctor::DoctorReport;
 use crate::error::OutputError;
@@ -186,6 +187,117 @@ impl Exporter for Terminal {
                 group.reason
             );
             let _ = writeln!(out, "{}", self.paint(colour, &wrap(&line, "    ")));
+        }
+        Ok(out.into_bytes())
+    }
+
+    fn compare(&self, report: &CompareReport) -> Result<Vec<u8>, OutputError> {
+        use super::compare as view;
+        let mut out = String::new();
+        let headline = view::headline(report);
+        let headline = if report.regressions.is_empty() {
+            self.paint(GREEN, &headline)
+        } else {
+            self.paint(RED, &headline)
+        };
+        let _ = writeln!(
+            out,
+            "{} {headline}",
+            self.paint(BOLD, &format!("stackbench compare ({}):", report.kind))
+        );
+        for (label, run) in [("old", &report.old), ("new", &report.new)] {
+            let started = run
+                .started
+                .as_deref()
+                .map(|s| format!(", {s}"))
+                .unwrap_or_default();
+            let line = format!(
+                "{label}: {} on {}{started}",
+                run.path.display(),
+                run.hostname
+            );
+            let _ = writeln!(out, "{}", wrap(&line, "     "));
+        }
+        out.push('\n');
+        if report.environment.is_empty() {
+            let _ = writeln!(out, "environment unchanged");
+        } else {
+            let _ = writeln!(out, "{}", self.paint(BOLD, "environment"));
+            let rows: Vec<Vec<String>> = report
+                .environment
+                .iter()
+                .map(|c| vec![c.what.clone(), view::change_text(c)])
+                .collect();
+            self.table(&mut out, &["what", "old → new"], &rows);
+        }
+        out.push('\n');
+        if !report.benchmarks.is_empty() {
+            let title = format!(
+                "benchmarks (threshold {:.1}%, 99% interval of the ratio of medians)",
+                100.0 * report.threshold
+            );
+            let _ = writeln!(out, "{}", self.paint(BOLD, &title));
+            let rows: Vec<Vec<String>> = report
+                .benchmarks
+                .iter()
+                .map(|b| {
+                    let (change, interval) = view::ratio_cells(b);
+                    vec![
+                        b.id.clone(),
+                        view::median(b.old_median_ns),
+                        view::median(b.new_median_ns),
+                        change,
+                        interval,
+                        view::verdict(b),
+                    ]
+                })
+                .collect();
+            let header = ["benchmark", "old", "new", "change", "interval", "verdict"];
+            self.table(&mut out, &header, &rows);
+            out.push('\n');
+        }
+        if !report.checks.is_empty() {
+            let _ = writeln!(out, "{}", self.paint(BOLD, "checks that changed"));
+            for c in &report.checks {
+                let line = format!(
+                    "  {} {}: {} ({}): {}",
+                    c.combination,
+                    c.id,
+                    view::check_change(c),
+                    view::statuses(c),
+                    view::reason(c)
+                );
+                let colour = match c.change {
+                    crate::compare::model::CheckChange::Regression => RED,
+                    crate::compare::model::CheckChange::Fixed => GREEN,
+                    _ => YELLOW,
+                };
+                let _ = writeln!(out, "{}", self.paint(colour, &wrap(&line, "    ")));
+            }
+            out.push('\n');
+        }
+        for (title, items) in [
+            ("findings", &report.findings),
+            ("libraries", &report.libraries),
+        ] {
+            if items.is_empty() {
+                continue;
+            }
+            let _ = writeln!(out, "{}", self.paint(BOLD, title));
+            for i in items {
+                let _ = writeln!(
+                    out,
+                    "{}",
+                    wrap(&format!("  {}: {}", i.change, i.what), "    ")
+                );
+            }
+            out.push('\n');
+        }
+        if !report.regressions.is_empty() {
+            let _ = writeln!(out, "{}", self.paint(RED, "regressions"));
+            for r in &report.regressions {
+                let _ = writeln!(out, "{}", wrap(&format!("  {r}"), "    "));
+            }
         }
         Ok(out.into_bytes())
     }

@@ -1,0 +1,295 @@
+//! What differs between two runs of one kind: the environment, each benchmark's samples, each
+//! check's outcome, the findings and the libraries.
+
+use super::model::{BenchmarkRow, Change, CheckChange, CheckRow, Item};
+use super::stats::ratio_of_medians;
+use crate::bench::model::{BenchReport, BenchResult, Status as BenchStatus};
+use crate::check::model::{CheckReport, Status};
+use crate::diagnose::finding::Finding;
+use crate::gpu::GpuInfo;
+use crate::model::{HostInfo, Installation};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// `old` and `new` as a change, when they differ.
+fn change(what: impl Into<String>, old: Option<String>, new: Option<String>) -> Option<Change> {
+    (old != new).then(|| Change {
+        what: what.into(),
+        old,
+        new,
+    })
+}
+
+/// The GPUs by name, joined.
+fn gpu_names(gpu: &GpuInfo) -> Option<String> {
+    let names: Vec<&str> = gpu.devices.iter().map(|d| d.name.as_str()).collect();
+    (!names.is_empty()).then(|| names.join(", "))
+}
+
+/// GPU, kernel driver and stackbench version.
+pub fn host_changes(
+    old: (&HostInfo, Option<&GpuInfo>),
+    new: (&HostInfo, Option<&GpuInfo>),
+) -> Vec<Change> {
+    let mut changes = Vec::new();
+    if let (Some(a), Some(b)) = (old.1, new.1) {
+        changes.extend(change("GPU", gpu_names(a), gpu_names(b)));
+        changes.extend(change(
+            "driver",
+            a.driver_version.clone(),
+            b.driver_version.clone(),
+        ));
+    }
+    changes.extend(change(
+        "stackbench",
+        Some(old.0.stackbench_version.clone()),
+        Some(new.0.stackbench_version.clone()),
+    ));
+    changes
+}
+
+/// Each library's version and path per combination, where they differ.
+fn library_changes(
+    old: BTreeMap<(String, String), (Option<String>, Option<String>)>,
+    new: BTreeMap<(String, String), (Option<String>, Option<String>)>,
+) -> Vec<Change> {
+    let keys: BTreeSet<&(String, String)> = old.keys().chain(new.keys()).collect();
+    let mut changes = Vec::new();
+    for key @ (combination, component) in keys {
+        let (old_version, old_path) = old.get(key).cloned().unwrap_or_default();
+        let (new_version, new_path) = new.get(key).cloned().unwrap_or_default();
+        changes.extend(change(
+            format!("{combination} {component} version"),
+            old_version,
+            new_version,
+        ));
+        changes.extend(change(
+            format!("{combination} {component} path"),
+            old_path,
+            new_path,
+        ));
+    }
+    changes
+}
+
+/// The bench runs' environment changes, libraries included.
+pub fn bench_environment(old: &BenchReport, new: &BenchReport) -> Vec<Change> {
+    let libraries = |r: &BenchReport| {
+        r.combinations
+            .iter()
+            .flat_map(|c| {
+                c.libraries.iter().map(|l| {
+                    (
+                        (c.name.clone(), l.component.clone()),
+                        (l.version.clone(), Some(l.path.display().to_string())),
+                    )
+                })
+            })
+            .collect()
+    };
+    let mut changes = host_changes((&old.host, Some(&old.gpu)), (&new.host, Some(&new.gpu)));
+    changes.extend(library_changes(libraries(old), libraries(new)));
+    changes
+}
+
+/// The check runs' environment changes, libraries included.
+pub fn check_environment(old: &CheckReport, new: &CheckReport) -> Vec<Change> {
+    let libraries = |r: &CheckReport| {
+        r.combinations
+            .iter()
+            .flat_map(|c| {
+                c.libraries.iter().map(|l| {
+                    let path = l.mapped.as_ref().or(l.resolved.as_ref());
+                    (
+                        (c.name.clone(), l.component.clone()),
+                        (l.version.clone(), path.map(|p| p.display().to_string())),
+                    )
+                })
+            })
+            .collect()
+    };
+    let mut changes = host_changes((&old.host, Some(&old.gpu)), (&new.host, Some(&new.gpu)));
+    changes.extend(library_changes(libraries(old), libraries(new)));
+    changes
+}
+
+/// The highest SM clock a result recorded, and whether any of its samples ran throttled.
+fn clocks(result: &BenchResult) -> (Option<u32>, bool) {
+    result.telemetry.as_ref().map_or((None, false), |t| {
+        (t.sm_clock_mhz_max, !t.throttled_samples.is_empty())
+    })
+}
+
+/// The result, if it was measured and has samples.
+fn measured(result: Option<&BenchResult>) -> Option<&BenchResult> {
+    result.filter(|r| r.status == BenchStatus::Measured && !r.samples_ns.is_empty())
+}
+
+/// Every benchmark of either run, matched by id (which holds the combination and the
+/// parameters), in the new run's order, then the old run's leftovers; rows measured in neither
+/// run and ending the same way in both (skipped twice) are left out.
+pub fn benchmarks(old: &BenchReport, new: &BenchReport, threshold: f64) -> Vec<BenchmarkRow> {
+    let by_id: BTreeMap<&str, &BenchResult> =
+        old.benchmarks.iter().map(|r| (r.id.as_str(), r)).collect();
+    let in_new: BTreeSet<&str> = new.benchmarks.iter().map(|r| r.id.as_str()).collect();
+    let pairs = new
+        .benchmarks
+        .iter()
+        .map(|n| (by_id.get(n.id.as_str()).copied(), Some(n)))
+        .chain(
+            old.benchmarks
+                .iter()
+                .filter(|o| !in_new.contains(o.id.as_str()))
+                .map(|o| (Some(o), None)),
+        );
+    pairs
+        .filter_map(|(o, n)| {
+            let any = n.or(o)?;
+            // Not measured in either run, and ended the same way: nothing to compare.
+            let status = |r: Option<&BenchResult>| r.map(|r| r.status);
+            if measured(o).is_none() && measured(n).is_none() && status(o) == status(n) {
+                return None;
+            }
+            let ratio = match (measured(o), measured(n)) {
+                (Some(o), Some(n)) => ratio_of_medians(&o.samples_ns, &n.samples_ns),
+                _ => None,
+            };
+            let (old_clock, old_throttled) = o.map(clocks).unwrap_or_default();
+            let (new_clock, new_throttled) = n.map(clocks).unwrap_or_default();
+            let clocks_differ = old_throttled
+                || new_throttled
+                || match (old_clock, new_clock) {
+                    (Some(a), Some(b)) => {
+                        (f64::from(a) - f64::from(b)).abs() > threshold * f64::from(a.max(b))
+                    }
+                    _ => false,
+                };
+            Some(BenchmarkRow {
+                id: any.id.clone(),
+                combination: any.combination.clone(),
+                old_status: o.map(|r| r.status.name().to_owned()),
+                new_status: n.map(|r| r.status.name().to_owned()),
+                old_median_ns: o.and_then(|r| r.summary).map(|s| s.median_ns),
+                new_median_ns: n.and_then(|r| r.summary).map(|s| s.median_ns),
+                verdict: ratio.map(|r| r.verdict(threshold)),
+                ratio,
+                clocks_differ,
+            })
+        })
+        .collect()
+}
+
+/// Every check whose outcome differs between the runs, matched by combination and id.
+pub fn checks(old: &CheckReport, new: &CheckReport) -> Vec<CheckRow> {
+    let index = |r: &CheckReport| -> BTreeMap<(String, String), (Status, String)> {
+        r.combinations
+            .iter()
+            .flat_map(|c| {
+                c.checks
+                    .iter()
+                    .map(move |k| ((c.name.clone(), k.id.clone()), (k.status, k.reason.clone())))
+            })
+            .collect()
+    };
+    let (a, b) = (index(old), index(new));
+    let keys: BTreeSet<&(String, String)> = a.keys().chain(b.keys()).collect();
+    let mut rows = Vec::new();
+    for key in keys {
+        let (o, n) = (a.get(key), b.get(key));
+        let change = match (o, n) {
+            (None, Some(_)) => CheckChange::Appeared,
+            (Some(_), None) => CheckChange::Disappeared,
+            (Some((os, or)), Some((ns, nr))) => match (os, ns) {
+                (Status::Pass | Status::Warn, Status::Fail) => CheckChange::Regression,
+                (Status::Fail, Status::Pass | Status::Warn) => CheckChange::Fixed,
+                (Status::Fail, Status::Fail) if or != nr => CheckChange::NewReason,
+                _ if os != ns => CheckChange::Status,
+                _ => continue,
+            },
+            (None, None) => continue,
+        };
+        rows.push(CheckRow {
+            combination: key.0.clone(),
+            id: key.1.clone(),
+            change,
+            old_status: o.map(|(s, _)| s.name().to_owned()),
+            new_status: n.map(|(s, _)| s.name().to_owned()),
+            old_reason: o.map(|(_, r)| r.clone()),
+            new_reason: n.map(|(_, r)| r.clone()),
+        });
+    }
+    rows
+}
+
+/// What is in one list and not the other: `appeared` (in `new` only), then `disappeared`.
+fn items(old: BTreeSet<String>, new: BTreeSet<String>) -> Vec<Item> {
+    let item = |change: &str, what: &String| Item {
+        change: change.to_owned(),
+        what: what.clone(),
+    };
+    new.difference(&old)
+        .map(|w| item("appeared", w))
+        .chain(old.difference(&new).map(|w| item("disappeared", w)))
+        .collect()
+}
+
+/// A finding in a line: severity, cause, library and path.
+pub fn finding_line(f: &Finding) -> String {
+    let mut line = format!("{:?} {}", f.severity, f.cause.code()).to_lowercase();
+    if let Some(library) = &f.library {
+        line.push_str(&format!(" {library}"));
+    }
+    if let Some(path) = f.path.as_ref().or(f.installation.as_ref()) {
+        line.push_str(&format!(" ({})", path.display()));
+    }
+    line
+}
+
+/// Findings that appeared or disappeared.
+pub fn findings(old: &[Finding], new: &[Finding]) -> Vec<Item> {
+    let lines = |f: &[Finding]| f.iter().map(finding_line).collect();
+    items(lines(old), lines(new))
+}
+
+/// Libraries (component, version, path) that appeared or disappeared.
+pub fn libraries(old: &[Installation], new: &[Installation]) -> Vec<Item> {
+    let lines = |i: &[Installation]| {
+        i.iter()
+            .flat_map(|i| &i.libraries)
+            .map(|l| {
+                format!(
+                    "{} {} {}",
+                    l.name,
+                    l.version.as_deref().unwrap_or("?"),
+                    l.path.display()
+                )
+            })
+            .collect()
+    };
+    items(lines(old), lines(new))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn items_say_what_appeared_and_what_went() {
+        let set = |v: &[&str]| v.iter().map(|s| s.to_string()).collect();
+        let got = items(set(&["a", "b"]), set(&["b", "c"]));
+        let got: Vec<(&str, &str)> = got
+            .iter()
+            .map(|i| (i.change.as_str(), i.what.as_str()))
+            .collect();
+        assert_eq!(got, [("appeared", "c"), ("disappeared", "a")]);
+    }
+
+    #[test]
+    fn only_differences_are_changes() {
+        assert!(change("driver", Some("580".into()), Some("580".into())).is_none());
+        let c = change("driver", Some("550".into()), Some("580".into())).unwrap();
+        assert_eq!(
+            (c.old.as_deref(), c.new.as_deref()),
+            (Some("550"), Some("580"))
+        );
+    }
+}

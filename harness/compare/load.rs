@@ -1,0 +1,144 @@
+//! Reading the two runs to compare: any stackbench result file, recognised by its schema tag,
+//! with a clear error for a file that is missing, empty, truncated, from another tool or of
+//! another schema version.
+
+use crate::bench::model::{BenchReport, BENCH_SCHEMA};
+use crate::check::model::{CheckReport, CHECK_SCHEMA};
+use crate::doctor::{DoctorReport, DOCTOR_SCHEMA};
+use crate::model::{ScanReport, SCAN_SCHEMA};
+use serde::de::DeserializeOwned;
+use std::path::{Path, PathBuf};
+
+/// One run, by kind.
+#[derive(Debug, Clone)]
+pub enum Run {
+    Bench(BenchReport),
+    Check(CheckReport),
+    Doctor(DoctorReport),
+    Scan(ScanReport),
+}
+
+impl Run {
+    /// `bench`, `check`, `doctor`, `scan`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Run::Bench(_) => "bench",
+            Run::Check(_) => "check",
+            Run::Doctor(_) => "doctor",
+            Run::Scan(_) => "scan",
+        }
+    }
+}
+
+/// Why a file cannot be compared (exit status 2).
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("{}: cannot read it: {source}; give a result file stackbench wrote (results/*.json)", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: the file is empty; was the run that writes it cut off? Run it again", path.display())]
+    Empty { path: PathBuf },
+    #[error("{}: not JSON ({reason}); a truncated file or another tool's output: give the .json file stackbench wrote", path.display())]
+    NotJson { path: PathBuf, reason: String },
+    #[error("{}: no \"schema\" tag: not a stackbench result (another tool's JSON?); give a file written by stackbench bench, check, doctor or scan --format json", path.display())]
+    NoSchema { path: PathBuf },
+    #[error("{}: schema {schema:?} is not one this stackbench reads ({known}); compare files of the same tool version, or upgrade stackbench", path.display())]
+    UnknownSchema {
+        path: PathBuf,
+        schema: String,
+        known: String,
+    },
+    #[error("{}: a {schema} file that does not read as one ({reason}); it may be damaged or hand-edited: write it again", path.display())]
+    Malformed {
+        path: PathBuf,
+        schema: String,
+        reason: String,
+    },
+}
+
+/// Reads `path` as a stackbench result of any kind.
+pub fn read(path: &Path) -> Result<Run, LoadError> {
+    let bytes = std::fs::read(path).map_err(|source| LoadError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(LoadError::Empty {
+            path: path.to_path_buf(),
+        });
+    }
+    let value: serde_json::Value =
+        serde_json::from_slice(&bytes).map_err(|e| LoadError::NotJson {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        })?;
+    let Some(schema) = value
+        .get("schema")
+        .and_then(|s| s.as_str())
+        .map(str::to_owned)
+    else {
+        return Err(LoadError::NoSchema {
+            path: path.to_path_buf(),
+        });
+    };
+    fn typed<T: DeserializeOwned>(
+        path: &Path,
+        schema: &str,
+        value: serde_json::Value,
+    ) -> Result<T, LoadError> {
+        serde_json::from_value(value).map_err(|e| LoadError::Malformed {
+            path: path.to_path_buf(),
+            schema: schema.to_owned(),
+            reason: e.to_string(),
+        })
+    }
+    match schema.as_str() {
+        BENCH_SCHEMA => typed(path, &schema, value).map(Run::Bench),
+        CHECK_SCHEMA => typed(path, &schema, value).map(Run::Check),
+        DOCTOR_SCHEMA => typed(path, &schema, value).map(Run::Doctor),
+        SCAN_SCHEMA => typed(path, &schema, value).map(Run::Scan),
+        _ => Err(LoadError::UnknownSchema {
+            path: path.to_path_buf(),
+            known: [BENCH_SCHEMA, CHECK_SCHEMA, DOCTOR_SCHEMA, SCAN_SCHEMA].join(", "),
+            schema,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    #[rstest]
+    #[case::empty("", "the file is empty")]
+    #[case::blank("  \n", "the file is empty")]
+    #[case::truncated(r#"{"schema": "stackbench.bench/v1", "started": "#, "not JSON")]
+    #[case::other_tool(r#"{"benchmarks": []}"#, "no \"schema\" tag")]
+    #[case::newer(
+        r#"{"schema": "stackbench.bench/v2"}"#,
+        "is not one this stackbench reads"
+    )]
+    #[case::damaged(
+        r#"{"schema": "stackbench.bench/v1", "started": 3}"#,
+        "does not read as one"
+    )]
+    fn bad_files_say_what_is_wrong_and_what_to_do(#[case] text: &str, #[case] says: &str) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.json");
+        std::fs::write(&path, text).unwrap();
+        let error = read(&path).unwrap_err().to_string();
+        assert!(error.contains(says), "{error}");
+        assert!(error.starts_with(&path.display().to_string()), "{error}");
+    }
+
+    #[test]
+    fn a_missing_file_is_named() {
+        let error = read(Path::new("/nonexistent/run.json")).unwrap_err();
+        assert!(error
+            .to_string()
+            .contains("/nonexistent/run.json: cannot read it"));
+    }
+}

@@ -1,0 +1,199 @@
+//! `stackbench compare OLD NEW`: two runs of one kind (bench, check, doctor or scan) side by
+//! side. First what changed in the environment (GPU, driver, stackbench, each library's version
+//! and path); then, for benchmarks, a verdict per row from the raw samples (a bootstrap interval
+//! of the ratio of medians that must be wholly beyond the threshold: significance and size);
+//! for checks, what newly fails, what was fixed and what fails for a new reason; for doctor and
+//! scan, the findings and libraries that appeared or disappeared.
+
+mod diff;
+pub mod load;
+pub mod model;
+pub mod stats;
+
+use load::{LoadError, Run};
+use model::{CompareReport, RunInfo, COMPARE_SCHEMA};
+use serde::{Deserialize, Serialize};
+use stats::Verdict;
+use std::path::{Path, PathBuf};
+
+/// What counts as a regression (exit status 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum FailOn {
+    /// A benchmark slower beyond the threshold.
+    Slower,
+    /// A benchmark whose change may exceed the threshold.
+    Unclear,
+    /// A check that passed and now fails, or a benchmark measured before that now fails.
+    Failure,
+    /// An error finding that was not there before (doctor).
+    Finding,
+    /// A library that is gone (doctor, scan).
+    Library,
+}
+
+/// How `compare` judges.
+#[derive(Debug, Clone)]
+pub struct CompareOptions {
+    /// The size a benchmark's change must exceed (0.02 is 2%).
+    pub threshold: f64,
+    /// What counts as a regression.
+    pub fail_on: Vec<FailOn>,
+    /// Compare runs made on different GPUs.
+    pub allow_different_gpus: bool,
+}
+
+/// Why two runs cannot be compared (exit status 2).
+#[derive(Debug, thiserror::Error)]
+pub enum CompareError {
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    #[error("{} is a {old} result and {} a {new} one: compare two runs of the same command", old_path.display(), new_path.display())]
+    DifferentKinds {
+        old: &'static str,
+        new: &'static str,
+        old_path: PathBuf,
+        new_path: PathBuf,
+    },
+    #[error("the runs are of different GPUs ({old} and {new}): their figures do not compare; give --allow-different-gpus to compare them anyway")]
+    DifferentGpus { old: String, new: String },
+}
+
+/// The GPU names of a run, for the same-GPU rule; `None` for runs without a GPU record.
+fn gpus(run: &Run) -> Option<String> {
+    let gpu = match run {
+        Run::Bench(r) => &r.gpu,
+        Run::Check(r) => &r.gpu,
+        Run::Doctor(r) => &r.gpu,
+        Run::Scan(_) => return None,
+    };
+    let names: Vec<&str> = gpu.devices.iter().map(|d| d.name.as_str()).collect();
+    Some(names.join(", "))
+}
+
+fn info(path: &Path, run: &Run) -> RunInfo {
+    let (started, host) = match run {
+        Run::Bench(r) => (Some(r.started.clone()), &r.host),
+        Run::Check(r) => (Some(r.started.clone()), &r.host),
+        Run::Doctor(r) => (None, &r.host),
+        Run::Scan(r) => (None, &r.host),
+    };
+    RunInfo {
+        path: path.to_path_buf(),
+        started,
+        hostname: host.hostname.clone(),
+    }
+}
+
+/// Compares the runs in `old` and `new`.
+pub fn compare(
+    old_path: &Path,
+    new_path: &Path,
+    options: &CompareOptions,
+) -> Result<CompareReport, CompareError> {
+    let (old, new) = (load::read(old_path)?, load::read(new_path)?);
+    if old.kind() != new.kind() {
+        return Err(CompareError::DifferentKinds {
+            old: old.kind(),
+            new: new.kind(),
+            old_path: old_path.to_path_buf(),
+            new_path: new_path.to_path_buf(),
+        });
+    }
+    if let (Some(a), Some(b)) = (gpus(&old), gpus(&new)) {
+        if a != b && !options.allow_different_gpus {
+            let none = |s: String| if s.is_empty() { "no GPU".to_owned() } else { s };
+            return Err(CompareError::DifferentGpus {
+                old: none(a),
+                new: none(b),
+            });
+        }
+    }
+    let mut report = CompareReport {
+        schema: COMPARE_SCHEMA.to_owned(),
+        kind: old.kind().to_owned(),
+        threshold: options.threshold,
+        old: info(old_path, &old),
+        new: info(new_path, &new),
+        environment: Vec::new(),
+        benchmarks: Vec::new(),
+        checks: Vec::new(),
+        findings: Vec::new(),
+        libraries: Vec::new(),
+        regressions: Vec::new(),
+    };
+    match (&old, &new) {
+        (Run::Bench(a), Run::Bench(b)) => {
+            report.environment = diff::bench_environment(a, b);
+            report.benchmarks = diff::benchmarks(a, b, options.threshold);
+        }
+        (Run::Check(a), Run::Check(b)) => {
+            report.environment = diff::check_environment(a, b);
+            report.checks = diff::checks(a, b);
+        }
+        (Run::Doctor(a), Run::Doctor(b)) => {
+            report.environment =
+                diff::host_changes((&a.host, Some(&a.gpu)), (&b.host, Some(&b.gpu)));
+            report.findings = diff::findings(&a.findings, &b.findings);
+            report.libraries = diff::libraries(&a.installations, &b.installations);
+        }
+        (Run::Scan(a), Run::Scan(b)) => {
+            report.environment = diff::host_changes((&a.host, None), (&b.host, None));
+            report.libraries = diff::libraries(&a.installations, &b.installations);
+        }
+        _ => {}
+    }
+    report.regressions = regressions(&report, &options.fail_on);
+    Ok(report)
+}
+
+/// Every change that counts under `fail_on`, in words.
+fn regressions(report: &CompareReport, fail_on: &[FailOn]) -> Vec<String> {
+    let counts = |kind: FailOn| fail_on.contains(&kind);
+    let mut found = Vec::new();
+    for row in &report.benchmarks {
+        let slower = row.verdict == Some(Verdict::Slower) && counts(FailOn::Slower);
+        let unclear = row.verdict == Some(Verdict::Unclear) && counts(FailOn::Unclear);
+        if slower || unclear {
+            let ratio = row.ratio.map_or(0.0, |r| 100.0 * (r.ratio - 1.0));
+            found.push(format!(
+                "{}: {} ({ratio:+.1}%)",
+                row.id,
+                row.verdict.map_or("", Verdict::name)
+            ));
+        }
+        let broke = row.old_status.as_deref() == Some("measured")
+            && row.new_status.as_deref() == Some("failed");
+        if broke && counts(FailOn::Failure) {
+            found.push(format!("{}: measured before, fails now", row.id));
+        }
+    }
+    if counts(FailOn::Failure) {
+        found.extend(
+            report
+                .checks
+                .iter()
+                .filter(|c| c.change == model::CheckChange::Regression)
+                .map(|c| format!("{} {}: fails now", c.combination, c.id)),
+        );
+    }
+    if counts(FailOn::Finding) {
+        found.extend(
+            report
+                .findings
+                .iter()
+                .filter(|i| i.change == "appeared" && i.what.starts_with("error "))
+                .map(|i| format!("new finding: {}", i.what)),
+        );
+    }
+    if counts(FailOn::Library) {
+        found.extend(
+            report
+                .libraries
+                .iter()
+                .filter(|i| i.change == "disappeared")
+                .map(|i| format!("library gone: {}", i.what)),
+        );
+    }
+    found
+}

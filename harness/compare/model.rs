@@ -1,0 +1,105 @@
+//! The comparison's data model: the canonical shape of `stackbench.compare/v1`, which every
+//! exporter renders. Fields are only ever added.
+
+use super::stats::{Ratio, Verdict};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// Schema tag of the comparison.
+pub const COMPARE_SCHEMA: &str = "stackbench.compare/v1";
+
+/// Two runs of one kind, set side by side.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CompareReport {
+    pub schema: String,
+    /// `bench`, `check`, `doctor` or `scan`.
+    pub kind: String,
+    /// The size a benchmark's change must exceed to count (0.02 is 2%).
+    pub threshold: f64,
+    pub old: RunInfo,
+    pub new: RunInfo,
+    /// What changed in the environment between the runs.
+    pub environment: Vec<Change>,
+    pub benchmarks: Vec<BenchmarkRow>,
+    pub checks: Vec<CheckRow>,
+    /// Findings (doctor) that appeared or disappeared.
+    pub findings: Vec<Item>,
+    /// Libraries (doctor, scan) that appeared or disappeared.
+    pub libraries: Vec<Item>,
+    /// Every change that counts against the new run under `--fail-on`, in words.
+    pub regressions: Vec<String>,
+}
+
+/// Which run, from where.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RunInfo {
+    pub path: PathBuf,
+    pub started: Option<String>,
+    pub hostname: String,
+}
+
+/// One thing that differs between the runs' environments.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Change {
+    /// `GPU`, `driver`, `stackbench`, `pip:venv-cu12 cublas version`, ...
+    pub what: String,
+    pub old: Option<String>,
+    pub new: Option<String>,
+}
+
+/// One benchmark in both runs (or in one of them).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct BenchmarkRow {
+    pub id: String,
+    pub combination: String,
+    /// `measured`, `skipped`, `failed`; `None` when the run does not have it.
+    pub old_status: Option<String>,
+    pub new_status: Option<String>,
+    pub old_median_ns: Option<f64>,
+    pub new_median_ns: Option<f64>,
+    /// New over old, with its 99% bootstrap interval, when both were measured.
+    pub ratio: Option<Ratio>,
+    pub verdict: Option<Verdict>,
+    /// The SM clocks recorded in the two runs differ (by more than the threshold) or a sample
+    /// ran throttled: a change may be the clocks', not the software's.
+    pub clocks_differ: bool,
+}
+
+/// How a check changed.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckChange {
+    /// It passed (or warned) before and fails now.
+    Regression,
+    /// It failed before and passes (or warns) now.
+    Fixed,
+    /// It failed in both, for a different reason.
+    NewReason,
+    /// Another status otherwise: a pass that is now a warning, a skip that now runs and fails.
+    Status,
+    /// Only in the new run.
+    Appeared,
+    /// Only in the old run.
+    Disappeared,
+}
+
+/// One check whose outcome differs between the runs.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CheckRow {
+    pub combination: String,
+    pub id: String,
+    pub change: CheckChange,
+    pub old_status: Option<String>,
+    pub new_status: Option<String>,
+    pub old_reason: Option<String>,
+    pub new_reason: Option<String>,
+}
+
+/// Something present in one run only.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Item {
+    /// `appeared` or `disappeared`.
+    pub change: String,
+    /// `error missing_runtime_dependency libcudnn_ops.so.9 (/opt/...)`, `cublasLt 12.9.1 /usr/...`.
+    pub what: String,
+}

@@ -1,0 +1,313 @@
+//! `stackbench compare` on real runs over the fixture toolkits: a run compared with itself is
+//! `same` on every row; the same run with every sample 10% longer is `slower` and exits 1;
+//! `check` with the fixture driver against `check` without one is a conformance regression;
+//! doctor runs of two trees show the libraries that went; bad input exits 2 saying why.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::sync::OnceLock;
+
+fn stackbench(args: &[&str]) -> Output {
+    let home = tempfile::tempdir().expect("temporary HOME");
+    isolated_stackbench(home.path())
+        .args(args)
+        .output()
+        .expect("run stackbench")
+}
+
+fn json(output: &Output) -> Value {
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}); stderr: {stderr}"))
+}
+
+/// The directory every test writes its files into, kept for the whole run.
+fn scratch() -> &'static Path {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    DIR.get_or_init(|| tempfile::tempdir().expect("scratch directory"))
+        .path()
+}
+
+/// A real quick bench run of one fixture combination (its CPU-side figures), as a file.
+fn bench_run() -> &'static PathBuf {
+    static RUN: OnceLock<PathBuf> = OnceLock::new();
+    RUN.get_or_init(|| {
+        let (root, driver) = (toolkits(), fixture(DRIVER_AMD64));
+        let output = stackbench(&[
+            "bench",
+            "--quick",
+            "--allow-skip",
+            "--no-system",
+            "--root",
+            root.to_str().unwrap(),
+            "--driver-dir",
+            driver.to_str().unwrap(),
+            "--combination",
+            "pip:venv-cu12",
+            "--format",
+            "json",
+            "--results",
+            scratch().join("bench").to_str().unwrap(),
+        ]);
+        assert_eq!(output.status.code(), Some(0));
+        let path = scratch().join("bench-run.json");
+        std::fs::write(&path, &output.stdout).unwrap();
+        path
+    })
+}
+
+fn compare(old: &Path, new: &Path, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "compare",
+        old.to_str().unwrap(),
+        new.to_str().unwrap(),
+        "--format",
+        "json",
+    ];
+    args.extend_from_slice(extra);
+    stackbench(&args)
+}
+
+#[test]
+fn a_run_compared_with_itself_is_the_same_on_every_row() {
+    let run = bench_run();
+    let output = compare(run, run, &[]);
+    assert_eq!(output.status.code(), Some(0));
+    let report = json(&output);
+    assert_eq!(report["schema"], "stackbench.compare/v1");
+    assert_eq!(report["kind"], "bench");
+    let rows = report["benchmarks"].as_array().unwrap();
+    assert_eq!(rows.len(), 3, "two compile rows and the load row: {rows:?}");
+    for row in rows {
+        assert_eq!(row["verdict"], "same", "{row}");
+    }
+    assert_eq!(report["environment"], serde_json::json!([]));
+}
+
+#[test]
+fn the_same_run_ten_percent_slower_is_slower_and_exits_1() {
+    let run = bench_run();
+    let mut slowed: Value = serde_json::from_slice(&std::fs::read(run).unwrap()).unwrap();
+    for row in slowed["benchmarks"].as_array_mut().unwrap() {
+        if let Some(samples) = row["samples_ns"].as_array_mut() {
+            for s in samples.iter_mut() {
+                *s = Value::from(s.as_f64().unwrap() * 1.1);
+            }
+        }
+    }
+    slowed["host"]["stackbench_version"] = Value::from("0.0.9");
+    let slow = scratch().join("bench-slow.json");
+    std::fs::write(&slow, serde_json::to_vec(&slowed).unwrap()).unwrap();
+    let output = compare(run, &slow, &[]);
+    assert_eq!(output.status.code(), Some(1));
+    let report = json(&output);
+    for row in report["benchmarks"].as_array().unwrap() {
+        assert_eq!(row["verdict"], "slower", "{row}");
+        let ratio = row["ratio"]["ratio"].as_f64().unwrap();
+        assert!((ratio - 1.1).abs() < 1e-6, "{row}");
+    }
+    assert_eq!(report["regressions"].as_array().unwrap().len(), 3);
+    let change = &report["environment"][0];
+    assert_eq!(change["what"], "stackbench", "{change}");
+    // The other way round it is faster, which is no regression.
+    assert_eq!(compare(&slow, run, &[]).status.code(), Some(0));
+    // A threshold above the change makes it the same.
+    let lenient = json(&compare(run, &slow, &["--threshold", "15"]));
+    assert_eq!(lenient["benchmarks"][0]["verdict"], "same");
+}
+
+/// `check` of CUDA 12.9's wheels, with the fixture driver or with none, as a file.
+fn check_run(with_driver: bool, name: &str) -> PathBuf {
+    let root = toolkits();
+    let driver = fixture(DRIVER_AMD64);
+    let mut args = vec![
+        "check",
+        "--no-system",
+        "--root",
+        root.to_str().unwrap(),
+        "--combination",
+        "pip:venv-cu12",
+        "--target",
+        "sm_90",
+        "--format",
+        "json",
+    ];
+    if with_driver {
+        args.extend(["--driver-dir", driver.to_str().unwrap()]);
+    }
+    let output = stackbench(&args);
+    let path = scratch().join(name);
+    std::fs::write(&path, &output.stdout).unwrap();
+    path
+}
+
+#[test]
+fn losing_the_driver_is_a_conformance_regression() {
+    let with = check_run(true, "check-with-driver.json");
+    let without = check_run(false, "check-without-driver.json");
+    let output = compare(&with, &without, &[]);
+    assert_eq!(output.status.code(), Some(1));
+    let report = json(&output);
+    let rows = report["checks"].as_array().unwrap();
+    let library = rows
+        .iter()
+        .find(|r| r["id"] == "driver.library")
+        .expect("driver.library changed");
+    assert_eq!(library["change"], "regression", "{library}");
+    assert_eq!(
+        (
+            library["old_status"].as_str(),
+            library["new_status"].as_str()
+        ),
+        (Some("pass"), Some("fail"))
+    );
+    assert!(report["regressions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|r| r == "pip:venv-cu12 driver.library: fails now"));
+    // Getting the driver back fixes it, and that is no regression.
+    let back = json(&compare(&without, &with, &[]));
+    let fixed = back["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == "driver.library")
+        .unwrap();
+    assert_eq!(fixed["change"], "fixed");
+    assert_eq!(back["regressions"], serde_json::json!([]));
+    // Markdown, for a pull request or the step summary.
+    let markdown = stackbench(&[
+        "compare",
+        with.to_str().unwrap(),
+        without.to_str().unwrap(),
+        "--format",
+        "markdown",
+    ]);
+    let csv = stackbench(&[
+        "compare",
+        with.to_str().unwrap(),
+        without.to_str().unwrap(),
+        "--format",
+        "csv",
+    ]);
+    let mut reader = csv::Reader::from_reader(csv.stdout.as_slice());
+    let records: Vec<csv::StringRecord> = reader.records().collect::<Result<_, _>>().unwrap();
+    let changes = report["environment"].as_array().unwrap().len();
+    assert_eq!(
+        records.len(),
+        changes + rows.len(),
+        "a row per change and per check"
+    );
+    assert!(records
+        .iter()
+        .any(|r| &r[0] == "check" && &r[4] == "regression"));
+    let terminal = stackbench(&["compare", with.to_str().unwrap(), without.to_str().unwrap()]);
+    let shown = String::from_utf8_lossy(&terminal.stdout);
+    assert!(
+        shown.contains("driver.library: regression (pass → fail)"),
+        "{shown}"
+    );
+    let text = String::from_utf8_lossy(&markdown.stdout);
+    assert!(
+        text.contains("| `pip:venv-cu12` | driver.library | regression | pass → fail |"),
+        "{text}"
+    );
+}
+
+#[test]
+fn doctor_runs_show_the_libraries_that_went() {
+    let root = toolkits();
+    let doctor = |dir: &Path, name: &str| {
+        let output = stackbench(&[
+            "doctor",
+            "--no-load",
+            "--no-system",
+            "--root",
+            dir.to_str().unwrap(),
+            "--format",
+            "json",
+        ]);
+        let path = scratch().join(name);
+        std::fs::write(&path, &output.stdout).unwrap();
+        path
+    };
+    let tree = scratch().join("venv");
+    copy_tree(&root.join("venv-cu12"), &tree);
+    let whole = doctor(&tree, "doctor-whole.json");
+    std::fs::remove_dir_all(tree.join("lib/python3.11/site-packages/nvidia/cudnn")).unwrap();
+    let part = doctor(&tree, "doctor-part.json");
+    let output = compare(&whole, &part, &["--fail-on", "library"]);
+    let report = json(&output);
+    let gone: Vec<&str> = report["libraries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["change"] == "disappeared")
+        .map(|i| i["what"].as_str().unwrap())
+        .collect();
+    assert!(!gone.is_empty());
+    assert!(gone.iter().all(|w| w.starts_with("cudnn")), "{gone:?}");
+    assert_eq!(output.status.code(), Some(1), "--fail-on library");
+}
+
+/// Copies a tree of files and symbolic links (as links).
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let (source, target) = (entry.path(), to.join(entry.file_name()));
+        let kind = entry.file_type().unwrap();
+        if kind.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(&source).unwrap(), &target).unwrap();
+        } else if kind.is_dir() {
+            copy_tree(&source, &target);
+        } else {
+            std::fs::hard_link(&source, &target)
+                .or_else(|_| std::fs::copy(&source, &target).map(drop))
+                .unwrap();
+        }
+    }
+}
+
+#[test]
+fn bad_input_exits_2_naming_the_file_and_what_to_do() {
+    let run = bench_run();
+    let truncated = scratch().join("truncated.json");
+    let text = std::fs::read(run).unwrap();
+    std::fs::write(&truncated, &text[..text.len() / 2]).unwrap();
+    let empty = scratch().join("empty.json");
+    std::fs::write(&empty, "").unwrap();
+    let other = scratch().join("other.json");
+    std::fs::write(&other, r#"{"benchmarks": []}"#).unwrap();
+    let mut on_h100: Value = serde_json::from_slice(&text).unwrap();
+    on_h100["gpu"]["devices"] = serde_json::json!([{"index": 0, "name": "another GPU (test data)", "compute_capability": "9.0"}]);
+    let elsewhere = scratch().join("elsewhere.json");
+    std::fs::write(&elsewhere, serde_json::to_vec(&on_h100).unwrap()).unwrap();
+    let check = check_run(true, "check-for-kinds.json");
+    for (new, says) in [
+        (&truncated, "not JSON"),
+        (&empty, "the file is empty"),
+        (&other, "no \"schema\" tag"),
+        (&check, "is a bench result and"),
+        (&elsewhere, "--allow-different-gpus"),
+        (&scratch().join("missing.json"), "cannot read it"),
+    ] {
+        let output = compare(run, new, &[]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{}: {stderr}", new.display());
+        assert!(stderr.contains(says), "{}: {stderr}", new.display());
+        assert!(!stderr.contains("panicked"));
+    }
+    let allowed = compare(run, &elsewhere, &["--allow-different-gpus"]);
+    assert_eq!(allowed.status.code(), Some(0));
+    let gpu = &json(&allowed)["environment"][0];
+    assert_eq!(gpu["what"], "GPU");
+    let bad = compare(run, run, &["--threshold", "0"]);
+    assert_eq!(bad.status.code(), Some(2));
+}
