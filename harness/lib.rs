@@ -5,8 +5,8 @@
 //! process), the loader's search (`resolve`) and NVIDIA's rules (`compat`), and `diagnose`
 //! turns them into findings; `check` runs conformance checks per combination of driver and
 //! libraries in worker processes; `bench` times vector add and matmul per combination to
-//! nvbench's standard, and NVRTC compilation and library loading on the CPU; `report` renders
-//! every report in each format.
+//! nvbench's standard, and NVRTC compilation and library loading on the CPU; `compare` sets two
+//! runs side by side; `report` renders every report in each format.
 
 pub mod app;
 pub mod bench;
