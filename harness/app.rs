@@ -2,7 +2,7 @@
 
 use crate::cli::{Cli, Command};
 use crate::discover::Host;
-use crate::{bench, check, compare, doctor, gpu, options, output, probe, report, scan};
+use crate::{bench, check, compare, doctor, gpu, merge, options, output, probe, report, scan};
 use clap::Parser;
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -61,6 +61,14 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> anyhow::Result<ExitCode>
                 report::exporter(report_options.format, report_options.color).compare(&report)?;
             output::write(&report_options.destination, &bytes)?;
             !report.regressions.is_empty()
+        }
+        Command::Merge(args) => {
+            let (files, report_options) = options::merge(args, cli.color);
+            let report = merge::merge(&files)?;
+            let bytes =
+                report::exporter(report_options.format, report_options.color).merge(&report)?;
+            output::write(&report_options.destination, &bytes)?;
+            !report.outliers.is_empty()
         }
         Command::CheckWorker => return Ok(check::worker::run()),
         Command::BenchWorker => return Ok(bench::worker::run()),

@@ -32,6 +32,9 @@ pub enum Command {
     /// environment, and per benchmark a verdict (slower, faster, same, unclear) from the raw
     /// samples, per check what newly fails; exit 1 on a regression.
     Compare(CompareArgs),
+    /// The results of many nodes (bench or check files, one per node) in one table keyed by
+    /// node, GPU, driver and combination, the outliers first; exit 1 when there is one.
+    Merge(MergeArgs),
     /// The worker process that loads libraries for `doctor` (internal; reads a request on stdin).
     #[command(name = "__probe", hide = true)]
     Probe,
@@ -174,6 +177,16 @@ pub struct CompareArgs {
     /// Compare runs made on different GPUs (their figures say little about the software).
     #[arg(long)]
     pub allow_different_gpus: bool,
+    #[command(flatten)]
+    pub report: ReportArgs,
+}
+
+/// Arguments of `merge`.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// One result file (JSON) per node.
+    #[arg(required = true, num_args = 1..)]
+    pub files: Vec<PathBuf>,
     #[command(flatten)]
     pub report: ReportArgs,
 }

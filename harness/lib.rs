@@ -22,6 +22,7 @@ pub mod elf;
 pub mod error;
 pub mod gpu;
 pub mod kernels;
+pub mod merge;
 pub mod model;
 pub mod options;
 pub mod output;

@@ -224,6 +224,11 @@ pub fn compare(
     Ok((args.old, args.new, options, report(args.report, color)))
 }
 
+/// `merge`'s options: the files, how to report.
+pub fn merge(args: crate::cli::MergeArgs, color: ColorChoice) -> (Vec<PathBuf>, ReportOptions) {
+    (args.files, report(args.report, color))
+}
+
 /// `doctor`'s options.
 pub fn doctor(
     args: DoctorArgs,

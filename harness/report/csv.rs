@@ -9,6 +9,7 @@ use crate::check::model::CheckReport;
 use crate::compare::model::CompareReport;
 use crate::doctor::DoctorReport;
 use crate::error::OutputError;
+use crate::merge::MergeReport;
 use crate::model::{Installation, Library, ScanReport};
 
 pub struct Csv;
@@ -244,6 +245,38 @@ impl Exporter for Csv {
                 .chain(checks)
                 .chain(items("finding", "findings"))
                 .chain(items("library", "libraries")),
+        )
+    }
+
+    fn merge(&self, report: &MergeReport) -> Result<Vec<u8>, OutputError> {
+        let header = [
+            "node",
+            "gpu",
+            "driver",
+            "combination",
+            "id",
+            "median_ns",
+            "fleet_median_ns",
+            "ratio",
+            "failed_checks",
+            "outlier",
+        ];
+        table(
+            &header,
+            report.rows.iter().map(|r| {
+                vec![
+                    r.node.clone(),
+                    opt(r.gpu.as_ref()),
+                    opt(r.driver.as_ref()),
+                    r.combination.clone(),
+                    r.id.clone(),
+                    opt(r.median_ns),
+                    opt(r.fleet_median_ns),
+                    opt(r.ratio),
+                    r.failed_checks.join(" "),
+                    r.outlier.to_string(),
+                ]
+            }),
         )
     }
 

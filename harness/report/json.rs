@@ -6,6 +6,7 @@ use crate::check::model::CheckReport;
 use crate::compare::model::CompareReport;
 use crate::doctor::DoctorReport;
 use crate::error::OutputError;
+use crate::merge::MergeReport;
 use crate::model::ScanReport;
 use serde::Serialize;
 
@@ -38,6 +39,10 @@ impl Exporter for Json {
     }
 
     fn compare(&self, report: &CompareReport) -> Result<Vec<u8>, OutputError> {
+        to_json(report)
+    }
+
+    fn merge(&self, report: &MergeReport) -> Result<Vec<u8>, OutputError> {
         to_json(report)
     }
 }

@@ -2,8 +2,8 @@
 //! `<testsuite>` per combination (its environment as `<properties>`), one `<testcase>` per
 //! check. A failure is `<failure>`, a skip `<skipped>`, a warning a pass with its reason in
 //! `<system-out>`. The shape follows the Jenkins xUnit plugin's `junit-10.xsd`
-//! (tests/data/junit-10.xsd), which the tests validate against. Scan, doctor, bench and compare
-//! reports have no tests to report, so this format refuses them.
+//! (tests/data/junit-10.xsd), which the tests validate against. Scan, doctor, bench, compare
+//! and merge reports have no tests to report, so this format refuses them.
 
 use super::{driver_version, library_path, Exporter};
 use crate::bench::model::BenchReport;
@@ -11,13 +11,14 @@ use crate::check::model::{CheckReport, CheckResult, CombinationReport, Status};
 use crate::compare::model::CompareReport;
 use crate::doctor::DoctorReport;
 use crate::error::OutputError;
+use crate::merge::MergeReport;
 use crate::model::ScanReport;
 use std::fmt::Write;
 
 /// The JUnit XML exporter (check reports only).
 pub struct Junit;
 
-/// Why scan, doctor, bench and compare reports have no JUnit form.
+/// Why the reports other than check's have no JUnit form.
 fn unsupported(report: &'static str) -> OutputError {
     OutputError::Unsupported {
         format: "junit",
@@ -41,6 +42,10 @@ impl Exporter for Junit {
 
     fn compare(&self, _report: &CompareReport) -> Result<Vec<u8>, OutputError> {
         Err(unsupported("compare"))
+    }
+
+    fn merge(&self, _report: &MergeReport) -> Result<Vec<u8>, OutputError> {
+        Err(unsupported("merge"))
     }
 
     fn check(&self, report: &CheckReport) -> Result<Vec<u8>, OutputError> {

@@ -12,6 +12,7 @@ use crate::check::model::{CheckReport, CombinationReport, Status};
 use crate::compare::model::CompareReport;
 use crate::doctor::DoctorReport;
 use crate::error::OutputError;
+use crate::merge::MergeReport;
 use crate::model::{HostInfo, Installation, Problem, ScanReport};
 use std::fmt::Write;
 
@@ -255,6 +256,32 @@ impl Exporter for Markdown {
             }
             out.push('\n');
         }
+        Ok(out.into_bytes())
+    }
+
+    fn merge(&self, report: &MergeReport) -> Result<Vec<u8>, OutputError> {
+        let mut out = format!(
+            "# stackbench merge ({}, {} nodes)\n\n",
+            report.kind,
+            report.nodes.len()
+        );
+        if report.outliers.is_empty() {
+            out.push_str("No outlier.\n\n");
+        } else {
+            out.push_str("## Outliers\n\n");
+            for o in &report.outliers {
+                let _ = writeln!(out, "- {}", escape(o));
+            }
+            out.push('\n');
+        }
+        out.push_str("## Fleet\n\n");
+        let _ = writeln!(out, "| {} |", super::MERGE_HEADER.join(" | "));
+        let _ = writeln!(out, "|{}", " --- |".repeat(super::MERGE_HEADER.len()));
+        for row in &report.rows {
+            let cells: Vec<String> = super::merge_cells(row).iter().map(|c| escape(c)).collect();
+            let _ = writeln!(out, "| {} |", cells.join(" | "));
+        }
+        out.push('\n');
         Ok(out.into_bytes())
     }
 

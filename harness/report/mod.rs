@@ -16,6 +16,7 @@ use crate::compare::model::CompareReport;
 use crate::doctor::DoctorReport;
 use crate::error::OutputError;
 use crate::gpu::GpuInfo;
+use crate::merge::MergeReport;
 use crate::model::ScanReport;
 use std::path::Path;
 
@@ -31,6 +32,8 @@ pub trait Exporter {
     fn bench(&self, report: &BenchReport) -> Result<Vec<u8>, OutputError>;
     /// The comparison of two runs in this format.
     fn compare(&self, report: &CompareReport) -> Result<Vec<u8>, OutputError>;
+    /// A fleet's merged results in this format.
+    fn merge(&self, report: &MergeReport) -> Result<Vec<u8>, OutputError>;
 }
 
 /// The exporter for a format; `color` matters to the terminal report only.
@@ -97,6 +100,44 @@ fn gpu_line(gpu: &GpuInfo) -> String {
     }
     line
 }
+
+/// A merged row's cells: node, GPU, driver, combination, benchmark, median, the fleet's median,
+/// the difference from it, and the failing checks.
+fn merge_cells(row: &crate::merge::Row) -> Vec<String> {
+    let dash = |v: Option<&String>| v.cloned().unwrap_or_else(|| "-".to_owned());
+    let time = |v: Option<f64>| v.map_or("-".to_owned(), bench::duration);
+    vec![
+        row.node.clone(),
+        dash(row.gpu.as_ref()),
+        dash(row.driver.as_ref()),
+        row.combination.clone(),
+        row.id.clone(),
+        time(row.median_ns),
+        time(row.fleet_median_ns),
+        row.ratio
+            .map_or("-".to_owned(), |r| format!("{:+.1}%", 100.0 * (r - 1.0))),
+        if row.failed_checks.is_empty() {
+            "-".to_owned()
+        } else {
+            row.failed_checks.join(" ")
+        },
+        if row.outlier { "OUTLIER" } else { "" }.to_owned(),
+    ]
+}
+
+/// The merged table's header, as [`merge_cells`] fills it.
+const MERGE_HEADER: [&str; 10] = [
+    "node",
+    "GPU",
+    "driver",
+    "combination",
+    "benchmark",
+    "median",
+    "fleet median",
+    "from fleet",
+    "failed checks",
+    "outlier",
+];
 
 /// `1 combination`, `3 combinations`: a count with its noun.
 fn count(n: usize, noun: &str) -> String {

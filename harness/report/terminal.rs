@@ -12,6 +12,7 @@ use crate::compare::model::CompareReport;
 use crate::diagnose::finding::{Finding, Severity};
 use crate::doctor::DoctorReport;
 use crate::error::OutputError;
+use crate::merge::MergeReport;
 use crate::model::{Installation, Problem, ScanReport};
 use std::fmt::Write;
 
@@ -299,6 +300,28 @@ impl Exporter for Terminal {
                 let _ = writeln!(out, "{}", wrap(&format!("  {r}"), "    "));
             }
         }
+        Ok(out.into_bytes())
+    }
+
+    fn merge(&self, report: &MergeReport) -> Result<Vec<u8>, OutputError> {
+        let mut out = String::new();
+        let title = format!(
+            "stackbench merge ({}, {} nodes):",
+            report.kind,
+            report.nodes.len()
+        );
+        let verdict = match report.outliers.len() {
+            0 => self.paint(GREEN, "no outlier"),
+            1 => self.paint(RED, "1 outlier"),
+            n => self.paint(RED, &format!("{n} outliers")),
+        };
+        let _ = writeln!(out, "{} {verdict}", self.paint(BOLD, &title));
+        for o in &report.outliers {
+            let _ = writeln!(out, "{}", self.paint(RED, &wrap(&format!("  {o}"), "    ")));
+        }
+        out.push('\n');
+        let rows: Vec<Vec<String>> = report.rows.iter().map(super::merge_cells).collect();
+        self.table(&mut out, &super::MERGE_HEADER, &rows);
         Ok(out.into_bytes())
     }
 
