@@ -3,7 +3,9 @@
 //! is executable and says how to run it; `ci/torch-compare.py` runs for real on small files
 //! (within the tolerance, beyond it either way, nothing to compare, a file of the wrong schema);
 //! and `ci/torch-matmul.py` runs on a stand-in for PyTorch (a virtual GPU clock, no GPU needed),
-//! writing what `ci/torch-compare.py` reads.
+//! writing what `ci/torch-compare.py` reads. The nightly workflow and the Kubernetes Job parse as
+//! YAML with what they promise (a self-hosted GPU runner; one GPU per pod, a results volume), and
+//! their shell steps parse.
 
 use serde_json::{json, Value};
 use std::os::unix::fs::PermissionsExt;
@@ -549,4 +551,90 @@ fn torch_matmul_exits_2_saying_why_without_cuda_or_without_pytorch() {
 
     let bad = torch_matmul_on_the_stand_in(dir.path(), &["--precisions", "fp8"], false);
     assert_eq!(bad.status.code(), Some(2), "{}", text(&bad.stderr));
+}
+
+/// A YAML file under `ci/`, parsed.
+fn yaml(name: &str) -> serde_yaml::Value {
+    let text = std::fs::read_to_string(ci().join(name)).expect("the file is there");
+    serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{name} is not YAML: {e}"))
+}
+
+/// `script` parses as `shell` (`bash -n`, `sh -n`).
+fn parses_as(shell: &str, script: &str, what: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("script");
+    std::fs::write(&file, script).unwrap();
+    let parsed = run(shell, &["-n", file.to_str().unwrap()]);
+    assert!(parsed.status.success(), "{what}: {}", text(&parsed.stderr));
+}
+
+#[test]
+fn the_nightly_workflow_checks_benches_compares_and_keeps_its_results_on_a_gpu_runner() {
+    let workflow = yaml("github-nightly.yml");
+    assert!(workflow["on"]["schedule"][0]["cron"].as_str().is_some());
+    let job = &workflow["jobs"]["gpu"];
+    let labels: Vec<&str> = job["runs-on"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .filter_map(|l| l.as_str())
+        .collect();
+    assert!(
+        labels.contains(&"self-hosted") && labels.contains(&"gpu"),
+        "{labels:?}"
+    );
+    let steps = job["steps"].as_sequence().unwrap();
+    let runs: Vec<&str> = steps.iter().filter_map(|s| s["run"].as_str()).collect();
+    for run in &runs {
+        parses_as("bash", run, run);
+    }
+    let all = runs.join("\n");
+    for needed in [
+        "stackbench check --format junit",
+        "stackbench bench",
+        "stackbench compare baseline/bench.json",
+        "GITHUB_STEP_SUMMARY",
+    ] {
+        assert!(all.contains(needed), "the workflow runs {needed}");
+    }
+    let uses: Vec<&str> = steps.iter().filter_map(|s| s["uses"].as_str()).collect();
+    for action in [
+        "actions/upload-artifact",
+        "action-junit-report",
+        "actions/cache/save",
+    ] {
+        assert!(
+            uses.iter().any(|u| u.contains(action)),
+            "{uses:?} lacks {action}"
+        );
+    }
+}
+
+#[test]
+fn the_kubernetes_job_asks_for_one_gpu_per_pod_and_writes_to_a_volume() {
+    let job = yaml("k8s-bench-job.yaml");
+    assert_eq!(job["kind"], "Job");
+    let pod = &job["spec"]["template"]["spec"];
+    let container = &pod["containers"][0];
+    assert_eq!(container["resources"]["limits"]["nvidia.com/gpu"], 1);
+    assert_eq!(container["volumeMounts"][0]["mountPath"], "/results");
+    assert_eq!(
+        pod["volumes"][0]["name"],
+        container["volumeMounts"][0]["name"]
+    );
+    assert!(pod["volumes"][0]["persistentVolumeClaim"]["claimName"]
+        .as_str()
+        .is_some());
+    let script = container["args"][0].as_str().unwrap();
+    parses_as("sh", script, "the pod's script");
+    assert!(script.contains("stackbench bench --results \"/results/$NODE_NAME\""));
+}
+
+#[test]
+fn the_slurm_script_runs_one_task_per_node_then_merges() {
+    let script = std::fs::read_to_string(ci().join("slurm-bench.sbatch")).unwrap();
+    assert!(script.contains("#SBATCH --ntasks-per-node=1"));
+    assert!(script.contains("#SBATCH --gres=gpu:1"));
+    assert!(script.contains("srun"));
+    assert!(script.contains("merge \"$RESULTS\"/*/bench-*.json"));
 }
