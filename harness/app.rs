@@ -55,7 +55,13 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> anyhow::Result<ExitCode>
             failed > 0 || (skipped > 0 && !out.allow_skip)
         }
         Command::Compare(args) => {
-            let (old, new, compare_options, report_options) = options::compare(args, cli.color)?;
+            let (runs, compare_options, report_options) = options::compare(args, cli.color)?;
+            let (old, new) = match runs {
+                options::Runs::Files(old, new) => (old, new),
+                options::Runs::Latest(dir, kind) => {
+                    compare::load::latest(&dir, kind).map_err(compare::CompareError::from)?
+                }
+            };
             let report = compare::compare(&old, &new, &compare_options)?;
             let bytes =
                 report::exporter(report_options.format, report_options.color).compare(&report)?;

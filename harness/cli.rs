@@ -165,9 +165,16 @@ pub struct BenchArgs {
 #[derive(Debug, Args)]
 pub struct CompareArgs {
     /// The earlier run's result file (JSON).
-    pub old: PathBuf,
+    #[arg(required_unless_present = "latest", requires = "new")]
+    pub old: Option<PathBuf>,
     /// The later run's result file (JSON).
-    pub new: PathBuf,
+    pub new: Option<PathBuf>,
+    /// Compare the two newest runs of this command in --results instead of two files.
+    #[arg(long, value_enum, value_name = "KIND", conflicts_with = "old")]
+    pub latest: Option<crate::compare::load::Kind>,
+    /// Where --latest looks for runs.
+    #[arg(long, value_name = "DIR", default_value = "results")]
+    pub results: PathBuf,
     /// Percent a benchmark must be slower or faster by, with confidence, to count.
     #[arg(long, value_name = "PERCENT", default_value_t = 2.0)]
     pub threshold: f64,

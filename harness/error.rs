@@ -18,6 +18,8 @@ pub enum OptionsError {
     JunitNotForBench,
     #[error("--threshold {0}: give a percentage above 0 and below 100, e.g. --threshold 2")]
     BadThreshold(f64),
+    #[error("compare needs two runs: give OLD and NEW result files, or --latest bench|check|doctor|scan")]
+    NoRunsToCompare,
     #[error(transparent)]
     Config(#[from] crate::check::config::ConfigError),
     #[error("cannot find stackbench's own executable to start worker processes ({0}); run it by its path, or use --no-load")]

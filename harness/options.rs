@@ -194,19 +194,20 @@ pub fn bench(
     ))
 }
 
-/// `compare`'s options: the two files, how to judge, how to report.
+/// Which runs `compare` compares.
+#[derive(Debug, Clone)]
+pub enum Runs {
+    /// These two files, older first.
+    Files(PathBuf, PathBuf),
+    /// The two newest of a kind in this directory.
+    Latest(PathBuf, crate::compare::load::Kind),
+}
+
+/// `compare`'s options: the two runs, how to judge, how to report.
 pub fn compare(
     args: crate::cli::CompareArgs,
     color: ColorChoice,
-) -> Result<
-    (
-        PathBuf,
-        PathBuf,
-        crate::compare::CompareOptions,
-        ReportOptions,
-    ),
-    OptionsError,
-> {
+) -> Result<(Runs, crate::compare::CompareOptions, ReportOptions), OptionsError> {
     use crate::compare::{CompareOptions, FailOn};
     if !(args.threshold > 0.0 && args.threshold < 100.0) {
         return Err(OptionsError::BadThreshold(args.threshold));
@@ -221,7 +222,12 @@ pub fn compare(
         fail_on,
         allow_different_gpus: args.allow_different_gpus,
     };
-    Ok((args.old, args.new, options, report(args.report, color)))
+    let report = report(args.report, color);
+    match (args.latest, args.old, args.new) {
+        (Some(kind), _, _) => Ok((Runs::Latest(args.results, kind), options, report)),
+        (None, Some(old), Some(new)) => Ok((Runs::Files(old, new), options, report)),
+        _ => Err(OptionsError::NoRunsToCompare),
+    }
 }
 
 /// `merge`'s options: the files, how to report.

@@ -403,3 +403,55 @@ fn merge_lists_a_node_whose_checks_fail_and_refuses_mixed_files() {
     let one = merge(&[&healthy], "json");
     assert_eq!(one.status.code(), Some(2));
 }
+
+#[test]
+fn latest_compares_the_two_newest_runs_of_a_kind_in_the_results_directory() {
+    let dir = scratch().join("latest");
+    std::fs::create_dir_all(&dir).unwrap();
+    let run: Value = serde_json::from_slice(&std::fs::read(bench_run()).unwrap()).unwrap();
+    let write = |name: &str, started: &str, factor: f64| {
+        let mut copy = run.clone();
+        copy["started"] = Value::from(started);
+        for row in copy["benchmarks"].as_array_mut().unwrap() {
+            if let Some(samples) = row["samples_ns"].as_array_mut() {
+                for s in samples.iter_mut() {
+                    *s = Value::from(s.as_f64().unwrap() * factor);
+                }
+            }
+        }
+        std::fs::write(dir.join(name), serde_json::to_vec(&copy).unwrap()).unwrap();
+    };
+    // Names sort against their start times: the newest two are picked by time, not name.
+    write("a-newest.json", "2026-03-01T00:00:00Z", 3.0);
+    let latest = |dir: &Path| {
+        stackbench(&[
+            "compare",
+            "--latest",
+            "bench",
+            "--results",
+            dir.to_str().unwrap(),
+            "--format",
+            "json",
+        ])
+    };
+    std::fs::write(dir.join("junk.json"), "{").unwrap();
+    std::fs::copy(check_run(true, "check-latest.json"), dir.join("check.json")).unwrap();
+    let too_few = latest(&dir);
+    assert_eq!(too_few.status.code(), Some(2), "one bench run is not two");
+    assert!(String::from_utf8_lossy(&too_few.stderr).contains("two are needed"));
+    write("b-oldest.json", "2026-01-01T00:00:00Z", 1.0);
+    write("c-middle.json", "2026-02-01T00:00:00Z", 1.0);
+    let output = latest(&dir);
+    let report = json(&output);
+    assert!(report["old"]["path"]
+        .as_str()
+        .unwrap()
+        .ends_with("c-middle.json"));
+    assert!(report["new"]["path"]
+        .as_str()
+        .unwrap()
+        .ends_with("a-newest.json"));
+    assert_eq!(output.status.code(), Some(1), "three times as slow");
+    let nothing = stackbench(&["compare"]);
+    assert_eq!(nothing.status.code(), Some(2));
+}

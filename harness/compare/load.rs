@@ -9,6 +9,84 @@ use crate::model::{ScanReport, SCAN_SCHEMA};
 use serde::de::DeserializeOwned;
 use std::path::{Path, PathBuf};
 
+/// The commands whose results compare reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Kind {
+    Bench,
+    Check,
+    Doctor,
+    Scan,
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Bench => "bench",
+            Kind::Check => "check",
+            Kind::Doctor => "doctor",
+            Kind::Scan => "scan",
+        }
+    }
+}
+
+/// The two newest runs of `kind` among the JSON files directly in `dir`, older first, newest
+/// by their start time (bench, check) or else by the file's modification time. Files that are
+/// not readable results of that kind are passed over.
+pub fn latest(dir: &Path, kind: Kind) -> Result<(PathBuf, PathBuf), LatestError> {
+    let entries = std::fs::read_dir(dir).map_err(|source| LatestError::Dir {
+        dir: dir.to_path_buf(),
+        source,
+    })?;
+    let mut runs: Vec<(String, PathBuf)> = Vec::new();
+    for path in entries.filter_map(Result::ok).map(|e| e.path()) {
+        if path.extension().is_none_or(|e| e != "json") {
+            continue;
+        }
+        let Ok(run) = read(&path) else { continue };
+        if run.kind() != kind.name() {
+            continue;
+        }
+        let started = match &run {
+            Run::Bench(r) => Some(r.started.clone()),
+            Run::Check(r) => Some(r.started.clone()),
+            Run::Doctor(_) | Run::Scan(_) => None,
+        };
+        let when = started.unwrap_or_else(|| {
+            let modified = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
+            let seconds = modified
+                .and_then(|m| m.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_secs());
+            crate::timestamp::rfc3339(seconds)
+        });
+        runs.push((when, path));
+    }
+    runs.sort();
+    match runs.as_slice() {
+        [.., (_, old), (_, new)] => Ok((old.clone(), new.clone())),
+        _ => Err(LatestError::TooFew {
+            dir: dir.to_path_buf(),
+            kind: kind.name(),
+            found: runs.len(),
+        }),
+    }
+}
+
+/// Why `--latest` found nothing to compare (exit status 2).
+#[derive(Debug, thiserror::Error)]
+pub enum LatestError {
+    #[error("--latest: cannot read {}: {source}; give --results DIR where the runs are", dir.display())]
+    Dir {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("--latest {kind}: {} holds {found} readable {kind} run(s); two are needed (run `stackbench {kind}` again, or give --results DIR)", dir.display())]
+    TooFew {
+        dir: PathBuf,
+        kind: &'static str,
+        found: usize,
+    },
+}
+
 /// One run, by kind.
 #[derive(Debug, Clone)]
 pub enum Run {

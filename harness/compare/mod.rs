@@ -48,6 +48,8 @@ pub struct CompareOptions {
 pub enum CompareError {
     #[error(transparent)]
     Load(#[from] LoadError),
+    #[error(transparent)]
+    Latest(#[from] load::LatestError),
     #[error("{} is a {old} result and {} a {new} one: compare two runs of the same command", old_path.display(), new_path.display())]
     DifferentKinds {
         old: &'static str,
