@@ -3,6 +3,7 @@
 //! spread, a node whose checks fail.
 
 use crate::compare::load::{self, LoadError, Run};
+use crate::compare::stats::median;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -75,16 +76,6 @@ pub enum MergeError {
     },
     #[error("nothing to merge: give the result files of two or more nodes")]
     TooFew,
-}
-
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    let n = values.len();
-    if n % 2 == 1 {
-        values[n / 2]
-    } else {
-        (values[n / 2 - 1] + values[n / 2]) / 2.0
-    }
 }
 
 /// Whether `value` stands out from `all` (which holds it): beyond [`MIN_DEVIATION`] of the

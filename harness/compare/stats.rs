@@ -59,7 +59,8 @@ impl Ratio {
     }
 }
 
-fn median(values: &mut [f64]) -> f64 {
+/// The median of `values` (sorted in place); `values` must not be empty.
+pub(crate) fn median(values: &mut [f64]) -> f64 {
     values.sort_by(f64::total_cmp);
     let n = values.len();
     if n % 2 == 1 {
