@@ -10,6 +10,7 @@
 
 use stackbench::bench::model::*;
 use stackbench::cli::Format;
+use stackbench::error::OutputError;
 use stackbench::gpu::{Gpu, GpuInfo};
 use stackbench::model::HostInfo;
 use stackbench::report::exporter;
@@ -311,6 +312,15 @@ fn terminal_color_only_adds_escapes() {
 }
 
 #[test]
+fn terminal_colors_failures_red_and_skips_dim() {
+    let colored = render(Format::Terminal, true);
+    assert!(colored.contains("\x1b[31m7 measured, 4 skipped, 1 failed\x1b[0m"));
+    assert!(colored.contains("\x1b[31m1 failed: matmul/pip:venv-cu12/nvrtc/f32/8192/batch"));
+    assert!(colored.contains("\x1b[2m4 skipped: 4 benchmarks of pip:venv-cu11"));
+    assert!(colored.contains("\x1b[33m  GPU benchmarks not run: no GPU"));
+}
+
+#[test]
 fn markdown() {
     insta::assert_snapshot!(render(Format::Markdown, false));
 }
@@ -349,5 +359,15 @@ fn json_round_trips() {
 #[test]
 fn junit_refuses_a_bench_report() {
     let error = exporter(Format::Junit, false).bench(&report()).unwrap_err();
-    assert!(error.to_string().contains("bench"), "{error}");
+    assert!(
+        matches!(
+            error,
+            OutputError::Unsupported {
+                format: "junit",
+                report: "bench",
+                ..
+            }
+        ),
+        "{error:?}"
+    );
 }

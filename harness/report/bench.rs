@@ -4,12 +4,14 @@
 
 use crate::bench::model::{BenchReport, BenchResult, CombinationRun, Status, StopReason};
 
-/// A time for people: `812 ns`, `1.23 µs`, `4.56 ms`, `1.20 s`.
+/// A time for people: `812 ns`, `1.23 µs`, `4.56 ms`, `1.20 s`; the unit is chosen after
+/// rounding (999.7 ns is `1.00 µs`), and what is not a time is `-`.
 pub fn duration(ns: f64) -> String {
     match ns {
-        ns if ns < 1e3 => format!("{ns:.0} ns"),
-        ns if ns < 1e6 => format!("{:.2} µs", ns / 1e3),
-        ns if ns < 1e9 => format!("{:.2} ms", ns / 1e6),
+        ns if !ns.is_finite() => "-".to_owned(),
+        ns if ns < 999.5 => format!("{ns:.0} ns"),
+        ns if ns < 999_995.0 => format!("{:.2} µs", ns / 1e3),
+        ns if ns < 999_995_000.0 => format!("{:.2} ms", ns / 1e6),
         ns => format!("{:.2} s", ns / 1e9),
     }
 }
@@ -243,6 +245,9 @@ mod tests {
         assert_eq!(duration(1234.0), "1.23 µs");
         assert_eq!(duration(4.561e6), "4.56 ms");
         assert_eq!(duration(1.2e9), "1.20 s");
+        assert_eq!(duration(999.7), "1.00 µs");
+        assert_eq!(duration(999_999.0), "1.00 ms");
+        assert_eq!(duration(f64::NAN), "-");
     }
 
     #[test]
