@@ -7,7 +7,7 @@ use crate::check::combination::Combination;
 use crate::check::model::{CheckResult, Status};
 use crate::check::pin;
 use crate::check::protocol::CheckRequest;
-use crate::check::runner::{died, worker_search_path};
+use crate::check::runner::{died, last_words, worker_search_path};
 use crate::process::{kill_group, start_conversation, Collected, Worker};
 use std::io::Write;
 use std::path::Path;
@@ -167,8 +167,7 @@ impl Client {
             .take()
             .map(Collected::finish)
             .unwrap_or_default();
-        let lines: Vec<&str> = said.lines().filter(|l| !l.trim().is_empty()).collect();
-        let last = lines[lines.len().saturating_sub(3)..].join(" | ");
+        let last = last_words(&said);
         let mut reason = format!("the bench worker died: {}", died(status));
         if !last.is_empty() {
             reason.push_str(&format!("; its last words: {last}"));

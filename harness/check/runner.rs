@@ -156,8 +156,7 @@ fn one_worker(
     crate::process::kill_group(&mut child);
     let status = child.wait().ok();
     let said = errors.finish();
-    let lines: Vec<&str> = said.lines().filter(|l| !l.trim().is_empty()).collect();
-    let last = lines[lines.len().saturating_sub(3)..].join(" | ");
+    let last = last_words(&said);
     if let Some((id, since)) = current {
         let mut reason = format!("the worker died during this check: {}", died(status));
         if !last.is_empty() {
@@ -167,7 +166,11 @@ fn one_worker(
         result.duration_ms = since.elapsed().as_secs_f64() * 1e3;
         run.results.push(result);
     }
-    run.messages.extend(lines.iter().map(|l| l.to_string()));
+    run.messages.extend(
+        said.lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(str::to_string),
+    );
     if run.results.len() == settled_before {
         stop = match (status, last.is_empty()) {
             (Some(status), true) => format!("stopped ({status}) before running a check"),
@@ -178,6 +181,12 @@ fn one_worker(
         };
     }
     stop
+}
+
+/// The last three non-blank lines a worker wrote to standard error, joined: what it said before it died.
+pub(crate) fn last_words(said: &str) -> String {
+    let lines: Vec<&str> = said.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines[lines.len().saturating_sub(3)..].join(" | ")
 }
 
 /// How a worker ended, for people: `killed by SIGSEGV`, `exited with status 3`.
