@@ -55,6 +55,47 @@ fn verification(got: &[f64], want: &[f64], precision: Precision) -> Result<Verif
     })
 }
 
+/// Runs `run` once on `stream`, waits for it, and reads its `output` back.
+fn run_once<T: Plain>(
+    run: &dyn Run,
+    output: &DeviceBuffer<T>,
+    stream: &Stream,
+) -> Result<Vec<T>, Outcome> {
+    run.enqueue(stream)?;
+    stream.synchronize()?;
+    output.read()
+}
+
+/// Verifies an element-wise output of `len` elements in FP32 on a spread sample: `got(i)`
+/// against `want(i)`.
+fn check_elements(
+    len: usize,
+    got: impl Fn(usize) -> f64,
+    want: impl Fn(usize) -> f64,
+) -> Result<Verification, Outcome> {
+    let at = sample_indices(len, VERIFIED_ELEMENTS);
+    let got: Vec<f64> = at.iter().map(|&i| got(i)).collect();
+    let want: Vec<f64> = at.iter().map(|&i| want(i)).collect();
+    verification(&got, &want, Precision::F32)
+}
+
+/// Verifies the row-major `n x n` product `c` of `a` and `b` (elements widened by `back`) on a
+/// spread sample of its elements, at `precision`.
+fn check_product<T: Copy>(
+    c: &[T],
+    a: &[T],
+    b: &[T],
+    n: usize,
+    back: impl Fn(T) -> f64,
+    precision: Precision,
+) -> Result<Verification, Outcome> {
+    let at = sample_indices(n * n, VERIFIED_ELEMENTS / 64);
+    let got: Vec<f64> = at.iter().map(|&i| back(c[i])).collect();
+    let wide = |v: &[T]| v.iter().map(|x| back(*x)).collect::<Vec<f64>>();
+    let want = matmul_sample(&wide(a), &wide(b), n, &at);
+    verification(&got, &want, precision)
+}
+
 /// Allocates `workload`'s memory, runs it once on `stream` and verifies the output.
 pub fn prepare(
     s: &Session,
@@ -148,26 +189,23 @@ fn vector_add(
         c: DeviceBuffer::alloc(n)?,
         n,
     };
-    run.enqueue(stream)?;
-    stream.synchronize()?;
-    let c = run.c.read()?;
-    let at = sample_indices(n, VERIFIED_ELEMENTS);
-    let got: Vec<f64> = at.iter().map(|&i| f64::from(c[i])).collect();
-    let want: Vec<f64> = at
-        .iter()
-        .map(|&i| f64::from(a[i]) + f64::from(b[i]))
-        .collect();
-    Ok((Box::new(run), verification(&got, &want, Precision::F32)?))
+    let c = run_once(&run, &run.c, stream)?;
+    let verified = check_elements(
+        n,
+        |i| f64::from(c[i]),
+        |i| f64::from(a[i]) + f64::from(b[i]),
+    )?;
+    Ok((Box::new(run), verified))
 }
 
 /// A device-to-device copy of `bytes`.
-struct Copy {
+struct DeviceCopy {
     source: DeviceBuffer<u32>,
     target: DeviceBuffer<u32>,
     bytes: usize,
 }
 
-impl Run for Copy {
+impl Run for DeviceCopy {
     fn enqueue(&self, stream: &Stream) -> Result<(), Outcome> {
         // SAFETY: both buffers hold `bytes` and live as long as `self`.
         unsafe {
@@ -188,18 +226,14 @@ fn copy(bytes: usize, stream: &Stream) -> Result<(Box<dyn Run>, Verification), O
         .into_iter()
         .map(f32::to_bits)
         .collect();
-    let run = Copy {
+    let run = DeviceCopy {
         source: DeviceBuffer::from_slice(&data)?,
         target: DeviceBuffer::alloc(words)?,
         bytes: words * 4,
     };
-    run.enqueue(stream)?;
-    stream.synchronize()?;
-    let copied = run.target.read()?;
-    let at = sample_indices(words, VERIFIED_ELEMENTS);
-    let got: Vec<f64> = at.iter().map(|&i| f64::from(copied[i])).collect();
-    let want: Vec<f64> = at.iter().map(|&i| f64::from(data[i])).collect();
-    Ok((Box::new(run), verification(&got, &want, Precision::F32)?))
+    let copied = run_once(&run, &run.target, stream)?;
+    let verified = check_elements(words, |i| f64::from(copied[i]), |i| f64::from(data[i]))?;
+    Ok((Box::new(run), verified))
 }
 
 /// The reference of the sampled elements of the row-major `n x n` product of `a` and `b`.
@@ -263,14 +297,9 @@ fn tiled_matmul(
         c: DeviceBuffer::alloc(n * n)?,
         n,
     };
-    run.enqueue(stream)?;
-    stream.synchronize()?;
-    let c = run.c.read()?;
-    let at = sample_indices(n * n, VERIFIED_ELEMENTS / 64);
-    let got: Vec<f64> = at.iter().map(|&i| f64::from(c[i])).collect();
-    let wide = |v: &[f32]| v.iter().map(|x| f64::from(*x)).collect::<Vec<f64>>();
-    let want = matmul_sample(&wide(&a), &wide(&b), n, &at);
-    Ok((Box::new(run), verification(&got, &want, Precision::F32)?))
+    let c = run_once(&run, &run.c, stream)?;
+    let verified = check_product(&c, &a, &b, n, f64::from, Precision::F32)?;
+    Ok((Box::new(run), verified))
 }
 
 /// A cuBLAS GEMM, `n x n` by `n x n`, with FP32 accumulation and scaling.
@@ -387,14 +416,9 @@ fn gemm<T: Plain + 'static>(
         c: DeviceBuffer::alloc(n * n)?,
         n,
     };
-    run.enqueue(stream)?;
-    stream.synchronize()?;
-    let c = run.c.read()?;
-    let at = sample_indices(n * n, VERIFIED_ELEMENTS / 64);
-    let got: Vec<f64> = at.iter().map(|&i| back(c[i])).collect();
-    let wide = |v: &[T]| v.iter().map(|x| back(*x)).collect::<Vec<f64>>();
-    let want = matmul_sample(&wide(&a), &wide(&b), n, &at);
-    Ok((Box::new(run), verification(&got, &want, precision)?))
+    let c = run_once(&run, &run.c, stream)?;
+    let verified = check_product(&c, &a, &b, n, back, precision)?;
+    Ok((Box::new(run), verified))
 }
 
 #[cfg(test)]
