@@ -257,31 +257,10 @@ fn a_library_that_crashes_or_hangs_costs_only_what_needs_it(
     #[case] reason: &str,
 ) {
     let dir = tempfile::tempdir().unwrap();
-    let faulty = dir.path().join("faulty");
-    std::fs::create_dir(&faulty).unwrap();
-    build_library(
-        &faulty,
-        "libcublas.so.12",
-        "libcublas.so.12",
-        &format!(
-            "#include <signal.h>\n#include <stdio.h>\n#include <unistd.h>\n\
-             int cublasGetProperty(int type, int *value) {{ fprintf(stderr, \"about to fail\\n\"); {body} }}\n"
-        ),
-    );
+    let faulty = faulty_cublas(dir.path(), body);
     let lib = |name: &str| fixture(&format!("{VENV_CU12}/nvidia/{name}/lib"));
-    let dirs: Vec<String> = [lib("cuda_runtime"), lib("cuda_nvrtc"), faulty]
-        .iter()
-        .map(|d| format!("{:?}", d.display().to_string()))
-        .collect();
-    let config = dir.path().join("stackbench.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[[combination]]\nname = \"faulty\"\nlibrary_dirs = [{}]\n",
-            dirs.join(", ")
-        ),
-    )
-    .unwrap();
+    let dirs = [lib("cuda_runtime"), lib("cuda_nvrtc"), faulty];
+    let config = combination_config(dir.path(), "faulty", &dirs);
     let empty = dir.path().join("empty");
     std::fs::create_dir(&empty).unwrap();
     let home = tempfile::tempdir().unwrap();

@@ -423,24 +423,6 @@ fn host_has_a_driver() -> bool {
         .unwrap_or(false)
 }
 
-/// A `stackbench.toml` naming one combination of `dirs`, in `dir`.
-fn config(dir: &Path, name: &str, dirs: &[PathBuf]) -> PathBuf {
-    let list: Vec<String> = dirs
-        .iter()
-        .map(|d| format!("{:?}", d.display().to_string()))
-        .collect();
-    let path = dir.join("stackbench.toml");
-    std::fs::write(
-        &path,
-        format!(
-            "[[combination]]\nname = \"{name}\"\nlibrary_dirs = [{}]\n",
-            list.join(", ")
-        ),
-    )
-    .unwrap();
-    path
-}
-
 /// A user combination of CUDA 12.9's real runtime, NVRTC and cuDNN with a cuBLAS built here that
 /// crashes or hangs when asked its version: the bad library costs only its own checks, and the
 /// fresh worker after it sets up again what later checks need (cudnn.versions needs the
@@ -454,20 +436,10 @@ fn a_library_that_crashes_or_hangs_costs_only_its_check(
     #[case] reason: &str,
 ) {
     let dir = tempfile::tempdir().unwrap();
-    let faulty = dir.path().join("faulty");
-    std::fs::create_dir(&faulty).unwrap();
-    build_library(
-        &faulty,
-        "libcublas.so.12",
-        "libcublas.so.12",
-        &format!(
-            "#include <signal.h>\n#include <stdio.h>\n#include <unistd.h>\n\
-             int cublasGetProperty(int type, int *value) {{ fprintf(stderr, \"about to fail\\n\"); {body} }}\n"
-        ),
-    );
+    let faulty = faulty_cublas(dir.path(), body);
     let lib = |name: &str| fixture(&format!("{VENV_CU12}/nvidia/{name}/lib"));
     let dirs = [lib("cuda_runtime"), lib("cuda_nvrtc"), lib("cudnn"), faulty];
-    let config = config(dir.path(), "faulty", &dirs);
+    let config = combination_config(dir.path(), "faulty", &dirs);
     let empty = dir.path().join("empty");
     std::fs::create_dir(&empty).unwrap();
     let output = check_output(

@@ -193,3 +193,39 @@ pub fn build_library(dir: &Path, file: &str, soname: &str, source: &str) {
     assert!(status.success(), "cc failed for {file}");
     std::fs::remove_file(c).unwrap();
 }
+
+/// A `stackbench.toml` naming one combination of `dirs`, in `dir`.
+pub fn combination_config(dir: &Path, name: &str, dirs: &[PathBuf]) -> PathBuf {
+    let list: Vec<String> = dirs
+        .iter()
+        .map(|d| format!("{:?}", d.display().to_string()))
+        .collect();
+    let path = dir.join("stackbench.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "[[combination]]\nname = \"{name}\"\nlibrary_dirs = [{}]\n",
+            list.join(", ")
+        ),
+    )
+    .unwrap();
+    path
+}
+
+/// `dir/faulty/libcublas.so.12`, built here: its `cublasGetProperty` says "about to fail" on
+/// stderr, then runs `body` (`raise(SIGSEGV); return 0;` to crash, `for (;;) pause(); return 0;`
+/// to hang). The directory, for a combination's `library_dirs`.
+pub fn faulty_cublas(dir: &Path, body: &str) -> PathBuf {
+    let faulty = dir.join("faulty");
+    std::fs::create_dir(&faulty).unwrap();
+    build_library(
+        &faulty,
+        "libcublas.so.12",
+        "libcublas.so.12",
+        &format!(
+            "#include <signal.h>\n#include <stdio.h>\n#include <unistd.h>\n\
+             int cublasGetProperty(int type, int *value) {{ fprintf(stderr, \"about to fail\\n\"); {body} }}\n"
+        ),
+    );
+    faulty
+}
