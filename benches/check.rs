@@ -13,7 +13,7 @@ mod common;
 
 use common::{fixture, toolkits, toolkits_location, DRIVER_AMD64};
 use criterion::{criterion_group, criterion_main, Criterion};
-use stackbench::check::{self, CheckOptions};
+use stackbench::check::{self, CheckOptions, Selection};
 use stackbench::compat::ComputeCapability;
 use stackbench::discover::{Host, Options};
 use std::path::PathBuf;
@@ -21,12 +21,7 @@ use std::time::Duration;
 
 fn options(roots: Vec<PathBuf>, system: bool) -> CheckOptions {
     CheckOptions {
-        discover: Options { roots, system },
-        driver_dir: None,
-        select: Vec::new(),
-        config: Default::default(),
-        target: None,
-        device: 0,
+        selection: Selection::of(Options { roots, system }),
         timeout: Duration::from_secs(120),
         worker: common::stackbench_bin(),
     }
@@ -49,11 +44,9 @@ fn bench(c: &mut Criterion) {
         .measurement_time(Duration::from_secs(20));
 
     if toolkits_location().join(".complete").is_file() {
-        let fixtures = CheckOptions {
-            driver_dir: Some(fixture(DRIVER_AMD64)),
-            target: Some(ComputeCapability::new(9, 0)),
-            ..options(vec![toolkits()], false)
-        };
+        let mut fixtures = options(vec![toolkits()], false);
+        fixtures.selection.driver_dir = Some(fixture(DRIVER_AMD64));
+        fixtures.selection.target = Some(ComputeCapability::new(9, 0));
         eprintln!(
             "check/fixtures: slowest combination {:.0} ms",
             slowest(&fixtures, &Host::default())

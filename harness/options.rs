@@ -1,7 +1,7 @@
 //! Validated options: command-line arguments checked and turned into what the commands need.
 
 use crate::bench::{plan::Depth, BenchOptions};
-use crate::check::CheckOptions;
+use crate::check::{CheckOptions, Selection};
 use crate::cli::{
     BenchArgs, CheckArgs, ColorChoice, CombinationArgs, DoctorArgs, Format, ReportArgs, ScanArgs,
     SearchArgs,
@@ -87,14 +87,8 @@ pub fn check(
     args: CheckArgs,
     color: ColorChoice,
 ) -> Result<(CheckOptions, ReportOptions), OptionsError> {
-    let chosen = Chosen::from(args.combinations)?;
     let options = CheckOptions {
-        discover: search(args.search)?,
-        driver_dir: chosen.driver_dir,
-        select: chosen.select,
-        config: chosen.config,
-        target: chosen.target,
-        device: chosen.device,
+        selection: selection(args.search, args.combinations)?,
         timeout: timeout(args.timeout)?,
         worker: std::env::current_exe().map_err(OptionsError::NoExecutable)?,
     };
@@ -102,24 +96,15 @@ pub fn check(
 }
 
 /// The combinations `check` and `bench` run, checked.
-struct Chosen {
-    driver_dir: Option<PathBuf>,
-    select: Vec<String>,
-    config: crate::check::config::Config,
-    target: Option<ComputeCapability>,
-    device: u32,
-}
-
-impl Chosen {
-    fn from(args: CombinationArgs) -> Result<Chosen, OptionsError> {
-        Ok(Chosen {
-            driver_dir: driver_dir(args.driver_dir)?,
-            select: args.combinations,
-            config: config(args.config.as_deref())?,
-            target: target(args.target.as_deref())?,
-            device: args.device,
-        })
-    }
+fn selection(search_args: SearchArgs, args: CombinationArgs) -> Result<Selection, OptionsError> {
+    Ok(Selection {
+        discover: search(search_args)?,
+        driver_dir: driver_dir(args.driver_dir)?,
+        select: args.combinations,
+        config: config(args.config.as_deref())?,
+        target: target(args.target.as_deref())?,
+        device: args.device,
+    })
 }
 
 /// A `--driver-dir`: a directory holding `libcuda.so.1`, made absolute.
@@ -161,14 +146,8 @@ pub fn bench(
     if args.format == Format::Junit {
         return Err(OptionsError::JunitNotForBench);
     }
-    let chosen = Chosen::from(args.combinations)?;
     let options = BenchOptions {
-        discover: search(args.search)?,
-        driver_dir: chosen.driver_dir,
-        select: chosen.select,
-        config: chosen.config,
-        target: chosen.target,
-        device: chosen.device,
+        selection: selection(args.search, args.combinations)?,
         depth: if args.quick {
             Depth::Quick
         } else {

@@ -16,7 +16,7 @@ use stackbench::bench::client::Client;
 use stackbench::bench::plan::Depth;
 use stackbench::bench::protocol::{Command, Reply, Workload};
 use stackbench::bench::{self, model::Verification, suite, BenchOptions};
-use stackbench::check::combination::Combination;
+use stackbench::check::{combination::Combination, Selection};
 use stackbench::discover::{Host, Options};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -38,12 +38,10 @@ pub struct Target {
 
 fn options(roots: Vec<PathBuf>, system: bool, driver_dir: Option<PathBuf>) -> BenchOptions {
     BenchOptions {
-        discover: Options { roots, system },
-        driver_dir,
-        select: Vec::new(),
-        config: Default::default(),
-        target: None,
-        device: 0,
+        selection: Selection {
+            driver_dir,
+            ..Selection::of(Options { roots, system })
+        },
         depth: Depth::Full,
         timeout: TIMEOUT,
         worker: common::stackbench_bin(),
@@ -61,6 +59,7 @@ fn targets(label: &str, options: &BenchOptions, host: &Host) -> Vec<Target> {
     };
     let settings = options.settings(&scope);
     scope
+        .selected
         .combinations
         .iter()
         .filter_map(|c| match suite::start(c, &settings) {

@@ -16,10 +16,9 @@ pub mod stats;
 pub mod suite;
 pub mod worker;
 
-use crate::check::{self, combination, config, CheckError};
+use crate::check::{self, CheckError};
 use crate::compat::ComputeCapability;
-use crate::discover::{self, Host};
-use crate::resolve::SearchContext;
+use crate::discover::Host;
 use model::{BenchReport, BENCH_SCHEMA};
 use plan::Depth;
 use std::path::PathBuf;
@@ -33,17 +32,7 @@ pub const DEFAULT_TARGET: ComputeCapability = ComputeCapability::new(9, 0);
 /// How `bench` runs.
 #[derive(Debug, Clone)]
 pub struct BenchOptions {
-    pub discover: discover::Options,
-    /// Take the driver's libraries from here instead of the system's.
-    pub driver_dir: Option<PathBuf>,
-    /// `--combination`: only these (all when empty).
-    pub select: Vec<String>,
-    /// Combinations from `stackbench.toml`.
-    pub config: config::Config,
-    /// The architecture to compile for when there is no device.
-    pub target: Option<ComputeCapability>,
-    /// The CUDA device ordinal.
-    pub device: u32,
+    pub selection: check::Selection,
     pub depth: Depth,
     /// How long one worker command may take before it counts as hung.
     pub timeout: Duration,
@@ -54,33 +43,21 @@ pub struct BenchOptions {
 /// What a run works on: the host's fingerprint, the selected combinations, the GPU, and the
 /// architecture NVRTC compiles for.
 pub struct Scope {
-    pub host: crate::model::HostInfo,
-    pub combinations: Vec<combination::Combination>,
-    pub gpu: crate::gpu::GpuInfo,
+    pub selected: check::Selected,
     /// `sm_90`: the device's, else `--target`, else [`DEFAULT_TARGET`].
     pub arch: String,
 }
 
 /// Scans the host and picks the combinations to benchmark.
 pub fn scope(options: &BenchOptions, host: &Host) -> Result<Scope, CheckError> {
-    let scan = crate::scan::scan(&options.discover, host);
-    let all = combination::combinations(
-        &scan,
-        &options.config.combinations,
-        options.driver_dir.as_deref(),
-        host.env.get("LD_LIBRARY_PATH").map(String::as_str),
-        &SearchContext::host(Vec::new()),
-    );
-    let combinations = check::select(all, &options.select, &scan)?;
-    let gpu = crate::gpu::detect_with(&options.worker, options.driver_dir.as_deref());
-    let arch = gpu
+    let selected = options.selection.resolve(host, &options.worker)?;
+    let arch = selected
+        .gpu
         .compute_capability()
-        .or(options.target)
+        .or(options.selection.target)
         .unwrap_or(DEFAULT_TARGET);
     Ok(Scope {
-        host: scan.host,
-        combinations,
-        gpu,
+        selected,
         arch: format!("sm_{}{}", arch.major, arch.minor),
     })
 }
@@ -91,7 +68,7 @@ impl BenchOptions {
         Settings {
             depth: self.depth,
             arch: &scope.arch,
-            device: self.device,
+            device: self.selection.device,
             worker: &self.worker,
             timeout: self.timeout,
         }
@@ -107,9 +84,9 @@ pub fn bench(
     let started = crate::timestamp::now();
     let scope = scope(options, host)?;
     let settings = options.settings(&scope);
-    let mut combinations = Vec::with_capacity(scope.combinations.len());
+    let mut combinations = Vec::with_capacity(scope.selected.combinations.len());
     let mut benchmarks = Vec::new();
-    for combination in &scope.combinations {
+    for combination in &scope.selected.combinations {
         let (run, results) = suite::run(combination, &settings, progress);
         combinations.push(run);
         benchmarks.extend(results);
@@ -117,10 +94,10 @@ pub fn bench(
     Ok(BenchReport {
         schema: BENCH_SCHEMA.to_owned(),
         started,
-        host: scope.host.clone(),
-        gpu: scope.gpu.clone(),
+        host: scope.selected.host.clone(),
+        gpu: scope.selected.gpu.clone(),
         target: scope.arch.clone(),
-        driver_dir: options.driver_dir.clone(),
+        driver_dir: options.selection.driver_dir.clone(),
         quick: options.depth == Depth::Quick,
         combinations,
         benchmarks,

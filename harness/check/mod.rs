@@ -18,17 +18,20 @@ pub mod worker;
 
 use crate::compat::ComputeCapability;
 use crate::discover::{self, Host};
+use crate::gpu::GpuInfo;
+use crate::model::HostInfo;
 use crate::resolve::SearchContext;
 use combination::Combination;
 use model::{CheckReport, CheckResult, CombinationReport, DriverUse, CHECK_SCHEMA};
 use protocol::CheckRequest;
 use spec::Side;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// How `check` runs.
+/// Which combinations to run, against which driver and device: what `check` and `bench`
+/// share.
 #[derive(Debug, Clone)]
-pub struct CheckOptions {
+pub struct Selection {
     pub discover: discover::Options,
     /// Take the driver's libraries from here instead of the system's.
     pub driver_dir: Option<PathBuf>,
@@ -38,8 +41,55 @@ pub struct CheckOptions {
     pub config: config::Config,
     /// The architecture to compile for when there is no device.
     pub target: Option<ComputeCapability>,
-    /// The CUDA device ordinal the GPU checks use.
+    /// The CUDA device ordinal the GPU work uses.
     pub device: u32,
+}
+
+/// The host's selected combinations, with the scan's record of the host and the GPUs NVML sees.
+pub struct Selected {
+    pub host: HostInfo,
+    pub combinations: Vec<Combination>,
+    pub gpu: GpuInfo,
+}
+
+impl Selection {
+    /// Every combination found where `discover` looks, with the host's driver, device 0 and
+    /// no `--target`: the command line's defaults.
+    pub fn of(discover: discover::Options) -> Selection {
+        Selection {
+            discover,
+            driver_dir: None,
+            select: Vec::new(),
+            config: config::Config::default(),
+            target: None,
+            device: 0,
+        }
+    }
+
+    /// Scans the host, forms its combinations and picks the selected ones; asks NVML (through
+    /// `worker`, in a helper process) for the GPUs.
+    pub fn resolve(&self, host: &Host, worker: &Path) -> Result<Selected, CheckError> {
+        let scan = crate::scan::scan(&self.discover, host);
+        let all = combination::combinations(
+            &scan,
+            &self.config.combinations,
+            self.driver_dir.as_deref(),
+            host.env.get("LD_LIBRARY_PATH").map(String::as_str),
+            &SearchContext::host(Vec::new()),
+        );
+        let combinations = select(all, &self.select, &scan)?;
+        Ok(Selected {
+            host: scan.host,
+            combinations,
+            gpu: crate::gpu::detect_with(worker, self.driver_dir.as_deref()),
+        })
+    }
+}
+
+/// How `check` runs.
+#[derive(Debug, Clone)]
+pub struct CheckOptions {
+    pub selection: Selection,
     /// How long one check may take.
     pub timeout: Duration,
     /// The stackbench executable that serves as worker (`__check`, `__gpu`).
@@ -59,16 +109,11 @@ pub enum CheckError {
 /// cores, each in its own workers.
 pub fn check(options: &CheckOptions, host: &Host) -> Result<CheckReport, CheckError> {
     let started = crate::timestamp::now();
-    let scan = crate::scan::scan(&options.discover, host);
-    let all = combination::combinations(
-        &scan,
-        &options.config.combinations,
-        options.driver_dir.as_deref(),
-        host.env.get("LD_LIBRARY_PATH").map(String::as_str),
-        &SearchContext::host(Vec::new()),
-    );
-    let selected = select(all, &options.select, &scan)?;
-    let gpu = crate::gpu::detect_with(&options.worker, options.driver_dir.as_deref());
+    let Selected {
+        host: host_info,
+        combinations: selected,
+        gpu,
+    } = options.selection.resolve(host, &options.worker)?;
     let parallel = std::thread::available_parallelism().map_or(2, |n| n.get());
     let mut combinations = Vec::with_capacity(selected.len());
     for chunk in selected.chunks(parallel) {
@@ -83,18 +128,19 @@ pub fn check(options: &CheckOptions, host: &Host) -> Result<CheckReport, CheckEr
     Ok(CheckReport {
         schema: CHECK_SCHEMA.to_owned(),
         started,
-        host: scan.host,
+        host: host_info,
         gpu,
         target: options
+            .selection
             .target
             .map(|cc| format!("sm_{}{}", cc.major, cc.minor)),
-        driver_dir: options.driver_dir.clone(),
+        driver_dir: options.selection.driver_dir.clone(),
         combinations,
     })
 }
 
 /// The combinations `--combination` names, in the order found; all of them when it names none.
-pub(crate) fn select(
+fn select(
     all: Vec<Combination>,
     names: &[String],
     scan: &crate::model::ScanReport,
@@ -132,9 +178,10 @@ fn run_combination(combination: &Combination, options: &CheckOptions) -> Combina
         driver: combination.driver.clone(),
         nvml: combination.nvml.clone(),
         target: options
+            .selection
             .target
             .map(|cc| format!("sm_{}{}", cc.major, cc.minor)),
-        device: options.device,
+        device: options.selection.device,
         run: spec::SPECS
             .iter()
             .filter(|s| s.side == Side::Worker)
@@ -145,7 +192,7 @@ fn run_combination(combination: &Combination, options: &CheckOptions) -> Combina
     let run = runner::run(combination, request, options.timeout, &options.worker);
     let mut checks = run.results;
     let libraries = mapped::library_uses(combination, &run.mapped, &checks);
-    let arch = device_arch(&checks, options.device).or(options.target);
+    let arch = device_arch(&checks, options.selection.device).or(options.selection.target);
     for (id, outcome) in [
         (
             "coverage.kernels",
