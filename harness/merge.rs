@@ -161,24 +161,12 @@ pub fn merge(paths: &[PathBuf]) -> Result<MergeReport, MergeError> {
 }
 
 fn node(path: &Path, run: &Run) -> Node {
-    let (host, gpu) = match run {
-        Run::Bench(r) => (&r.host, &r.gpu),
-        Run::Check(r) => (&r.host, &r.gpu),
-        Run::Doctor(r) => (&r.host, &r.gpu),
-        Run::Scan(r) => {
-            return Node {
-                path: path.to_path_buf(),
-                hostname: r.host.hostname.clone(),
-                gpu: None,
-                driver: None,
-            }
-        }
-    };
+    let gpu = run.gpu();
     Node {
         path: path.to_path_buf(),
-        hostname: host.hostname.clone(),
-        gpu: gpu.devices.first().map(|d| d.name.clone()),
-        driver: gpu.driver_version.clone(),
+        hostname: run.host().hostname.clone(),
+        gpu: gpu.and_then(|g| g.devices.first()).map(|d| d.name.clone()),
+        driver: gpu.and_then(|g| g.driver_version.clone()),
     }
 }
 

@@ -115,6 +115,20 @@ pub struct Parameters {
     pub arch: Option<String>,
 }
 
+impl Parameters {
+    /// Each parameter given, in the order ids name them: implementation, precision, size,
+    /// architecture, mode.
+    pub fn parts(&self) -> Vec<String> {
+        let mut parts = Vec::new();
+        parts.extend(self.implementation.clone());
+        parts.extend(self.precision.clone());
+        parts.extend(self.size.map(|s| s.to_string()));
+        parts.extend(self.arch.clone());
+        parts.extend(self.mode.map(|m| m.name().to_owned()));
+        parts
+    }
+}
+
 /// How a benchmark ended.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
@@ -291,13 +305,8 @@ impl Key {
     /// The criterion-style id: the benchmark, the combination, then each parameter given, in a
     /// fixed order (`matmul/pip:venv-cu12/cublas/bf16/8192/batch`).
     pub fn id(&self) -> String {
-        let p = &self.parameters;
         let mut parts = vec![self.benchmark.to_owned(), self.combination.clone()];
-        parts.extend(p.implementation.clone());
-        parts.extend(p.precision.clone());
-        parts.extend(p.size.map(|s| s.to_string()));
-        parts.extend(p.arch.clone());
-        parts.extend(p.mode.map(|m| m.name().to_owned()));
+        parts.extend(self.parameters.parts());
         parts.join("/")
     }
 }

@@ -5,7 +5,8 @@
 use crate::bench::model::{BenchReport, BENCH_SCHEMA};
 use crate::check::model::{CheckReport, CHECK_SCHEMA};
 use crate::doctor::{DoctorReport, DOCTOR_SCHEMA};
-use crate::model::{ScanReport, SCAN_SCHEMA};
+use crate::gpu::GpuInfo;
+use crate::model::{HostInfo, ScanReport, SCAN_SCHEMA};
 use serde::de::DeserializeOwned;
 use std::path::{Path, PathBuf};
 
@@ -46,19 +47,7 @@ pub fn latest(dir: &Path, kind: Kind) -> Result<(PathBuf, PathBuf), LatestError>
         if run.kind() != kind.name() {
             continue;
         }
-        let started = match &run {
-            Run::Bench(r) => Some(r.started.clone()),
-            Run::Check(r) => Some(r.started.clone()),
-            Run::Doctor(_) | Run::Scan(_) => None,
-        };
-        let when = started.unwrap_or_else(|| {
-            let modified = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
-            let seconds = modified
-                .and_then(|m| m.duration_since(std::time::UNIX_EPOCH).ok())
-                .map_or(0, |d| d.as_secs());
-            crate::timestamp::rfc3339(seconds)
-        });
-        runs.push((when, path));
+        runs.push((when(&run, &path), path));
     }
     runs.sort();
     match runs.as_slice() {
@@ -69,6 +58,20 @@ pub fn latest(dir: &Path, kind: Kind) -> Result<(PathBuf, PathBuf), LatestError>
             found: runs.len(),
         }),
     }
+}
+
+/// When `run` started, or else when its file was last written: RFC 3339, so that it sorts.
+pub fn when(run: &Run, path: &Path) -> String {
+    run.started().map_or_else(
+        || {
+            let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok();
+            let seconds = modified
+                .and_then(|m| m.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_secs());
+            crate::timestamp::rfc3339(seconds)
+        },
+        str::to_owned,
+    )
 }
 
 /// Why `--latest` found nothing to compare (exit status 2).
@@ -104,6 +107,35 @@ impl Run {
             Run::Check(_) => "check",
             Run::Doctor(_) => "doctor",
             Run::Scan(_) => "scan",
+        }
+    }
+
+    /// The host the run was made on.
+    pub fn host(&self) -> &HostInfo {
+        match self {
+            Run::Bench(r) => &r.host,
+            Run::Check(r) => &r.host,
+            Run::Doctor(r) => &r.host,
+            Run::Scan(r) => &r.host,
+        }
+    }
+
+    /// The GPUs the run saw; a scan records none.
+    pub fn gpu(&self) -> Option<&GpuInfo> {
+        match self {
+            Run::Bench(r) => Some(&r.gpu),
+            Run::Check(r) => Some(&r.gpu),
+            Run::Doctor(r) => Some(&r.gpu),
+            Run::Scan(_) => None,
+        }
+    }
+
+    /// When the run started (bench and check record it).
+    pub fn started(&self) -> Option<&str> {
+        match self {
+            Run::Bench(r) => Some(&r.started),
+            Run::Check(r) => Some(&r.started),
+            Run::Doctor(_) | Run::Scan(_) => None,
         }
     }
 }

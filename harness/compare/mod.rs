@@ -63,27 +63,16 @@ pub enum CompareError {
 
 /// The GPU names of a run, for the same-GPU rule; `None` for runs without a GPU record.
 fn gpus(run: &Run) -> Option<String> {
-    let gpu = match run {
-        Run::Bench(r) => &r.gpu,
-        Run::Check(r) => &r.gpu,
-        Run::Doctor(r) => &r.gpu,
-        Run::Scan(_) => return None,
-    };
+    let gpu = run.gpu()?;
     let names: Vec<&str> = gpu.devices.iter().map(|d| d.name.as_str()).collect();
     Some(names.join(", "))
 }
 
 fn info(path: &Path, run: &Run) -> RunInfo {
-    let (started, host) = match run {
-        Run::Bench(r) => (Some(r.started.clone()), &r.host),
-        Run::Check(r) => (Some(r.started.clone()), &r.host),
-        Run::Doctor(r) => (None, &r.host),
-        Run::Scan(r) => (None, &r.host),
-    };
     RunInfo {
         path: path.to_path_buf(),
-        started,
-        hostname: host.hostname.clone(),
+        started: run.started().map(str::to_owned),
+        hostname: run.host().hostname.clone(),
     }
 }
 
