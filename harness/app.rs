@@ -2,7 +2,9 @@
 
 use crate::cli::{Cli, Command};
 use crate::discover::Host;
-use crate::{bench, check, compare, doctor, gpu, merge, options, output, probe, report, scan};
+use crate::{
+    bench, check, compare, doctor, gpu, history, merge, options, output, probe, report, scan,
+};
 use clap::Parser;
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -75,6 +77,29 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> anyhow::Result<ExitCode>
                 report::exporter(report_options.format, report_options.color).merge(&report)?;
             output::write(&report_options.destination, &bytes)?;
             !report.outliers.is_empty()
+        }
+        Command::Report(args) => {
+            let (files, looked_in) = if args.files.is_empty() {
+                let files = history::files_in(&args.results)?;
+                (files, args.results.display().to_string())
+            } else {
+                let given = format!("the {} file(s) given", args.files.len());
+                (args.files, given)
+            };
+            let history = history::gather(&files);
+            if history.runs.is_empty() {
+                return Err(history::HistoryError::Empty {
+                    looked_in,
+                    passed_over: history.passed_over.len(),
+                }
+                .into());
+            }
+            for file in &history.passed_over {
+                eprintln!("report: passed over {}", file.reason);
+            }
+            let bytes = report::history(args.format, &history)?;
+            output::write(&options::destination(args.output), &bytes)?;
+            !history.passed_over.is_empty()
         }
         Command::CheckWorker => return Ok(check::worker::run()),
         Command::BenchWorker => return Ok(bench::worker::run()),

@@ -35,6 +35,11 @@ pub enum Command {
     /// The results of many nodes (bench or check files, one per node) in one table keyed by
     /// node, GPU, driver and combination, the outliers first; exit 1 when there is one.
     Merge(MergeArgs),
+    /// Every run under results/ (or the files given) on one page: each benchmark's median and
+    /// interquartile range run after run, one line per combination, marked where driver or
+    /// library versions changed, and each check run's matrix. Self-contained HTML with inline
+    /// SVG charts, or the same as Markdown without the charts, or JSON.
+    Report(HistoryArgs),
     /// The worker process that loads libraries for `doctor` (internal; reads a request on stdin).
     #[command(name = "__probe", hide = true)]
     Probe,
@@ -196,6 +201,38 @@ pub struct MergeArgs {
     pub files: Vec<PathBuf>,
     #[command(flatten)]
     pub report: ReportArgs,
+}
+
+/// Arguments of `report`.
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    /// Result files (JSON) to report on; without them, every JSON file directly in --results.
+    pub files: Vec<PathBuf>,
+    /// Where the runs are, when no files are given.
+    #[arg(
+        long,
+        value_name = "DIR",
+        default_value = "results",
+        conflicts_with = "files"
+    )]
+    pub results: PathBuf,
+    /// The page's format.
+    #[arg(long, value_enum, default_value_t = PageFormat::Html)]
+    pub format: PageFormat,
+    /// Write the page to this file (atomically) instead of standard output; `-` is standard output.
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// Formats of `report`'s page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PageFormat {
+    /// One self-contained page with inline SVG charts.
+    Html,
+    /// The same tables without the charts (pull requests, `$GITHUB_STEP_SUMMARY`).
+    Markdown,
+    /// The gathered history, `stackbench.history/v1`.
+    Json,
 }
 
 /// Report formats.

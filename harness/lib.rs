@@ -6,7 +6,8 @@
 //! turns them into findings; `check` runs conformance checks per combination of driver and
 //! libraries in worker processes; `bench` times vector add and matmul per combination to
 //! nvbench's standard, and NVRTC compilation and library loading on the CPU; `compare` sets two
-//! runs side by side; `report` renders every report in each format.
+//! runs side by side, `merge` sets a fleet's runs in one table, and `history` gathers every
+//! run for a page of them over time; `report` renders every report in each format.
 
 pub mod app;
 pub mod bench;
@@ -21,6 +22,7 @@ pub mod doctor;
 pub mod elf;
 pub mod error;
 pub mod gpu;
+pub mod history;
 pub mod kernels;
 pub mod merge;
 pub mod model;

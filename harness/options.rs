@@ -46,11 +46,16 @@ fn search(args: SearchArgs) -> Result<discover::Options, OptionsError> {
     })
 }
 
-fn report(args: ReportArgs, color: ColorChoice) -> ReportOptions {
-    let destination = match args.output {
+/// Where `--output` sends a report: a file, or standard output for none or `-`.
+pub fn destination(output: Option<PathBuf>) -> Destination {
+    match output {
         Some(path) if path.as_os_str() != "-" => Destination::File(path),
         _ => Destination::Stdout,
-    };
+    }
+}
+
+fn report(args: ReportArgs, color: ColorChoice) -> ReportOptions {
+    let destination = destination(args.output);
     let color = use_color(color, &destination);
     ReportOptions {
         format: args.format,

@@ -12,7 +12,7 @@ use serde::Serialize;
 
 pub struct Json;
 
-fn to_json(value: &impl Serialize) -> Result<Vec<u8>, OutputError> {
+pub(super) fn to_json(value: &impl Serialize) -> Result<Vec<u8>, OutputError> {
     let mut bytes = serde_json::to_vec_pretty(value).map_err(|e| OutputError::Encode {
         format: "json",
         reason: e.to_string(),

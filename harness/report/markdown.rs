@@ -495,3 +495,140 @@ fn check_libraries(out: &mut String, report: &CheckReport, c: &CombinationReport
 fn escape(text: &str) -> String {
     text.replace('|', "\\|").replace('\n', " ")
 }
+
+/// The history of runs without the charts: per benchmark a table of each run's median and
+/// interquartile range per combination, the check matrices, and the runs.
+pub fn history(history: &crate::history::History) -> String {
+    let mut out = format!(
+        "# stackbench report\n\n{}\n\n",
+        escape(&super::history_headline(history))
+    );
+    for file in &history.passed_over {
+        let _ = writeln!(out, "- passed over: {}", escape(&file.reason));
+    }
+    history_charts(&mut out, history);
+    history_matrices(&mut out, history);
+    history_runs(&mut out, history);
+    out
+}
+
+/// Per benchmark, each run's median and interquartile range per series, and the versions.
+fn history_charts(out: &mut String, history: &crate::history::History) {
+    use super::{version_mark, version_sets};
+    out.push_str("\n## Benchmarks\n\n");
+    if history.charts.is_empty() {
+        out.push_str("No bench run measured anything.\n\n");
+    } else {
+        out.push_str(
+            "Each run's median (interquartile range); v1, v2, ... mark where the versions \
+             behind a figure changed.\n\n",
+        );
+    }
+    for chart in &history.charts {
+        let _ = write!(out, "### `{}`\n\n| run |", chart.benchmark);
+        for series in &chart.series {
+            let _ = write!(out, " `{}` |", escape(&series.label));
+        }
+        out.push_str("\n|---|");
+        out.push_str(&"---|".repeat(chart.series.len()));
+        out.push('\n');
+        let mut runs: Vec<usize> = chart
+            .series
+            .iter()
+            .flat_map(|s| s.points.iter().map(|p| p.run))
+            .collect();
+        runs.sort_unstable();
+        runs.dedup();
+        let sets = version_sets(chart);
+        for run in runs {
+            let _ = write!(out, "| {} |", history.runs[run].when);
+            for series in &chart.series {
+                let cell = series.points.iter().find(|p| p.run == run).map_or_else(
+                    || "-".to_owned(),
+                    |p| {
+                        let mut cell = format!(
+                            "{} ({} to {})",
+                            bench::duration(p.median_ns),
+                            bench::duration(p.q1_ns),
+                            bench::duration(p.q3_ns)
+                        );
+                        if p.versions_changed {
+                            let _ = write!(cell, " {}", version_mark(&sets, &p.versions));
+                        }
+                        cell
+                    },
+                );
+                let _ = write!(out, " {cell} |");
+            }
+            out.push('\n');
+        }
+        out.push('\n');
+        for versions in &sets {
+            let _ = writeln!(
+                out,
+                "- {}: {}",
+                version_mark(&sets, versions),
+                escape(versions)
+            );
+        }
+        out.push('\n');
+    }
+}
+
+/// Each check run's matrix, newest first.
+fn history_matrices(out: &mut String, history: &crate::history::History) {
+    out.push_str("## Checks\n\n");
+    if history.matrices.is_empty() {
+        out.push_str("No check run.\n\n");
+    }
+    for matrix in history.matrices.iter().rev() {
+        let run = &history.runs[matrix.run];
+        let _ = write!(
+            out,
+            "### {} on {}\n\n| library | check |",
+            run.when,
+            escape(&run.hostname)
+        );
+        for combination in &matrix.combinations {
+            let _ = write!(out, " `{}` |", escape(combination));
+        }
+        out.push_str("\n|---|---|");
+        out.push_str(&"---|".repeat(matrix.combinations.len()));
+        out.push('\n');
+        for row in &matrix.rows {
+            let _ = write!(out, "| {} | `{}` |", escape(&row.library), row.check);
+            for cell in &row.cells {
+                let status = cell.as_ref().map_or("-", |c| match c.status {
+                    Status::Fail => "**FAIL**",
+                    status => status.name(),
+                });
+                let _ = write!(out, " {status} |");
+            }
+            out.push('\n');
+        }
+        out.push('\n');
+    }
+}
+
+/// Every run, newest first.
+fn history_runs(out: &mut String, history: &crate::history::History) {
+    use super::{gpus, history_counts};
+    out.push_str(
+        "## Runs\n\n| when | command | host | GPU | driver | stackbench | outcome | file |\n\
+         |---|---|---|---|---|---|---|---|\n",
+    );
+    for run in history.runs.iter().rev() {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | `{}` |",
+            run.when,
+            run.kind,
+            escape(&run.hostname),
+            escape(&gpus(&run.gpus)),
+            escape(run.driver.as_deref().unwrap_or("-")),
+            escape(&run.stackbench_version),
+            history_counts(run),
+            escape(&run.path.display().to_string())
+        );
+    }
+}

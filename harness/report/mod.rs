@@ -4,18 +4,21 @@
 mod bench;
 mod compare;
 mod csv;
+mod html;
 mod json;
 mod junit;
 mod markdown;
+mod svg;
 mod terminal;
 
 use crate::bench::model::BenchReport;
 use crate::check::model::{CheckReport, CombinationReport, LibraryUse, Status};
-use crate::cli::Format;
+use crate::cli::{Format, PageFormat};
 use crate::compare::model::CompareReport;
 use crate::doctor::DoctorReport;
 use crate::error::OutputError;
 use crate::gpu::GpuInfo;
+use crate::history::{Chart, History, RunEntry};
 use crate::merge::MergeReport;
 use crate::model::ScanReport;
 use std::path::Path;
@@ -45,6 +48,82 @@ pub fn exporter(format: Format, color: bool) -> Box<dyn Exporter> {
         Format::Markdown => Box::new(markdown::Markdown),
         Format::Junit => Box::new(junit::Junit),
     }
+}
+
+/// The history of runs (`stackbench report`) as a page: HTML with charts, Markdown without, or
+/// JSON.
+pub fn history(format: PageFormat, history: &History) -> Result<Vec<u8>, OutputError> {
+    Ok(match format {
+        PageFormat::Html => html::history(history).into_bytes(),
+        PageFormat::Markdown => markdown::history(history).into_bytes(),
+        PageFormat::Json => json::to_json(history)?,
+    })
+}
+
+/// `12 runs (8 bench, 4 check) from 2026-11-01T02:00:00Z to 2026-11-23T02:00:00Z on 2 hosts;
+/// gathered 2026-11-23T06:00:00Z`.
+fn history_headline(history: &History) -> String {
+    let mut kinds: Vec<(&str, usize)> = Vec::new();
+    for run in &history.runs {
+        match kinds.iter_mut().find(|(kind, _)| *kind == run.kind) {
+            Some((_, n)) => *n += 1,
+            None => kinds.push((&run.kind, 1)),
+        }
+    }
+    let kinds: Vec<String> = kinds
+        .iter()
+        .map(|(kind, n)| format!("{n} {kind}"))
+        .collect();
+    let hosts: std::collections::BTreeSet<&str> =
+        history.runs.iter().map(|r| r.hostname.as_str()).collect();
+    let span = match (history.runs.first(), history.runs.last()) {
+        (Some(first), Some(last)) => format!(" from {} to {}", first.when, last.when),
+        _ => String::new(),
+    };
+    format!(
+        "{} ({}){span} on {}; gathered {}",
+        count(history.runs.len(), "run"),
+        kinds.join(", "),
+        count(hosts.len(), "host"),
+        history.generated
+    )
+}
+
+/// A run's counts in one line: `28 measured, 0 skipped, 0 failed`.
+fn history_counts(run: &RunEntry) -> String {
+    let counts: Vec<String> = run
+        .counts
+        .iter()
+        .map(|(what, n)| format!("{n} {what}"))
+        .collect();
+    counts.join(", ")
+}
+
+/// GPU names for a cell: `NVIDIA H100 80GB HBM3`, or `no GPU`.
+fn gpus(names: &[String]) -> String {
+    if names.is_empty() {
+        "no GPU".to_owned()
+    } else {
+        names.join(", ")
+    }
+}
+
+/// The distinct sets of versions behind a chart's points, in the order first seen; a set's
+/// mark is its place in this list.
+fn version_sets(chart: &Chart) -> Vec<&str> {
+    let mut sets: Vec<&str> = Vec::new();
+    for point in chart.series.iter().flat_map(|s| s.points.iter()) {
+        if !sets.contains(&point.versions.as_str()) {
+            sets.push(&point.versions);
+        }
+    }
+    sets
+}
+
+/// The mark of a set of versions in `sets`: `v1`, `v2`, ...
+fn version_mark(sets: &[&str], versions: &str) -> String {
+    let at = sets.iter().position(|s| *s == versions).unwrap_or(0);
+    format!("v{}", at + 1)
 }
 
 /// A list for one table cell: items joined by a space, `-` when empty.
