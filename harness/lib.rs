@@ -28,6 +28,7 @@ pub mod merge;
 pub mod model;
 pub mod options;
 pub mod output;
+pub mod pe;
 pub mod probe;
 pub mod process;
 pub mod progress;

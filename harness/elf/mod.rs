@@ -174,7 +174,7 @@ fn check_ident(bytes: &[u8]) -> Result<Class, ElfError> {
 
 /// Runs `f` on `bytes`, copied first into an 8-byte aligned buffer if they are not aligned
 /// (the `object` crate reads headers in place and needs their natural alignment).
-fn with_aligned<T>(bytes: &[u8], f: impl FnOnce(&[u8]) -> T) -> T {
+pub(crate) fn with_aligned<T>(bytes: &[u8], f: impl FnOnce(&[u8]) -> T) -> T {
     if (bytes.as_ptr() as usize) % 8 == 0 {
         return f(bytes);
     }

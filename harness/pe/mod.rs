@@ -1,0 +1,230 @@
+//! Reading a Windows DLL (PE) without loading it: machine, imports and delay-load imports,
+//! exports, the version resource, DLL names it may load at run time, and the GPU
+//! architectures in its fatbinary section, exactly as [`crate::elf`] does for shared objects.
+//!
+//! The `object` crate reads the headers and tables; the version resource is in [`version`],
+//! DLL names among strings in [`names`]. Every read is bounds-checked: arbitrary bytes give a
+//! [`PeError`], never a panic.
+
+pub mod names;
+pub mod version;
+
+use crate::elf::fatbin;
+use object::pe;
+use object::read::pe::{ImageNtHeaders, PeFile32, PeFile64};
+use object::LittleEndian as LE;
+use std::path::Path;
+
+/// A PE section name holds 8 bytes: `.nv_fatbin` is cut to this.
+const FATBIN_SECTION: &[u8] = b".nv_fatb";
+
+/// What a DLL says about itself, read from its bytes alone.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PeInfo {
+    /// `PE32` (32-bit) or `PE32+` (64-bit).
+    pub class: String,
+    /// `x86_64`, `i386`, `aarch64`: the names [`crate::elf`] gives the same machines.
+    pub machine: String,
+    /// The DLLs it imports: the loader must find each before the DLL loads (else error 126).
+    pub imports: Vec<String>,
+    /// The DLLs it delay-loads: found at first call, not at load.
+    pub delay_imports: Vec<String>,
+    /// How many functions it exports.
+    pub exports: usize,
+    /// The version resource's `FileVersion`.
+    pub file_version: Option<String>,
+    /// The version resource's `ProductVersion`.
+    pub product_version: Option<String>,
+    /// DLL names among its strings that it does not import: what it may `LoadLibrary`.
+    pub runtime_names: Vec<String>,
+    /// SASS targets (`sm_90`), sorted, unique.
+    pub sass: Vec<String>,
+    /// PTX targets (`compute_90`), sorted, unique.
+    pub ptx: Vec<String>,
+    /// Why the fatbinary section could not be read to its end.
+    pub fatbin_problem: Option<String>,
+}
+
+/// Why a file could not be read as a DLL.
+#[derive(Debug, thiserror::Error)]
+pub enum PeError {
+    #[error("cannot read {path}: {source}")]
+    Io {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error("not a PE file")]
+    NotPe,
+    #[error("truncated PE file: {0}")]
+    Truncated(String),
+    #[error("malformed PE file: {0}")]
+    Malformed(String),
+}
+
+/// True when `bytes` begin as a PE file does (`MZ`).
+pub fn is_pe(bytes: &[u8]) -> bool {
+    bytes.starts_with(b"MZ")
+}
+
+/// Reads a DLL from its bytes.
+pub fn read_bytes(bytes: &[u8]) -> Result<PeInfo, PeError> {
+    if !is_pe(bytes) {
+        return Err(if bytes.len() < 2 {
+            PeError::Truncated(format!("{} bytes, shorter than the MZ magic", bytes.len()))
+        } else {
+            PeError::NotPe
+        });
+    }
+    crate::elf::with_aligned(bytes, |data| {
+        let magic =
+            object::read::pe::optional_header_magic(data).map_err(|e| malformed(data, e))?;
+        match magic {
+            pe::IMAGE_NT_OPTIONAL_HDR32_MAGIC => read_pe(
+                &PeFile32::parse(data).map_err(|e| malformed(data, e))?,
+                "PE32",
+            ),
+            pe::IMAGE_NT_OPTIONAL_HDR64_MAGIC => read_pe(
+                &PeFile64::parse(data).map_err(|e| malformed(data, e))?,
+                "PE32+",
+            ),
+            other => Err(PeError::Malformed(format!(
+                "unknown optional header magic {other:#x}"
+            ))),
+        }
+    })
+}
+
+/// Reads a DLL from a file, mapping it rather than copying it.
+pub fn read_path(path: &Path) -> Result<PeInfo, PeError> {
+    let map = crate::elf::map_file(path).map_err(|e| match e {
+        crate::elf::ElfError::Io { path, source } => PeError::Io { path, source },
+        other => PeError::Truncated(other.to_string()),
+    })?;
+    read_bytes(&map)
+}
+
+/// A parse error; a file too short for what its headers promise is truncated.
+fn malformed(data: &[u8], error: object::read::Error) -> PeError {
+    let text = error.to_string();
+    if data.len() < 1024 && text.contains("Invalid") {
+        PeError::Truncated(format!("{} bytes: {text}", data.len()))
+    } else {
+        PeError::Malformed(text)
+    }
+}
+
+fn read_pe<Pe: ImageNtHeaders>(
+    file: &object::read::pe::PeFile<'_, Pe>,
+    class: &str,
+) -> Result<PeInfo, PeError> {
+    let data = file.data();
+    let bad = |e: object::read::Error| PeError::Malformed(e.to_string());
+    let mut info = PeInfo {
+        class: class.to_owned(),
+        machine: machine_name(file.nt_headers().file_header().machine.get(LE)),
+        ..PeInfo::default()
+    };
+    if let Some(table) = file.import_table().map_err(bad)? {
+        let mut descriptors = table.descriptors().map_err(bad)?;
+        while let Some(descriptor) = descriptors.next().map_err(bad)? {
+            let name = table.name(descriptor.name.get(LE)).map_err(bad)?;
+            info.imports
+                .push(String::from_utf8_lossy(name).into_owned());
+        }
+    }
+    if let Some(table) = file.delay_load_import_table().map_err(bad)? {
+        let mut descriptors = table.descriptors().map_err(bad)?;
+        while let Some(descriptor) = descriptors.next().map_err(bad)? {
+            let name = table.name(descriptor.dll_name_rva.get(LE)).map_err(bad)?;
+            info.delay_imports
+                .push(String::from_utf8_lossy(name).into_owned());
+        }
+    }
+    if let Some(table) = file.export_table().map_err(bad)? {
+        info.exports = table.name_pointers().len();
+    }
+    let sections = file.section_table();
+    let directories = file.data_directories();
+    if let Some(resources) = directories
+        .resource_directory(data, &sections)
+        .map_err(bad)?
+    {
+        let fixed = version::read(resources, &sections, data);
+        info.file_version = fixed.file_version;
+        info.product_version = fixed.product_version;
+    }
+    let mut runtime = Vec::new();
+    for section in sections.iter() {
+        let name = section.raw_name();
+        let Ok(bytes) = section.pe_data(data) else {
+            continue;
+        };
+        if name.starts_with(FATBIN_SECTION) {
+            let scan = fatbin::scan(bytes);
+            (info.sass, info.ptx) = fatbin::architectures(&scan.entries);
+            info.fatbin_problem = scan.error.map(|e| e.to_string());
+        } else if matches!(name, b".rdata" | b".data") {
+            names::collect_dll_names(bytes, &mut runtime);
+        }
+    }
+    let own = |n: &String| {
+        info.imports.iter().any(|i| i.eq_ignore_ascii_case(n))
+            || info.delay_imports.iter().any(|i| i.eq_ignore_ascii_case(n))
+    };
+    runtime.retain(|n| !own(n));
+    runtime.sort_unstable_by_key(|n| n.to_ascii_lowercase());
+    runtime.dedup_by(|a, b| a.eq_ignore_ascii_case(b));
+    info.runtime_names = runtime;
+    Ok(info)
+}
+
+/// The name of a COFF machine, as [`crate::elf`] names the same machine.
+pub fn machine_name(machine: pe::Machine) -> String {
+    match machine {
+        pe::IMAGE_FILE_MACHINE_AMD64 => "x86_64".into(),
+        pe::IMAGE_FILE_MACHINE_I386 => "i386".into(),
+        pe::IMAGE_FILE_MACHINE_ARM64 => "aarch64".into(),
+        pe::IMAGE_FILE_MACHINE_ARMNT => "arm".into(),
+        other => format!("machine_{:#06x}", other.0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn a_file_that_is_not_pe_says_so() {
+        assert!(matches!(
+            read_bytes(b"\x7fELF\x02\x01"),
+            Err(PeError::NotPe)
+        ));
+        assert!(matches!(read_bytes(b"M"), Err(PeError::Truncated(_))));
+        assert!(read_bytes(b"MZ\0\0").is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..4096)) {
+            let _ = read_bytes(&bytes);
+        }
+
+        #[test]
+        fn arbitrary_bytes_after_a_pe_header_never_panic(
+            tail in proptest::collection::vec(any::<u8>(), 0..4096),
+            at in 0usize..512,
+        ) {
+            let mut bytes = b"MZ".to_vec();
+            bytes.resize(0x40, 0);
+            bytes[0x3c] = 0x40;
+            bytes.extend_from_slice(b"PE\0\0");
+            bytes.extend_from_slice(&tail);
+            let len = bytes.len();
+            if len > 0 {
+                bytes[at % len] ^= 0xff;
+            }
+            let _ = read_bytes(&bytes);
+        }
+    }
+}
