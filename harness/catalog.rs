@@ -47,8 +47,12 @@ pub struct LibraryName {
     pub version: String,
 }
 
-/// Classifies a file name: `Some` when it is a CUDA shared library (`libcudart.so.12.9.79`).
+/// Classifies a file name: `Some` when it is a CUDA shared library (`libcudart.so.12.9.79`)
+/// or DLL (`cudart64_110.dll`).
 pub fn classify(file_name: &str) -> Option<LibraryName> {
+    if let Some(stem) = strip_dll(file_name) {
+        return classify_dll(stem);
+    }
     let rest = file_name.strip_prefix("lib")?;
     let (component, version) = match rest.split_once(".so") {
         Some((stem, "")) => (stem, ""),
@@ -65,6 +69,62 @@ pub fn classify(file_name: &str) -> Option<LibraryName> {
         component: component.to_string(),
         version: version.to_string(),
     })
+}
+
+/// The name without `.dll` (in any case), when it ends so.
+fn strip_dll(file_name: &str) -> Option<&str> {
+    let at = file_name.len().checked_sub(4)?;
+    file_name
+        .get(at..)
+        .filter(|ext| ext.eq_ignore_ascii_case(".dll"))
+        .and_then(|_| file_name.get(..at))
+}
+
+/// What a Windows CUDA DLL's name says. The driver is `nvcuda.dll` and NVML `nvml.dll`; the
+/// others are `<component>64_<version>` (`cublasLt64_12`, `cudnn_ops_infer64_8`), `32_` for
+/// 32-bit builds (`cudart32_110`), or `<component>_<version>` (`nvJitLink_120_0`). The version
+/// digits carry a minor where there are three (`110` is 11.0, the ABI of every CUDA 11 runtime;
+/// `nvrtc64_112_0` is 11.2); CUPTI's is a date-like release (`cupti64_2022.3.0`).
+fn classify_dll(stem: &str) -> Option<LibraryName> {
+    let named = |component: &str, version: String| LibraryName {
+        component: component.to_owned(),
+        version,
+    };
+    match stem.to_ascii_lowercase().as_str() {
+        "nvcuda" => return Some(named("cuda", String::new())),
+        "nvml" => return Some(named("nvidia-ml", String::new())),
+        _ => {}
+    }
+    let split = ["64_", "32_", "_"].iter().find_map(|marker| {
+        stem.match_indices(marker).find_map(|(at, _)| {
+            let (component, version) = (&stem[..at], &stem[at + marker.len()..]);
+            let numeric = !version.is_empty()
+                && version
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || b == b'_' || b == b'.')
+                && version.starts_with(|c: char| c.is_ascii_digit());
+            (numeric && is_cuda_component(component)).then_some((component, version))
+        })
+    });
+    match split {
+        Some((component, version)) => Some(named(component, dll_version(version))),
+        None => is_cuda_component(stem).then(|| named(stem, String::new())),
+    }
+}
+
+/// A DLL name's version as a dotted version: `110` -> `11.0`, `112_0` -> `11.2`, `12` -> `12`,
+/// `2022.3.0` as it is.
+fn dll_version(digits: &str) -> String {
+    if digits.contains('.') {
+        return digits.to_owned();
+    }
+    let major_minor = digits.split('_').next().unwrap_or(digits);
+    if major_minor.len() >= 3 {
+        let (major, minor) = major_minor.split_at(major_minor.len() - 1);
+        format!("{major}.{minor}")
+    } else {
+        major_minor.to_owned()
+    }
 }
 
 fn is_cuda_component(stem: &str) -> bool {
@@ -168,6 +228,25 @@ mod tests {
     #[case("libc.so.6", None)]
     #[case("libcudaxyz.so", None)]
     #[case("cudart.so", None)]
+    #[case("cudart64_110.dll", Some(("cudart", "11.0")))]
+    #[case("cudart32_110.dll", Some(("cudart", "11.0")))]
+    #[case("cudart64_12.dll", Some(("cudart", "12")))]
+    #[case("cublas64_11.dll", Some(("cublas", "11")))]
+    #[case("cublasLt64_12.dll", Some(("cublasLt", "12")))]
+    #[case("cudnn64_8.dll", Some(("cudnn", "8")))]
+    #[case("cudnn_ops_infer64_8.dll", Some(("cudnn_ops_infer", "8")))]
+    #[case("cudnn_cnn_infer64_8.dll", Some(("cudnn_cnn_infer", "8")))]
+    #[case("cupti64_2022.3.0.dll", Some(("cupti", "2022.3.0")))]
+    #[case("cupti64_100.dll", Some(("cupti", "10.0")))]
+    #[case("nvrtc64_112_0.dll", Some(("nvrtc", "11.2")))]
+    #[case("nvrtc-builtins64_118.dll", Some(("nvrtc-builtins", "11.8")))]
+    #[case("nvJitLink_120_0.dll", Some(("nvJitLink", "12.0")))]
+    #[case("nvcuda.dll", Some(("cuda", "")))]
+    #[case("NVML.DLL", Some(("nvidia-ml", "")))]
+    #[case("nvperf_host.dll", Some(("nvperf_host", "")))]
+    #[case("zlibwapi.dll", None)]
+    #[case("kernel32.dll", None)]
+    #[case("cudart64_110.dll.bak", None)]
     fn classifies_file_names(#[case] name: &str, #[case] expected: Option<(&str, &str)>) {
         let got = classify(name);
         assert_eq!(
