@@ -118,6 +118,24 @@ pub struct Library {
     pub sass: Vec<String>,
     pub ptx: Vec<String>,
     pub problems: Vec<Problem>,
+    /// A Windows DLL's own facts; its imports are in `needed`, the DLLs it may `LoadLibrary`
+    /// at run time in `dlopen_deps`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pe: Option<PeFacts>,
+}
+
+/// What a Windows DLL says beyond what every library says.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
+pub struct PeFacts {
+    /// `PE32` (32-bit) or `PE32+` (64-bit).
+    pub class: String,
+    /// DLLs loaded at their first call rather than with the DLL.
+    pub delay_imports: Vec<String>,
+    /// How many functions it exports.
+    pub exports: usize,
+    /// The version resource's `FileVersion` and `ProductVersion`.
+    pub file_version: Option<String>,
+    pub product_version: Option<String>,
 }
 
 /// Symbol versions a library needs from one dependency (ELF VERNEED).
@@ -135,6 +153,8 @@ pub enum VersionSource {
     VersionJson,
     CondaMeta,
     WheelMetadata,
+    /// A DLL's version resource (`ProductVersion`).
+    VersionResource,
 }
 
 /// Something the scan could not read, and why.
@@ -160,6 +180,18 @@ pub enum ProblemKind {
     TooDeep,
     TooManyEntries,
     MalformedMetadata,
+    /// A file named like a DLL that is not a PE file.
+    NotPe,
+    MalformedPe,
+}
+
+impl Library {
+    /// `ELF64`, `PE32+`, ...: the binary's format and word size, when it was read.
+    pub fn binary_class(&self) -> Option<&str> {
+        self.elf_class
+            .as_deref()
+            .or(self.pe.as_ref().map(|p| p.class.as_str()))
+    }
 }
 
 impl Layout {
@@ -208,6 +240,8 @@ impl ProblemKind {
             ProblemKind::TooDeep => "too_deep",
             ProblemKind::TooManyEntries => "too_many_entries",
             ProblemKind::MalformedMetadata => "malformed_metadata",
+            ProblemKind::NotPe => "not_pe",
+            ProblemKind::MalformedPe => "malformed_pe",
         }
     }
 }

@@ -5,6 +5,7 @@ use crate::catalog;
 use crate::discover::{self, layout, metadata, Discovery, Found, Host};
 use crate::elf::{self, ElfError, ElfInfo};
 use crate::model::*;
+use crate::pe::{self, PeError, PeInfo};
 use crate::symlink::{self, Chain};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -68,11 +69,11 @@ fn build_report(discovery: Discovery) -> ScanReport {
     let mut real_files: Vec<PathBuf> = groups.keys().map(|(_, real)| real.clone()).collect();
     real_files.sort();
     real_files.dedup();
-    let elves = read_all(&real_files);
+    let binaries = read_all(&real_files);
     for ((placement, real), entries) in groups {
-        let elf = elves.get(&real);
+        let read = binaries.get(&real);
         if let Some(installation) = installations.get_mut(&placement) {
-            installation.libraries.push(library(entries, real, elf));
+            installation.libraries.push(library(entries, real, read));
         }
     }
     let mut installations: Vec<Installation> = installations.into_values().collect();
@@ -128,8 +129,34 @@ fn empty_installation(placement: &layout::Placement) -> Installation {
     }
 }
 
-/// Reads every file's ELF facts, in parallel across the host's cores.
-fn read_all(files: &[PathBuf]) -> HashMap<PathBuf, Result<ElfInfo, ElfError>> {
+/// A library file's facts: a shared object's or a DLL's.
+enum Binary {
+    Elf(ElfInfo),
+    Pe(PeInfo),
+}
+
+/// Why a library file could not be read.
+enum ReadError {
+    Elf(ElfError),
+    Pe(PeError),
+}
+
+/// Reads a library file: a DLL (by its name) as PE, anything else as ELF.
+fn read_binary(path: &Path) -> Result<Binary, ReadError> {
+    let dll = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("dll"));
+    if dll {
+        pe::read_path(path).map(Binary::Pe).map_err(ReadError::Pe)
+    } else {
+        elf::read_path(path)
+            .map(Binary::Elf)
+            .map_err(ReadError::Elf)
+    }
+}
+
+/// Reads every file's facts, in parallel across the host's cores.
+fn read_all(files: &[PathBuf]) -> HashMap<PathBuf, Result<Binary, ReadError>> {
     let next = AtomicUsize::new(0);
     let results = Mutex::new(HashMap::with_capacity(files.len()));
     let workers = std::thread::available_parallelism()
@@ -140,7 +167,7 @@ fn read_all(files: &[PathBuf]) -> HashMap<PathBuf, Result<ElfInfo, ElfError>> {
             scope.spawn(|| loop {
                 let at = next.fetch_add(1, Ordering::Relaxed);
                 let Some(path) = files.get(at) else { break };
-                let read = elf::read_path(path);
+                let read = read_binary(path);
                 if let Ok(mut results) = results.lock() {
                     results.insert(path.clone(), read);
                 }
@@ -151,9 +178,15 @@ fn read_all(files: &[PathBuf]) -> HashMap<PathBuf, Result<ElfInfo, ElfError>> {
 }
 
 /// One library from the directory entries that name the same file.
-fn library(entries: Vec<Entry>, real: PathBuf, elf: Option<&Result<ElfInfo, ElfError>>) -> Library {
-    let info = elf.and_then(|r| r.as_ref().ok());
-    let soname = info.and_then(|i| i.soname.clone());
+fn library(
+    entries: Vec<Entry>,
+    real: PathBuf,
+    read: Option<&Result<Binary, ReadError>>,
+) -> Library {
+    let soname = match read {
+        Some(Ok(Binary::Elf(info))) => info.soname.clone(),
+        _ => None,
+    };
     let primary = entries
         .iter()
         .position(|e| {
@@ -196,9 +229,11 @@ fn library(entries: Vec<Entry>, real: PathBuf, elf: Option<&Result<ElfInfo, ElfE
         library.version = Some(named.version);
         library.version_source = Some(VersionSource::FileName);
     }
-    match elf {
-        Some(Ok(info)) => fill_elf(&mut library, info),
-        Some(Err(e)) => library.problems.push(elf_problem(&library.real_path, e)),
+    match read {
+        Some(Ok(Binary::Elf(info))) => fill_elf(&mut library, info),
+        Some(Ok(Binary::Pe(info))) => fill_pe(&mut library, info),
+        Some(Err(ReadError::Elf(e))) => library.problems.push(elf_problem(&library.real_path, e)),
+        Some(Err(ReadError::Pe(e))) => library.problems.push(pe_problem(&library.real_path, e)),
         None => {}
     }
     library
@@ -215,7 +250,41 @@ fn fill_elf(library: &mut Library, info: &ElfInfo) {
     library.dlopen_deps = info.dlopen_names.clone();
     library.sass = info.sass.clone();
     library.ptx = info.ptx.clone();
-    if let Some(problem) = &info.fatbin_problem {
+    fatbin_problem(library, info.fatbin_problem.as_deref());
+}
+
+fn fill_pe(library: &mut Library, info: &PeInfo) {
+    library.machine = Some(info.machine.clone());
+    library.needed = info.imports.clone();
+    library.dlopen_deps = info.runtime_names.clone();
+    library.sass = info.sass.clone();
+    library.ptx = info.ptx.clone();
+    // The version resource names the release (11.8.89) where the file name has only the ABI
+    // (cudart64_110.dll); a version with fewer parts says less.
+    // CUPTI's reads `2022.3.0.0 Build (0)`: the dotted numbers are the version.
+    let release = info.product_version.as_deref().map(|v| {
+        v.split(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .next()
+            .unwrap_or_default()
+            .trim_end_matches('.')
+    });
+    if let Some(version) = release.filter(|v| v.split('.').count() >= 3) {
+        library.version = Some(version.to_owned());
+        library.version_source = Some(VersionSource::VersionResource);
+    }
+    library.pe = Some(PeFacts {
+        class: info.class.clone(),
+        delay_imports: info.delay_imports.clone(),
+        exports: info.exports,
+        file_version: info.file_version.clone(),
+        product_version: info.product_version.clone(),
+    });
+    fatbin_problem(library, info.fatbin_problem.as_deref());
+}
+
+/// A fatbinary that could not be read to its end is a problem of the library's.
+fn fatbin_problem(library: &mut Library, problem: Option<&str>) {
+    if let Some(problem) = problem {
         library.problems.push(Problem {
             kind: ProblemKind::MalformedFatbin,
             path: library.real_path.clone(),
@@ -223,6 +292,29 @@ fn fill_elf(library: &mut Library, info: &ElfInfo) {
                 "GPU code listing is incomplete ({problem}); the SASS/PTX lists hold what was read before it; reinstall the package it came from"
             ),
         });
+    }
+}
+
+fn pe_problem(path: &Path, e: &PeError) -> Problem {
+    let (kind, fix) = match e {
+        PeError::Io { .. } => (ProblemKind::Unreadable, "check the file's permissions"),
+        PeError::NotPe => (
+            ProblemKind::NotPe,
+            "a file named like a DLL is not one; remove or rename it",
+        ),
+        PeError::Truncated(_) => (
+            ProblemKind::Truncated,
+            "the file is cut short; reinstall the package it came from",
+        ),
+        PeError::Malformed(_) => (
+            ProblemKind::MalformedPe,
+            "the file is damaged; reinstall the package it came from",
+        ),
+    };
+    Problem {
+        kind,
+        path: path.to_path_buf(),
+        message: format!("{e}; {fix}"),
     }
 }
 
@@ -317,7 +409,12 @@ fn apply_versions(installation: &mut Installation) {
 
 /// The version in a toolkit directory's name (`cuda-12.9`).
 fn toolkit_dir_version(root: &Path) -> Option<&str> {
-    root.file_name()?.to_str()?.strip_prefix("cuda-")
+    let name = root.file_name()?.to_str()?;
+    name.strip_prefix("cuda-").or_else(|| {
+        // Windows: `CUDA/v11.8`.
+        name.strip_prefix('v')
+            .filter(|v| v.starts_with(|c: char| c.is_ascii_digit()))
+    })
 }
 
 fn host_info() -> HostInfo {

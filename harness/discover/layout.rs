@@ -72,8 +72,18 @@ fn is_toolkit_root(dir: &Path) -> bool {
         .file_name()
         .and_then(|n| n.to_str())
         .is_some_and(|n| n == "cuda" || n.starts_with("cuda-"));
+    // Windows: `NVIDIA GPU Computing Toolkit/CUDA/v11.8` with its `bin`.
+    let windows = dir.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+        n.strip_prefix('v')
+            .is_some_and(|v| v.starts_with(|c: char| c.is_ascii_digit()))
+    }) && dir
+        .parent()
+        .and_then(Path::file_name)
+        .is_some_and(|p| p == "CUDA")
+        && dir.join("bin").is_dir();
     // `bin/nvcc` alone is not enough: Debian's toolkit puts it in /usr/bin.
-    dir.join("version.json").is_file()
+    windows
+        || dir.join("version.json").is_file()
         || (named_cuda
             && (dir.join("targets").is_dir()
                 || dir.join("lib64").is_dir()

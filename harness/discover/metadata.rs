@@ -123,7 +123,7 @@ pub fn wheels(site_packages: &Path) -> Metadata {
         let record = fs::read_to_string(dist_info.join("RECORD")).unwrap_or_default();
         for line in record.lines() {
             let file = line.split(',').next().unwrap_or("");
-            if file.contains(".so") {
+            if file.contains(".so") || file.to_ascii_lowercase().ends_with(".dll") {
                 meta.by_file
                     .insert(site_packages.join(file), version.clone());
             }

@@ -354,7 +354,7 @@ fn installations(out: &mut String, installations: &[Installation], problems: &[P
                 escape(&l.name),
                 escape(l.version.as_deref().unwrap_or("-")),
                 escape(l.soname.as_deref().unwrap_or("-")),
-                l.elf_class.as_deref().unwrap_or("-"),
+                l.binary_class().unwrap_or("-"),
                 l.machine.as_deref().unwrap_or("-"),
                 archs(&l.sass, "sm_"),
                 archs(&l.ptx, "compute_"),

@@ -666,7 +666,7 @@ impl Terminal {
                         l.soname.clone().unwrap_or_else(|| "-".into()),
                         format!(
                             "{} {}",
-                            l.elf_class.as_deref().unwrap_or("?"),
+                            l.binary_class().unwrap_or("?"),
                             l.machine.as_deref().unwrap_or("?")
                         ),
                         [archs(&l.sass, "sm_"), archs(&l.ptx, "compute_")].join("  "),
