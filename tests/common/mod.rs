@@ -35,6 +35,25 @@ pub fn toolkits() -> PathBuf {
     })
 }
 
+/// The Windows fixture trees (`ci/fetch-windows-toolkits`): `$STACKBENCH_WINDOWS_TOOLKITS`,
+/// else `<repo>/.toolkits-windows`, canonical; panics with what to do when missing.
+pub fn windows_toolkits() -> PathBuf {
+    let dir = match std::env::var_os("STACKBENCH_WINDOWS_TOOLKITS") {
+        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
+        _ => Path::new(env!("CARGO_MANIFEST_DIR")).join(".toolkits-windows"),
+    };
+    assert!(
+        dir.join(".complete").is_file(),
+        "Windows fixtures missing: run ci/fetch-windows-toolkits (looked in {})",
+        dir.display()
+    );
+    dir.canonicalize().expect("Windows fixtures")
+}
+
+/// The Windows virtualenv's site-packages and the Windows toolkit, relative to their tree.
+pub const WIN_VENV: &str = "venv-cu11/Lib/site-packages";
+pub const WIN_TOOLKIT: &str = "toolkit/NVIDIA GPU Computing Toolkit/CUDA/v11.8";
+
 /// A file inside the fixtures, which must exist.
 pub fn fixture(relative: &str) -> PathBuf {
     let path = toolkits().join(relative);
