@@ -20,6 +20,7 @@ fn bench(c: &mut Criterion) {
         timeout: Duration::from_secs(10),
         target: None,
         worker: common::stackbench_bin(),
+        windows: Default::default(),
     };
     let (live, offline) = (options(true), options(false));
     let mut group = c.benchmark_group("doctor");

@@ -102,6 +102,16 @@ pub struct DoctorArgs {
     /// The GPU to check GPU code against when the host has none, e.g. `sm_90` or `9.0`.
     #[arg(long, value_name = "SM")]
     pub target: Option<String>,
+    /// Windows trees: the PATH a native program runs with, as Windows writes it
+    /// (`C:\a;C:\b`); drive paths are read under /mnt/<drive>, where WSL mounts them.
+    #[arg(long, value_name = "PATH")]
+    pub windows_path: Option<String>,
+    /// Windows trees: a directory a Python program adds with os.add_dll_directory (repeatable).
+    #[arg(long = "dll-directory", value_name = "DIR")]
+    pub dll_directories: Vec<String>,
+    /// Windows trees: CUDA_PATH, whose bin TensorFlow and PyTorch add to the DLL search.
+    #[arg(long, value_name = "DIR")]
+    pub cuda_path: Option<String>,
 }
 
 /// Which combinations `check` and `bench` run, against which driver and device.

@@ -52,11 +52,23 @@ pub struct DoctorOptions {
     pub target: Option<ComputeCapability>,
     /// The stackbench executable that serves as worker (`__probe`, `__gpu`): normally this one.
     pub worker: PathBuf,
+    /// How programs search for DLLs, for Windows trees.
+    pub windows: crate::diagnose::windows::WindowsSearch,
 }
 
 /// Runs the doctor on `host`.
 pub fn doctor(options: &DoctorOptions, host: &Host) -> DoctorReport {
     let scan = crate::scan::scan(&options.discover, host);
+    // Windows trees are read, never loaded; the Linux rules and probes see the rest.
+    let (windows, linux): (Vec<Installation>, Vec<Installation>) = scan
+        .installations
+        .iter()
+        .cloned()
+        .partition(diagnose::windows::is_windows);
+    let linux_scan = ScanReport {
+        installations: linux,
+        ..scan.clone()
+    };
     let search = SearchContext::host(Vec::new());
     let ld_library_path = host.env.get("LD_LIBRARY_PATH").cloned();
     let gpu = match options.target {
@@ -66,7 +78,7 @@ pub fn doctor(options: &DoctorOptions, host: &Host) -> DoctorReport {
     };
     let probes = if options.load {
         probe_all(
-            &scan,
+            &linux_scan,
             ld_library_path.as_deref(),
             options.timeout,
             &options.worker,
@@ -75,12 +87,13 @@ pub fn doctor(options: &DoctorOptions, host: &Host) -> DoctorReport {
         Vec::new()
     };
     let ctx = Context::new(
-        &scan,
+        &linux_scan,
         &search,
         ld_library_path.as_deref(),
         &probes,
         gpu.compute_capability(),
-    );
+    )
+    .with_windows(&windows, &options.windows);
     let findings = diagnose::diagnose(&ctx);
     let ScanReport {
         host: host_info,

@@ -232,12 +232,27 @@ pub fn doctor(
     } else {
         std::env::current_exe().map_err(OptionsError::NoExecutable)?
     };
+    use crate::diagnose::windows::WindowsSearch;
+    let windows = WindowsSearch {
+        path: args
+            .windows_path
+            .as_deref()
+            .map(WindowsSearch::split_path)
+            .unwrap_or_default(),
+        dll_dirs: args
+            .dll_directories
+            .iter()
+            .map(|d| WindowsSearch::host_path(d))
+            .collect(),
+        cuda_path: args.cuda_path.as_deref().map(WindowsSearch::host_path),
+    };
     let options = DoctorOptions {
         discover: search(args.search)?,
         load: !args.no_load,
         timeout,
         target,
         worker,
+        windows,
     };
     Ok((options, report(args.report, color)))
 }

@@ -67,6 +67,10 @@ pub enum Cause {
     WorldWritableSearchPath,
     /// The scan could not read something (truncated, not ELF, loops, ...).
     ScanProblem,
+    /// A Windows tree: its DLLs are read, not loaded, and the loader's search is simulated.
+    WindowsStatic,
+    /// A DLL found only on `PATH`, which Python 3.8 and later do not search.
+    PythonDllSearchPath,
 }
 
 /// One finding of `doctor`.

@@ -9,6 +9,7 @@ pub mod finding;
 mod hygiene;
 mod load;
 mod shadow;
+pub mod windows;
 
 use crate::compat::{ComputeCapability, CudaVersion};
 use crate::elf;
@@ -28,6 +29,13 @@ pub struct InstallationProbe {
     pub loads: Vec<LoadReport>,
 }
 
+/// No Windows search given.
+static NO_WINDOWS_SEARCH: windows::WindowsSearch = windows::WindowsSearch {
+    path: Vec::new(),
+    dll_dirs: Vec::new(),
+    cuda_path: None,
+};
+
 /// Everything the rules look at.
 pub struct Context<'a> {
     pub scan: &'a ScanReport,
@@ -41,6 +49,10 @@ pub struct Context<'a> {
     pub gpu: Option<ComputeCapability>,
     /// Symbol versions of files outside the scan (a system libc), read once.
     elf_cache: RefCell<HashMap<PathBuf, Option<Vec<String>>>>,
+    /// Installations of Windows DLLs, kept out of `scan`: the rules for them are in [`windows`].
+    pub windows: &'a [Installation],
+    /// How programs search for DLLs there.
+    pub windows_search: &'a windows::WindowsSearch,
 }
 
 impl<'a> Context<'a> {
@@ -58,7 +70,20 @@ impl<'a> Context<'a> {
             probes,
             gpu,
             elf_cache: RefCell::default(),
+            windows: &[],
+            windows_search: &NO_WINDOWS_SEARCH,
         }
+    }
+
+    /// The same context with Windows installations and their programs' DLL search.
+    pub fn with_windows(
+        mut self,
+        installations: &'a [Installation],
+        search: &'a windows::WindowsSearch,
+    ) -> Context<'a> {
+        self.windows = installations;
+        self.windows_search = search;
+        self
     }
 
     /// The search an installation's programs get: see [`search_path`].
@@ -119,14 +144,21 @@ impl<'a> Context<'a> {
 /// Runs every rule and orders the findings: errors first, then warnings, then info.
 pub fn diagnose(ctx: &Context) -> Vec<Finding> {
     let mut findings = Vec::new();
-    findings.extend(scan_problems(ctx.scan));
-    findings.extend(hygiene::check(ctx));
-    findings.extend(driver::check(ctx));
-    findings.extend(deps::check(ctx));
-    findings.extend(load::check(ctx));
-    findings.extend(cudnn::check(ctx));
-    findings.extend(shadow::check(ctx));
-    findings.extend(arch::check(ctx));
+    let windows_problems = ctx.windows.iter().flat_map(Installation::all_problems);
+    findings.extend(scan_problems(
+        ctx.scan.all_problems().chain(windows_problems),
+    ));
+    // A scan of Windows trees alone says nothing about this host's own CUDA.
+    if !ctx.scan.installations.is_empty() || ctx.windows.is_empty() {
+        findings.extend(hygiene::check(ctx));
+        findings.extend(driver::check(ctx));
+        findings.extend(deps::check(ctx));
+        findings.extend(load::check(ctx));
+        findings.extend(cudnn::check(ctx));
+        findings.extend(shadow::check(ctx));
+        findings.extend(arch::check(ctx));
+    }
+    findings.extend(windows::check(ctx.windows, ctx.windows_search));
     findings.sort_by(|a, b| {
         (a.severity, a.cause, &a.installation, &a.library, &a.missing).cmp(&(
             b.severity,
@@ -173,8 +205,8 @@ fn merge(findings: Vec<Finding>) -> Vec<Finding> {
 }
 
 /// What the scan could not read becomes a finding too.
-fn scan_problems(scan: &ScanReport) -> Vec<Finding> {
-    scan.all_problems()
+fn scan_problems<'p>(problems: impl Iterator<Item = &'p crate::model::Problem>) -> Vec<Finding> {
+    problems
         .map(|p| {
             Finding::new(
                 Severity::Warning,

@@ -1,0 +1,341 @@
+//! Windows CUDA trees read on Linux, with NVIDIA's real win_amd64 wheels (`ci/fetch-windows-toolkits`):
+//! each DLL's machine, imports, run-time loads, versions and GPU code; `doctor`'s error-126 and
+//! error-193 findings; Python 3.8's PATH that no longer counts; damaged DLLs; and a Windows
+//! cuBLAS carrying the same GPU code as its Linux build of the same version.
+
+mod common;
+
+use common::*;
+use rstest::rstest;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::sync::OnceLock;
+
+fn stackbench(args: &[&str]) -> Output {
+    let home = tempfile::tempdir().expect("temporary HOME");
+    isolated_stackbench(home.path())
+        .args(args)
+        .output()
+        .expect("run stackbench")
+}
+
+fn json(output: &Output) -> Value {
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}); stderr: {stderr}"))
+}
+
+/// `scan --format json` of both Windows trees, once.
+fn scan() -> &'static Value {
+    static SCAN: OnceLock<Value> = OnceLock::new();
+    SCAN.get_or_init(|| {
+        let root = windows_toolkits();
+        let output = stackbench(&[
+            "scan",
+            "--no-system",
+            "--root",
+            root.to_str().unwrap(),
+            "--format",
+            "json",
+        ]);
+        json(&output)
+    })
+}
+
+/// The scanned library `file` of the installation whose root ends with `root`.
+fn library(root: &str, file: &str) -> &'static Value {
+    scan()["installations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["root"].as_str().unwrap().ends_with(root))
+        .flat_map(|i| i["libraries"].as_array().unwrap())
+        .find(|l| l["path"].as_str().unwrap().ends_with(&format!("/{file}")))
+        .unwrap_or_else(|| panic!("{file} not scanned in {root}"))
+}
+
+#[rstest]
+#[case::runtime("cudart64_110.dll", "machine", "x86_64")]
+#[case::runtime_class("cudart64_110.dll", "class", "PE32+")]
+#[case::runtime_release("cudart64_110.dll", "version", "11.8.89")]
+#[case::runtime_resource("cudart64_110.dll", "product_version", "6,14,11,11080")]
+#[case::runtime_32("cudart32_110.dll", "machine", "i386")]
+#[case::runtime_32_class("cudart32_110.dll", "class", "PE32")]
+#[case::cupti("cupti64_2022.3.0.dll", "version", "2022.3.0.0")]
+#[case::cupti_resource("cupti64_2022.3.0.dll", "product_version", "2022.3.0.0 Build (0)")]
+#[case::cublas("cublas64_11.dll", "version", "11.11.3.6")]
+#[case::cudnn("cudnn_cnn_infer64_8.dll", "version", "8.9.4.19")]
+#[case::cudnn_file("cudnn_cnn_infer64_8.dll", "file_version", "8.9.4.19")]
+#[case::cudnn_name("cudnn_cnn_infer64_8.dll", "name", "cudnn_cnn_infer")]
+fn each_dll_s_facts_are_read(#[case] file: &str, #[case] field: &str, #[case] expected: &str) {
+    let dll = library(WIN_VENV, file);
+    let value = match field {
+        "class" | "product_version" | "file_version" => &dll["pe"][field],
+        _ => &dll[field],
+    };
+    assert_eq!(value, expected, "{file}: {field}");
+}
+
+#[rstest]
+#[case::cnn_imports("cudnn_cnn_infer64_8.dll", "needed", "cudnn_ops_infer64_8.dll")]
+#[case::cnn_loads_zlib("cudnn_cnn_infer64_8.dll", "dlopen_deps", "zlibwapi.dll")]
+#[case::ops_loads_cublas("cudnn_ops_infer64_8.dll", "dlopen_deps", "cublas64_11.dll")]
+#[case::ops_loads_cublaslt("cudnn_ops_infer64_8.dll", "dlopen_deps", "cublasLt64_11.dll")]
+#[case::cublas_imports_lt("cublas64_11.dll", "needed", "cublasLt64_11.dll")]
+#[case::cudnn_sass("cudnn_cnn_infer64_8.dll", "sass", "sm_90")]
+#[case::cudnn_ptx("cudnn_cnn_infer64_8.dll", "ptx", "compute_90")]
+#[case::cublaslt_sass("cublasLt64_11.dll", "sass", "sm_80")]
+fn each_dll_s_lists_hold_what_it_needs_and_carries(
+    #[case] file: &str,
+    #[case] field: &str,
+    #[case] item: &str,
+) {
+    let list = strings(&library(WIN_VENV, file)[field]);
+    assert!(list.iter().any(|s| s == item), "{file} {field}: {list:?}");
+}
+
+#[test]
+fn a_windows_cublas_carries_the_gpu_code_of_its_linux_build() {
+    let windows = library(WIN_VENV, "cublasLt64_11.dll");
+    let linux_path = fixture(&format!("{VENV_CU11}/nvidia/cublas/lib/libcublasLt.so.11"));
+    let output = stackbench(&[
+        "scan",
+        "--no-system",
+        "--root",
+        linux_path.parent().unwrap().to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    let scan = json(&output);
+    let linux = scan["installations"][0]["libraries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["name"] == "cublasLt")
+        .expect("libcublasLt.so.11");
+    assert_eq!(linux["version"], windows["version"], "the same release");
+    assert!(!strings(&windows["sass"]).is_empty());
+    assert_eq!(strings(&windows["sass"]), strings(&linux["sass"]));
+    assert_eq!(strings(&windows["ptx"]), strings(&linux["ptx"]));
+}
+
+#[test]
+fn the_toolkit_layout_reads_its_version_json() {
+    let installation = scan()["installations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["root"].as_str().unwrap().ends_with(WIN_TOOLKIT))
+        .expect("the toolkit tree");
+    assert_eq!(installation["layout"], "toolkit");
+    assert_eq!(installation["cuda_version"], "11.8");
+    let cupti = library(WIN_TOOLKIT, "cupti64_2022.3.0.dll");
+    assert!(cupti["path"]
+        .as_str()
+        .unwrap()
+        .contains("extras/CUPTI/lib64"));
+    assert_eq!(
+        library(WIN_TOOLKIT, "cudart64_110.dll")["version"],
+        "11.8.89"
+    );
+}
+
+/// `doctor --no-system --format json` of `root` with `extra` arguments.
+fn doctor(root: &Path, extra: &[&str]) -> (Option<i32>, Value) {
+    let mut args = vec![
+        "doctor",
+        "--no-system",
+        "--root",
+        root.to_str().unwrap(),
+        "--format",
+        "json",
+    ];
+    args.extend_from_slice(extra);
+    let output = stackbench(&args);
+    (output.status.code(), doctor_report(&output.stdout))
+}
+
+fn findings<'a>(report: &'a Value, cause: &str, library: &str) -> Vec<&'a Value> {
+    findings_of(report, cause)
+        .into_iter()
+        .filter(|f| f["library"] == library)
+        .collect()
+}
+
+#[test]
+fn doctor_names_zlibwapi_missing_for_cudnn_s_convolutions_with_the_fix() {
+    let (code, report) = doctor(&windows_toolkits().join(WIN_VENV), &[]);
+    assert_eq!(code, Some(1));
+    let zlib = findings(
+        &report,
+        "missing_runtime_dependency",
+        "cudnn_cnn_infer64_8.dll",
+    );
+    assert_eq!(zlib.len(), 1, "{zlib:?}");
+    let zlib = zlib[0];
+    assert_eq!(zlib["severity"], "error");
+    assert_eq!(zlib["missing"], "zlibwapi.dll");
+    assert!(zlib["message"].as_str().unwrap().contains("Error code 126"));
+    let fix = zlib["fix"].as_str().unwrap();
+    assert!(
+        fix.contains("put zlibwapi.dll") && fix.contains("cuDNN 9"),
+        "{fix}"
+    );
+    // cuBLAS is in its own wheel's bin/, which PyTorch and TensorFlow add: found.
+    assert!(findings(
+        &report,
+        "missing_runtime_dependency",
+        "cudnn_ops_infer64_8.dll"
+    )
+    .iter()
+    .all(|f| f["missing"] == "zlibwapi.dll"));
+    let notes = findings_of(&report, "windows_static");
+    assert_eq!(notes.len(), 1);
+    assert!(notes[0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("read, not loaded"));
+    assert!(
+        findings_of(&report, "no_driver").is_empty(),
+        "not this host's driver"
+    );
+}
+
+#[test]
+fn doctor_reports_the_32_bit_runtime_as_error_193_for_64_bit_programs() {
+    let (_, report) = doctor(&windows_toolkits().join(WIN_VENV), &[]);
+    let found = findings(&report, "wrong_machine", "cudart32_110.dll");
+    assert_eq!(found.len(), 1);
+    let message = found[0]["message"].as_str().unwrap();
+    assert!(
+        message.contains("32-bit") && message.contains("error 193"),
+        "{message}"
+    );
+    assert!(findings(&report, "wrong_machine", "cudart64_110.dll").is_empty());
+}
+
+/// A pip tree holding only cuDNN's wheel (real DLLs, hard-linked) and a Windows `PATH`.
+fn cudnn_only_venv(dir: &Path) -> PathBuf {
+    let site = dir.join("venv/Lib/site-packages");
+    let bin = site.join("nvidia/cudnn/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let from = windows_toolkits().join(WIN_VENV).join("nvidia/cudnn/bin");
+    for file in ["cudnn64_8.dll", "cudnn_ops_infer64_8.dll"] {
+        std::fs::hard_link(from.join(file), bin.join(file)).unwrap();
+    }
+    site
+}
+
+#[test]
+fn a_dll_only_on_path_is_not_found_by_python_and_add_dll_directory_finds_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let site = cudnn_only_venv(dir.path());
+    let cublas = windows_toolkits().join(WIN_VENV).join("nvidia/cublas/bin");
+    let cublas = cublas.to_str().unwrap();
+    let (_, missing) = doctor(&site, &[]);
+    let lost = findings(
+        &missing,
+        "missing_runtime_dependency",
+        "cudnn_ops_infer64_8.dll",
+    );
+    assert!(
+        lost.iter().any(|f| f["missing"] == "cublasLt64_11.dll"),
+        "{lost:?}"
+    );
+
+    let (_, on_path) = doctor(&site, &["--windows-path", &format!("C:\\Windows;{cublas}")]);
+    let trapped = findings(
+        &on_path,
+        "python_dll_search_path",
+        "cudnn_ops_infer64_8.dll",
+    );
+    assert_eq!(
+        trapped.len(),
+        2,
+        "cublas64_11.dll and cublasLt64_11.dll: {trapped:?}"
+    );
+    let fix = trapped[0]["fix"].as_str().unwrap();
+    assert!(
+        fix.contains("os.add_dll_directory") && fix.contains(cublas),
+        "{fix}"
+    );
+
+    let (_, added) = doctor(&site, &["--dll-directory", cublas]);
+    assert!(findings_of(&added, "python_dll_search_path").is_empty());
+    assert!(findings(
+        &added,
+        "missing_runtime_dependency",
+        "cudnn_ops_infer64_8.dll"
+    )
+    .iter()
+    .all(|f| !f["missing"].as_str().unwrap().starts_with("cublas")));
+}
+
+#[test]
+fn a_32_bit_zlib_in_the_search_is_error_193() {
+    let dir = tempfile::tempdir().unwrap();
+    let site = cudnn_only_venv(dir.path());
+    // A 32-bit DLL where cuDNN looks for zlibwapi.dll: the classic x86 zlib download.
+    let zlib = dir.path().join("zlib32");
+    std::fs::create_dir_all(&zlib).unwrap();
+    let runtime32 = windows_toolkits()
+        .join(WIN_VENV)
+        .join("nvidia/cuda_runtime/bin/cudart32_110.dll");
+    std::fs::hard_link(runtime32, zlib.join("zlibwapi.dll")).unwrap();
+    let (_, report) = doctor(&site, &["--dll-directory", zlib.to_str().unwrap()]);
+    let wrong = findings(&report, "wrong_machine", "cudnn64_8.dll");
+    assert_eq!(wrong.len(), 1, "{wrong:?}");
+    assert_eq!(wrong[0]["missing"], "zlibwapi.dll");
+    assert!(wrong[0]["message"].as_str().unwrap().contains("error 193"));
+}
+
+#[test]
+fn a_damaged_dll_is_a_problem_of_its_own_and_the_rest_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("cudnn/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let real = windows_toolkits()
+        .join(WIN_VENV)
+        .join("nvidia/cudnn/bin/cudnn64_8.dll");
+    let bytes = std::fs::read(&real).unwrap();
+    std::fs::write(bin.join("cudnn64_8.dll"), &bytes[..600]).unwrap();
+    std::fs::write(bin.join("cudnn_ops_infer64_8.dll"), b"not a DLL at all").unwrap();
+    std::fs::hard_link(
+        windows_toolkits()
+            .join(WIN_VENV)
+            .join("nvidia/cuda_runtime/bin/cudart64_110.dll"),
+        bin.join("cudart64_110.dll"),
+    )
+    .unwrap();
+    let output = stackbench(&[
+        "scan",
+        "--no-system",
+        "--root",
+        dir.path().to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    let report = json(&output);
+    let problems: Vec<String> = all_problems(&report)
+        .iter()
+        .map(|p| format!("{} {}", p["kind"], p["message"]))
+        .collect();
+    assert!(
+        problems.iter().any(|p| p.contains("\"not_pe\"")),
+        "{problems:?}"
+    );
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.contains("\"truncated\"") || p.contains("\"malformed_pe\"")),
+        "{problems:?}"
+    );
+    let runtime = all_libraries(&report)
+        .into_iter()
+        .find(|l| l["name"] == "cudart")
+        .expect("the intact DLL is read");
+    assert_eq!(runtime["machine"], "x86_64");
+}
