@@ -140,8 +140,14 @@ fn read_pe<Pe: ImageNtHeaders>(
                 .push(String::from_utf8_lossy(name).into_owned());
         }
     }
+    // The export directory names the DLL itself (`cudnn_cnn_infer64_8.dll`): not a dependency.
+    let mut own_name = None;
     if let Some(table) = file.export_table().map_err(bad)? {
         info.exports = table.name_pointers().len();
+        own_name = table
+            .name_from_pointer(table.directory().name.get(LE))
+            .ok()
+            .map(|n| String::from_utf8_lossy(n).into_owned());
     }
     let sections = file.section_table();
     let directories = file.data_directories();
@@ -163,12 +169,13 @@ fn read_pe<Pe: ImageNtHeaders>(
             let scan = fatbin::scan(bytes);
             (info.sass, info.ptx) = fatbin::architectures(&scan.entries);
             info.fatbin_problem = scan.error.map(|e| e.to_string());
-        } else if matches!(name, b".rdata" | b".data") {
+        } else if name == b".rdata" {
             names::collect_dll_names(bytes, &mut runtime);
         }
     }
     let own = |n: &String| {
-        info.imports.iter().any(|i| i.eq_ignore_ascii_case(n))
+        own_name.as_ref().is_some_and(|o| o.eq_ignore_ascii_case(n))
+            || info.imports.iter().any(|i| i.eq_ignore_ascii_case(n))
             || info.delay_imports.iter().any(|i| i.eq_ignore_ascii_case(n))
     };
     runtime.retain(|n| !own(n));
