@@ -55,6 +55,8 @@ pub enum Source {
     Conda,
     /// The loader's default directories (`/lib`, `/usr/lib`, ...).
     SystemDefault,
+    /// Windows' CUDA toolkits and System32, under `/mnt/c` inside WSL.
+    Windows,
 }
 
 /// How an installation is laid out on disk.
@@ -222,6 +224,7 @@ impl Source {
             Source::Python => "python",
             Source::Conda => "conda",
             Source::SystemDefault => "loader default",
+            Source::Windows => "WSL: /mnt/c",
         }
     }
 }

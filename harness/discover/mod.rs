@@ -58,7 +58,14 @@ pub struct Host {
     /// Python `site-packages` directories the interpreter on PATH reports; `None`: ask it
     /// (only done when the host's own places are searched).
     pub python_sites: Option<Vec<PathBuf>>,
+    /// Running inside WSL, with Windows' drives under `/mnt`.
+    pub wsl: bool,
 }
+
+/// Windows' CUDA places as WSL sees them: the toolkits, and System32 for the driver's
+/// `nvcuda.dll` (its own files only, not its subdirectories).
+const WSL_TOOLKITS: &str = "/mnt/c/Program Files/NVIDIA GPU Computing Toolkit/CUDA";
+const WSL_SYSTEM32: &str = "/mnt/c/Windows/System32";
 
 impl Host {
     /// This host as it is.
@@ -72,8 +79,11 @@ impl Host {
                 )
             })
             .collect();
+        let osrelease = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
         Host {
             home: env.get("HOME").map(PathBuf::from),
+            wsl: env.contains_key("WSL_DISTRO_NAME")
+                || osrelease.to_ascii_lowercase().contains("microsoft"),
             env,
             ld_so_cache: PathBuf::from("/etc/ld.so.cache"),
             ld_so_conf: PathBuf::from("/etc/ld.so.conf"),
@@ -209,6 +219,10 @@ pub fn search_plan(options: &Options, host: &Host) -> (Vec<(SearchRoot, Limits)>
         add(dir, source, INSTALL);
     }
     add(PathBuf::from("/opt"), Source::Opt, OPT);
+    if host.wsl {
+        add(PathBuf::from(WSL_TOOLKITS), Source::Windows, INSTALL);
+        add(PathBuf::from(WSL_SYSTEM32), Source::Windows, FLAT);
+    }
     (plan, problems)
 }
 
@@ -242,5 +256,49 @@ pub fn check_root(root: &Path) -> Result<(), Problem> {
             "not a directory; --root takes a directory to search".into(),
         )),
         Err(e) => Err(unreadable(e.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(wsl: bool) -> Vec<(PathBuf, Source, usize)> {
+        let host = Host {
+            ld_so_cache: PathBuf::from("/nonexistent/ld.so.cache"),
+            ld_so_conf: PathBuf::from("/nonexistent/ld.so.conf"),
+            python_sites: Some(Vec::new()),
+            wsl,
+            ..Host::default()
+        };
+        let options = Options {
+            roots: Vec::new(),
+            system: true,
+        };
+        search_plan(&options, &host)
+            .0
+            .into_iter()
+            .map(|(root, limits)| (root.path, root.source, limits.max_depth))
+            .collect()
+    }
+
+    #[test]
+    fn inside_wsl_windows_toolkits_and_system32_are_searched() {
+        let windows: Vec<_> = plan(true)
+            .into_iter()
+            .filter(|(_, source, _)| *source == Source::Windows)
+            .collect();
+        assert_eq!(
+            windows,
+            [
+                (
+                    PathBuf::from(WSL_TOOLKITS),
+                    Source::Windows,
+                    INSTALL.max_depth
+                ),
+                (PathBuf::from(WSL_SYSTEM32), Source::Windows, 0),
+            ]
+        );
+        assert!(plan(false).iter().all(|(_, s, _)| *s != Source::Windows));
     }
 }
