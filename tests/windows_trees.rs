@@ -302,6 +302,9 @@ fn a_damaged_dll_is_a_problem_of_its_own_and_the_rest_is_read() {
     let bytes = std::fs::read(&real).unwrap();
     std::fs::write(bin.join("cudnn64_8.dll"), &bytes[..600]).unwrap();
     std::fs::write(bin.join("cudnn_ops_infer64_8.dll"), b"not a DLL at all").unwrap();
+    // Cut in the middle: whole headers, sections that end beyond the file.
+    let big = std::fs::read(real.with_file_name("cudnn_adv_infer64_8.dll")).unwrap();
+    std::fs::write(bin.join("cudnn_adv_infer64_8.dll"), &big[..2 << 20]).unwrap();
     std::fs::hard_link(
         windows_toolkits()
             .join(WIN_VENV)
@@ -331,6 +334,12 @@ fn a_damaged_dll_is_a_problem_of_its_own_and_the_rest_is_read() {
         problems
             .iter()
             .any(|p| p.contains("\"truncated\"") || p.contains("\"malformed_pe\"")),
+        "{problems:?}"
+    );
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.contains("\"truncated\"") && p.contains("ends at byte")),
         "{problems:?}"
     );
     let runtime = all_libraries(&report)

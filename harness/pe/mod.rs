@@ -103,13 +103,19 @@ pub fn read_path(path: &Path) -> Result<PeInfo, PeError> {
     read_bytes(&map)
 }
 
-/// A parse error; a file too short for what its headers promise is truncated.
+/// A parse error: truncated when the file is shorter than the headers it declares
+/// (`SizeOfHeaders`), else malformed.
 fn malformed(data: &[u8], error: object::read::Error) -> PeError {
-    let text = error.to_string();
-    if data.len() < 1024 && text.contains("Invalid") {
-        PeError::Truncated(format!("{} bytes: {text}", data.len()))
-    } else {
-        PeError::Malformed(text)
+    let u32_at = |at: usize| {
+        data.get(at..at + 4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+    };
+    // SizeOfHeaders sits 60 bytes into the optional header, after the 4-byte signature and the
+    // 20-byte file header, in PE32 and PE32+ alike.
+    let headers = u32_at(0x3c).and_then(|nt| u32_at(nt + 24 + 60));
+    match headers {
+        Some(size) if data.len() >= size => PeError::Malformed(error.to_string()),
+        _ => PeError::Truncated(format!("{} bytes: {error}", data.len())),
     }
 }
 
@@ -124,6 +130,19 @@ fn read_pe<Pe: ImageNtHeaders>(
         machine: machine_name(file.nt_headers().file_header().machine.get(LE)),
         ..PeInfo::default()
     };
+    let sections = file.section_table();
+    // A file cut short keeps its headers; its sections then end beyond it.
+    for section in sections.iter() {
+        let (offset, size) = section.pe_file_range();
+        let end = u64::from(offset) + u64::from(size);
+        if end > data.len() as u64 {
+            return Err(PeError::Truncated(format!(
+                "section {} ends at byte {end}, the file has {}",
+                String::from_utf8_lossy(section.raw_name()),
+                data.len()
+            )));
+        }
+    }
     if let Some(table) = file.import_table().map_err(bad)? {
         let mut descriptors = table.descriptors().map_err(bad)?;
         while let Some(descriptor) = descriptors.next().map_err(bad)? {
@@ -149,7 +168,6 @@ fn read_pe<Pe: ImageNtHeaders>(
             .ok()
             .map(|n| String::from_utf8_lossy(n).into_owned());
     }
-    let sections = file.section_table();
     let directories = file.data_directories();
     if let Some(resources) = directories
         .resource_directory(data, &sections)
