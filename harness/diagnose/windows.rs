@@ -133,6 +133,8 @@ enum Found {
 struct Searcher<'a> {
     search: &'a WindowsSearch,
     system32: Vec<PathBuf>,
+    /// The machine of every scanned DLL, by path.
+    machines: HashMap<PathBuf, String>,
     /// A pip tree's `nvidia/*/bin`, which PyTorch and TensorFlow add with `os.add_dll_directory`
     /// before they load CUDA; empty for other trees.
     wheel_dirs: Vec<PathBuf>,
@@ -151,10 +153,17 @@ impl<'a> Searcher<'a> {
             })
             .map(Path::to_path_buf)
             .collect();
+        system32.sort();
         system32.dedup();
+        let machines = installations
+            .iter()
+            .flat_map(|i| &i.libraries)
+            .filter_map(|l| Some((l.path.clone(), l.machine.clone()?)))
+            .collect();
         Searcher {
             search,
             system32,
+            machines,
             wheel_dirs: Vec::new(),
             listings: HashMap::new(),
         }
@@ -228,6 +237,17 @@ impl<'a> Searcher<'a> {
             }
         }
         None
+    }
+
+    /// The machine of the DLL at `path` (from the scan, else read now) when it differs from
+    /// `library`'s.
+    fn wrong_machine(&self, library: &Library, path: &Path) -> Option<String> {
+        let want = library.machine.as_deref()?;
+        let got = match self.machines.get(path) {
+            Some(machine) => machine.clone(),
+            None => crate::pe::read_path(path).ok()?.machine,
+        };
+        (got != want).then(|| format!("{got} ({})", path.display()))
     }
 
     /// Every place the search looked, for the evidence.
@@ -387,7 +407,7 @@ fn import(
     };
     match found {
         Some(Found::System) => None,
-        Some(Found::File(path)) => wrong_machine(library, &path).map(|machine| {
+        Some(Found::File(path)) => searcher.wrong_machine(library, &path).map(|machine| {
             base(
                 Severity::Error,
                 Cause::WrongMachine,
@@ -433,7 +453,7 @@ fn runtime_load(
     };
     match searcher.find(name, library, python) {
         Some(Found::System) => None,
-        Some(Found::File(path)) => wrong_machine(library, &path).map(|machine| {
+        Some(Found::File(path)) => searcher.wrong_machine(library, &path).map(|machine| {
             base(
                 Severity::Error,
                 Cause::WrongMachine,
@@ -543,13 +563,6 @@ fn missing_fix(name: &str, requester: &str, library: &Library) -> String {
         ),
         None => format!("install what ships {name}, or put its directory in the search"),
     }
-}
-
-/// The machine of the DLL at `path` when it differs from `library`'s.
-fn wrong_machine(library: &Library, path: &Path) -> Option<String> {
-    let want = library.machine.as_deref()?;
-    let got = crate::pe::read_path(path).ok()?.machine;
-    (got != want).then(|| format!("{got} ({})", path.display()))
 }
 
 /// The CUDA version the tree's driver (`nvcuda.dll`) supports, from its file version.
