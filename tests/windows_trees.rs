@@ -216,6 +216,36 @@ fn doctor_reports_the_32_bit_runtime_as_error_193_for_64_bit_programs() {
     assert!(findings(&report, "wrong_machine", "cudart64_110.dll").is_empty());
 }
 
+#[test]
+fn cudnn_for_cuda_11_beside_cuda_12_s_cublas_is_a_mismatch() {
+    let (code, report) = doctor(&windows_toolkits().join(WIN_VENV_BROKEN), &[]);
+    assert_eq!(code, Some(1));
+    let found = findings(&report, "cudnn_cuda_mismatch", "cudnn_ops_infer64_8.dll");
+    let missing: Vec<&str> = found
+        .iter()
+        .map(|f| f["missing"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        missing,
+        ["cublas64_11.dll", "cublasLt64_11.dll"],
+        "{found:?}"
+    );
+    let first = found[0];
+    assert!(first["message"]
+        .as_str()
+        .unwrap()
+        .contains("built for CUDA 11"));
+    assert!(first["candidates"][0]
+        .as_str()
+        .unwrap()
+        .ends_with("nvidia/cublas/bin/cublas64_12.dll"));
+    let fix = first["fix"].as_str().unwrap();
+    assert!(
+        fix.contains("nvidia-cudnn-cu12") && fix.contains("nvidia-cublas-cu11"),
+        "{fix}"
+    );
+}
+
 /// A pip tree holding only cuDNN's wheel (real DLLs, hard-linked) and a Windows `PATH`.
 fn cudnn_only_venv(dir: &Path) -> PathBuf {
     let site = dir.join("venv/Lib/site-packages");

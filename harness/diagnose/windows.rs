@@ -465,20 +465,28 @@ fn runtime_load(
         Some(Found::PathOnly(path)) => Some(path_trap(base, &loader, name, &path, false)),
         None => {
             let is_zlib = name.eq_ignore_ascii_case("zlibwapi.dll");
-            if let Some(other) = other_major(installations, name).filter(|_| library.name.starts_with("cudnn")) {
+            if let Some(other) = other_major(installations, name)
+                .filter(|_| library.name.starts_with("cudnn"))
+            {
+                let major = |n: &str| {
+                    catalog::classify(n)
+                        .map(|n| n.version.split('.').next().unwrap_or_default().to_owned())
+                        .unwrap_or_default()
+                };
+                let (built_for, here) = (major(name), major(&super::file_name(&other)));
+                let cublas = catalog::classify(name)
+                    .and_then(|n| catalog::pip_package(&n.component, built_for.parse().ok()?))
+                    .unwrap_or_else(|| format!("CUDA {built_for}'s cuBLAS"));
                 return Some(
                     base(
                         Severity::Error,
                         Cause::CudnnCudaMismatch,
                         format!(
-                            "{loader} was built for CUDA {}: it loads {name}, and only {} is here; its first call into cuBLAS fails with error 126",
-                            catalog::classify(name).map(|n| n.version).unwrap_or_default(),
+                            "{loader} was built for CUDA {built_for}: it loads {name}, and only {} (CUDA {here}) is here; its first call into cuBLAS fails with error 126",
                             super::file_name(&other)
                         ),
                         format!(
-                            "install the cuDNN built for the CUDA of {} (pip: nvidia-cudnn-cu{}), or the cuBLAS {name} comes from",
-                            super::file_name(&other),
-                            catalog::classify(&super::file_name(&other)).map(|n| n.version).unwrap_or_default()
+                            "install the cuDNN built for CUDA {here} (pip: nvidia-cudnn-cu{here}), or add {cublas}, which ships {name}"
                         ),
                     )
                     .candidates(vec![other])

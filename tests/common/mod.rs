@@ -52,6 +52,8 @@ pub fn windows_toolkits() -> PathBuf {
 
 /// The Windows virtualenv's site-packages and the Windows toolkit, relative to their tree.
 pub const WIN_VENV: &str = "venv-cu11/Lib/site-packages";
+/// cuDNN 8 for CUDA 11 beside CUDA 12's cuBLAS only.
+pub const WIN_VENV_BROKEN: &str = "venv-cudnn8-cu11-cublas12/Lib/site-packages";
 pub const WIN_TOOLKIT: &str = "toolkit/NVIDIA GPU Computing Toolkit/CUDA/v11.8";
 
 /// A file inside the fixtures, which must exist.
