@@ -220,10 +220,10 @@ const MERGE_HEADER: [&str; 10] = [
 
 /// `1 combination`, `3 combinations`: a count with its noun.
 fn count(n: usize, noun: &str) -> String {
-    if n == 1 {
-        format!("{n} {noun}")
-    } else {
-        format!("{n} {noun}s")
+    match (n, noun.strip_suffix('y')) {
+        (1, _) => format!("{n} {noun}"),
+        (_, Some(stem)) => format!("{n} {stem}ies"),
+        _ => format!("{n} {noun}s"),
     }
 }
 
@@ -509,10 +509,13 @@ mod tests {
     }
 
     #[rstest]
-    #[case(1, "1 warning")]
-    #[case(0, "0 warnings")]
-    #[case(3, "3 warnings")]
-    fn counts_have_their_plural(#[case] n: usize, #[case] text: &str) {
-        assert_eq!(count(n, "warning"), text);
+    #[case(1, "warning", "1 warning")]
+    #[case(0, "warning", "0 warnings")]
+    #[case(3, "warning", "3 warnings")]
+    #[case(1, "note", "1 note")]
+    #[case(1, "library", "1 library")]
+    #[case(17, "library", "17 libraries")]
+    fn counts_have_their_plural(#[case] n: usize, #[case] noun: &str, #[case] text: &str) {
+        assert_eq!(count(n, noun), text);
     }
 }

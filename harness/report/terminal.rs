@@ -3,7 +3,7 @@
 //! not measured, by reason; in colour when asked for.
 
 use super::{
-    archs, bench, check_counts, check_gpu_line, check_groups, driver_version, gpu_line,
+    archs, bench, check_counts, check_gpu_line, check_groups, count, driver_version, gpu_line,
     library_path, notices, severity_counts, Exporter, Notice,
 };
 use crate::bench::model::{BenchReport, Status as BenchStatus};
@@ -53,16 +53,23 @@ impl Exporter for Terminal {
         let [errors, warnings, info] = severity_counts(report);
         let libraries: usize = report.installations.iter().map(|i| i.libraries.len()).sum();
         let verdict = if errors > 0 {
-            self.paint(RED, &format!("{errors} errors"))
+            self.paint(RED, &count(errors, "error"))
         } else {
             self.paint(GREEN, "no errors")
         };
         let _ = writeln!(
             out,
-            "{} {verdict}, {warnings} warnings, {info} notes ({} installations, {libraries} libraries{})",
+            "{} {verdict}, {}, {} ({}, {}{})",
             self.paint(BOLD, "stackbench doctor:"),
-            report.installations.len(),
-            if report.loaded { "" } else { "; static analysis only, nothing loaded" }
+            count(warnings, "warning"),
+            count(info, "note"),
+            count(report.installations.len(), "installation"),
+            count(libraries, "library"),
+            if report.loaded {
+                ""
+            } else {
+                "; static analysis only, nothing loaded"
+            }
         );
         let _ = writeln!(out, "GPU: {}\n", gpu_line(&report.gpu));
         for (severity, title, colour) in [
