@@ -46,13 +46,6 @@ fn alone(args: &[&str], spinners: usize) -> Output {
     })
 }
 
-fn json(output: &Output) -> Value {
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    serde_json::from_slice(&output.stdout)
-        .unwrap_or_else(|e| panic!("not JSON ({e}); stderr: {stderr}"))
-}
-
 /// The directory every test writes its files into, kept for the whole run.
 fn scratch() -> &'static Path {
     static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
@@ -112,7 +105,7 @@ fn a_run_compared_with_itself_is_the_same_on_every_row() {
     let run = bench_run();
     let output = compare(run, run, &[]);
     assert_eq!(output.status.code(), Some(0));
-    let report = json(&output);
+    let report = stdout_json(&output);
     assert_eq!(report["schema"], "stackbench.compare/v1");
     assert_eq!(report["kind"], "bench");
     let rows = report["benchmarks"].as_array().unwrap();
@@ -135,7 +128,7 @@ fn two_runs_of_the_same_build_are_the_same_on_every_row() {
     let first = bench_run();
     let second = fresh_bench_run("bench-run-again.json", 0);
     let output = compare(first, &second, &["--threshold", SHARED_VM_THRESHOLD]);
-    let report = json(&output);
+    let report = stdout_json(&output);
     let rows = report["benchmarks"].as_array().unwrap();
     assert_eq!(rows.len(), 3, "two compile rows and the load row: {rows:?}");
     for row in rows {
@@ -150,7 +143,7 @@ fn a_run_beside_a_cpu_load_is_slower_and_exits_1() {
     let quiet = bench_run();
     let loaded = fresh_bench_run("bench-run-loaded.json", 4 * cores);
     let output = compare(quiet, &loaded, &["--threshold", SHARED_VM_THRESHOLD]);
-    let report = json(&output);
+    let report = stdout_json(&output);
     assert_eq!(output.status.code(), Some(1), "{report}");
     let rows = report["benchmarks"].as_array().unwrap();
     let compiles: Vec<&Value> = rows
@@ -180,7 +173,7 @@ fn the_same_run_three_times_as_slow_is_slower_and_exits_1() {
     std::fs::write(&slow, serde_json::to_vec(&slowed).unwrap()).unwrap();
     let output = compare(run, &slow, &[]);
     assert_eq!(output.status.code(), Some(1));
-    let report = json(&output);
+    let report = stdout_json(&output);
     for row in report["benchmarks"].as_array().unwrap() {
         assert_eq!(row["verdict"], "slower", "{row}");
         let ratio = row["ratio"]["ratio"].as_f64().unwrap();
@@ -224,7 +217,7 @@ fn losing_the_driver_is_a_conformance_regression() {
     let without = check_run(false, "check-without-driver.json");
     let output = compare(&with, &without, &[]);
     assert_eq!(output.status.code(), Some(1));
-    let report = json(&output);
+    let report = stdout_json(&output);
     let rows = report["checks"].as_array().unwrap();
     let library = rows
         .iter()
@@ -244,7 +237,7 @@ fn losing_the_driver_is_a_conformance_regression() {
         .iter()
         .any(|r| r == "pip:venv-cu12 driver.library: fails now"));
     // Getting the driver back fixes it, and that is no regression.
-    let back = json(&compare(&without, &with, &[]));
+    let back = stdout_json(&compare(&without, &with, &[]));
     let fixed = back["checks"]
         .as_array()
         .unwrap()
@@ -315,7 +308,7 @@ fn doctor_runs_show_the_libraries_that_went() {
     std::fs::remove_dir_all(tree.join("lib/python3.11/site-packages/nvidia/cudnn")).unwrap();
     let part = doctor(&tree, "doctor-part.json");
     let output = compare(&whole, &part, &["--fail-on", "library"]);
-    let report = json(&output);
+    let report = stdout_json(&output);
     let gone: Vec<&str> = report["libraries"]
         .as_array()
         .unwrap()
@@ -378,7 +371,7 @@ fn bad_input_exits_2_naming_the_file_and_what_to_do() {
     }
     let allowed = compare(run, &elsewhere, &["--allow-different-gpus"]);
     assert_eq!(allowed.status.code(), Some(0));
-    let gpu = &json(&allowed)["environment"][0];
+    let gpu = &stdout_json(&allowed)["environment"][0];
     assert_eq!(gpu["what"], "GPU");
     let bad = compare(run, run, &["--threshold", "0"]);
     assert_eq!(bad.status.code(), Some(2));
@@ -422,7 +415,7 @@ fn merge_lists_the_node_beyond_the_fleet_s_spread_first() {
     let files: Vec<&Path> = nodes.iter().map(PathBuf::as_path).collect();
     let output = merge(&files, "json");
     assert_eq!(output.status.code(), Some(1), "an outlier exits 1");
-    let report = json(&output);
+    let report = stdout_json(&output);
     assert_eq!(report["schema"], "stackbench.merge/v1");
     let rows = report["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 5 * 3, "three measured benchmarks per node");
@@ -452,7 +445,7 @@ fn merge_lists_a_node_whose_checks_fail_and_refuses_mixed_files() {
     let healthy = as_node(check_run(true, "check-node-a.json"), "node-a");
     let broken = as_node(check_run(false, "check-node-b.json"), "node-b");
     let output = merge(&[&healthy, &broken], "json");
-    let report = json(&output);
+    let report = stdout_json(&output);
     assert_eq!(output.status.code(), Some(1));
     let rows = report["rows"].as_array().unwrap();
     // Without a GPU both nodes fail cuInit; node-b fails from its driver library on.
@@ -510,7 +503,7 @@ fn latest_compares_the_two_newest_runs_of_a_kind_in_the_results_directory() {
     write("b-oldest.json", "2026-01-01T00:00:00Z", 1.0);
     write("c-middle.json", "2026-02-01T00:00:00Z", 1.0);
     let output = latest(&dir);
-    let report = json(&output);
+    let report = stdout_json(&output);
     assert!(report["old"]["path"]
         .as_str()
         .unwrap()

@@ -12,20 +12,12 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::sync::OnceLock;
 
-fn stackbench(args: &[&str]) -> Output {
-    let home = tempfile::tempdir().expect("temporary HOME");
-    isolated_stackbench(home.path())
-        .args(args)
-        .output()
-        .expect("run stackbench")
-}
-
 /// Runs `stackbench` with the fixture toolkits as the only installations and `args` after.
 fn on_fixtures(command: &str, args: &[&str]) -> Output {
     let root = toolkits();
     let mut all = vec![command, "--no-system", "--root", root.to_str().unwrap()];
     all.extend_from_slice(args);
-    stackbench(&all)
+    run_stackbench(&all)
 }
 
 /// The results directory, filled once for every test.
@@ -104,7 +96,7 @@ fn fill(dir: &Path) {
         r#"{"schema": "stackbench.bench/v1", "sta"#,
     )
     .unwrap();
-    let compared = stackbench(&[
+    let compared = run_stackbench(&[
         "compare",
         dir.join("bench-night-1.json").to_str().unwrap(),
         dir.join("bench-night-2.json").to_str().unwrap(),
@@ -123,7 +115,7 @@ fn write(path: &Path, value: &Value) {
 fn report(format: &str) -> (Option<i32>, String) {
     let out = tempfile::tempdir().unwrap();
     let page = out.path().join("page");
-    let output = stackbench(&[
+    let output = run_stackbench(&[
         "report",
         "--results",
         results().to_str().unwrap(),
@@ -252,12 +244,12 @@ fn the_json_form_is_schema_tagged_and_marks_where_versions_changed() {
 fn no_runs_is_a_clear_error_with_exit_2() {
     let empty = tempfile::tempdir().unwrap();
     std::fs::write(empty.path().join("empty.json"), "").unwrap();
-    let output = stackbench(&["report", "--results", empty.path().to_str().unwrap()]);
+    let output = run_stackbench(&["report", "--results", empty.path().to_str().unwrap()]);
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("no run to report"), "{stderr}");
     assert!(stderr.contains("1 file(s) passed over"), "{stderr}");
-    let missing = stackbench(&["report", "--results", "/nonexistent/results"]);
+    let missing = run_stackbench(&["report", "--results", "/nonexistent/results"]);
     assert_eq!(missing.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("cannot read the results directory"));
 }

@@ -9,30 +9,14 @@ use common::*;
 use rstest::rstest;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::Output;
 use std::sync::OnceLock;
-
-fn stackbench(args: &[&str]) -> Output {
-    let home = tempfile::tempdir().expect("temporary HOME");
-    isolated_stackbench(home.path())
-        .args(args)
-        .output()
-        .expect("run stackbench")
-}
-
-fn json(output: &Output) -> Value {
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    serde_json::from_slice(&output.stdout)
-        .unwrap_or_else(|e| panic!("not JSON ({e}); stderr: {stderr}"))
-}
 
 /// `scan --format json` of both Windows trees, once.
 fn scan() -> &'static Value {
     static SCAN: OnceLock<Value> = OnceLock::new();
     SCAN.get_or_init(|| {
         let root = windows_toolkits();
-        let output = stackbench(&[
+        let output = run_stackbench(&[
             "scan",
             "--no-system",
             "--root",
@@ -40,7 +24,7 @@ fn scan() -> &'static Value {
             "--format",
             "json",
         ]);
-        json(&output)
+        stdout_json(&output)
     })
 }
 
@@ -100,7 +84,7 @@ fn each_dll_s_lists_hold_what_it_needs_and_carries(
 fn a_windows_cublas_carries_the_gpu_code_of_its_linux_build() {
     let windows = library(WIN_VENV, "cublasLt64_11.dll");
     let linux_path = fixture(&format!("{VENV_CU11}/nvidia/cublas/lib/libcublasLt.so.11"));
-    let output = stackbench(&[
+    let output = run_stackbench(&[
         "scan",
         "--no-system",
         "--root",
@@ -108,7 +92,7 @@ fn a_windows_cublas_carries_the_gpu_code_of_its_linux_build() {
         "--format",
         "json",
     ]);
-    let scan = json(&output);
+    let scan = stdout_json(&output);
     let linux = scan["installations"][0]["libraries"]
         .as_array()
         .unwrap()
@@ -153,7 +137,7 @@ fn doctor(root: &Path, extra: &[&str]) -> (Option<i32>, Value) {
         "json",
     ];
     args.extend_from_slice(extra);
-    let output = stackbench(&args);
+    let output = run_stackbench(&args);
     (output.status.code(), doctor_report(&output.stdout))
 }
 
@@ -342,7 +326,7 @@ fn a_damaged_dll_is_a_problem_of_its_own_and_the_rest_is_read() {
         bin.join("cudart64_110.dll"),
     )
     .unwrap();
-    let output = stackbench(&[
+    let output = run_stackbench(&[
         "scan",
         "--no-system",
         "--root",
@@ -351,7 +335,7 @@ fn a_damaged_dll_is_a_problem_of_its_own_and_the_rest_is_read() {
         "json",
     ]);
     assert_eq!(output.status.code(), Some(1));
-    let report = json(&output);
+    let report = stdout_json(&output);
     let problems: Vec<String> = all_problems(&report)
         .iter()
         .map(|p| format!("{} {}", p["kind"], p["message"]))

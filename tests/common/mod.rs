@@ -150,6 +150,23 @@ pub fn isolated_stackbench(home: &Path) -> assert_cmd::Command {
     command
 }
 
+/// Runs the isolated `stackbench` (a fresh HOME) with `args` and waits for it.
+pub fn run_stackbench(args: &[&str]) -> std::process::Output {
+    let home = tempfile::tempdir().expect("temporary HOME");
+    isolated_stackbench(home.path())
+        .args(args)
+        .output()
+        .expect("run stackbench")
+}
+
+/// A run's standard output as JSON; its standard error must not hold a panic.
+pub fn stdout_json(output: &std::process::Output) -> serde_json::Value {
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}); stderr: {stderr}"))
+}
+
 /// A doctor report's JSON from standard output: checks the schema tag and that it reads back as
 /// stackbench's own `DoctorReport` (so every finding's cause is a known code).
 pub fn doctor_report(stdout: &[u8]) -> serde_json::Value {
