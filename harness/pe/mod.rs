@@ -68,6 +68,25 @@ pub fn is_pe(bytes: &[u8]) -> bool {
 
 /// Reads a DLL from its bytes.
 pub fn read_bytes(bytes: &[u8]) -> Result<PeInfo, PeError> {
+    read(bytes, None)
+}
+
+/// Reads a DLL from a file, mapping it rather than copying it; its strings are read from the
+/// file in chunks.
+pub fn read_path(path: &Path) -> Result<PeInfo, PeError> {
+    let map = crate::elf::map_file(path).map_err(|e| match e {
+        crate::elf::ElfError::Io { path, source } => PeError::Io { path, source },
+        other => PeError::Truncated(other.to_string()),
+    })?;
+    let file = std::fs::File::open(path).map_err(|source| PeError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    read(&map, Some(&file))
+}
+
+/// Reads a DLL from its bytes, its strings from `file` when given (the file of those bytes).
+fn read(bytes: &[u8], file: Option<&std::fs::File>) -> Result<PeInfo, PeError> {
     if !is_pe(bytes) {
         return Err(if bytes.len() < 2 {
             PeError::Truncated(format!("{} bytes, shorter than the MZ magic", bytes.len()))
@@ -82,25 +101,18 @@ pub fn read_bytes(bytes: &[u8]) -> Result<PeInfo, PeError> {
             pe::IMAGE_NT_OPTIONAL_HDR32_MAGIC => read_pe(
                 &PeFile32::parse(data).map_err(|e| malformed(data, e))?,
                 "PE32",
+                file,
             ),
             pe::IMAGE_NT_OPTIONAL_HDR64_MAGIC => read_pe(
                 &PeFile64::parse(data).map_err(|e| malformed(data, e))?,
                 "PE32+",
+                file,
             ),
             other => Err(PeError::Malformed(format!(
                 "unknown optional header magic {other:#x}"
             ))),
         }
     })
-}
-
-/// Reads a DLL from a file, mapping it rather than copying it.
-pub fn read_path(path: &Path) -> Result<PeInfo, PeError> {
-    let map = crate::elf::map_file(path).map_err(|e| match e {
-        crate::elf::ElfError::Io { path, source } => PeError::Io { path, source },
-        other => PeError::Truncated(other.to_string()),
-    })?;
-    read_bytes(&map)
 }
 
 /// A parse error: truncated when the file is shorter than the headers it declares
@@ -122,6 +134,7 @@ fn malformed(data: &[u8], error: object::read::Error) -> PeError {
 fn read_pe<Pe: ImageNtHeaders>(
     file: &object::read::pe::PeFile<'_, Pe>,
     class: &str,
+    strings_from: Option<&std::fs::File>,
 ) -> Result<PeInfo, PeError> {
     let data = file.data();
     let bad = |e: object::read::Error| PeError::Malformed(e.to_string());
@@ -188,7 +201,13 @@ fn read_pe<Pe: ImageNtHeaders>(
             (info.sass, info.ptx) = fatbin::architectures(&scan.entries);
             info.fatbin_problem = scan.error.map(|e| e.to_string());
         } else if name == b".rdata" {
-            names::collect_dll_names(bytes, &mut runtime);
+            let (offset, size) = section.pe_file_range();
+            let read = strings_from.map(|f| {
+                names::collect_dll_names_from_file(f, offset.into(), size.into(), &mut runtime)
+            });
+            if !matches!(read, Some(Ok(()))) {
+                names::collect_dll_names(bytes, &mut runtime);
+            }
         }
     }
     let own = |n: &String| {
