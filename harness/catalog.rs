@@ -143,44 +143,147 @@ pub fn is_driver_component(component: &str) -> bool {
     component == "cuda" || component.starts_with("nvidia-") || component == "cudadebugger"
 }
 
+/// How NVIDIA and conda-forge package a family of components: the key a runfile toolkit's
+/// `version.json` gives its version under, the pip wheel's name without its `-cuXX` suffix, and
+/// the conda-forge package. A family is its components, or a prefix ending in `*`.
+struct Packaging {
+    components: &'static [&'static str],
+    version_key: Option<&'static str>,
+    pip: Option<&'static str>,
+    conda: Option<&'static str>,
+}
+
+const PACKAGING: &[Packaging] = &[
+    Packaging {
+        components: &["cudart"],
+        version_key: Some("cuda_cudart"),
+        pip: Some("nvidia-cuda-runtime"),
+        conda: Some("cuda-cudart"),
+    },
+    Packaging {
+        components: &["nvrtc", "nvrtc-builtins"],
+        version_key: Some("cuda_nvrtc"),
+        pip: Some("nvidia-cuda-nvrtc"),
+        conda: Some("cuda-nvrtc"),
+    },
+    Packaging {
+        components: &["nvrtc.alt", "nvrtc-builtins.alt"],
+        version_key: Some("cuda_nvrtc"),
+        pip: None,
+        conda: None,
+    },
+    Packaging {
+        components: &["cupti"],
+        version_key: Some("cuda_cupti"),
+        pip: Some("nvidia-cuda-cupti"),
+        conda: Some("cuda-cupti"),
+    },
+    Packaging {
+        components: &[
+            "nvperf_host",
+            "nvperf_target",
+            "pcsamplingutil",
+            "checkpoint",
+        ],
+        version_key: Some("cuda_cupti"),
+        pip: None,
+        conda: None,
+    },
+    Packaging {
+        components: &["cublas", "cublasLt", "nvblas"],
+        version_key: Some("libcublas"),
+        pip: Some("nvidia-cublas"),
+        conda: Some("libcublas"),
+    },
+    Packaging {
+        components: &["cufft", "cufftw"],
+        version_key: Some("libcufft"),
+        pip: Some("nvidia-cufft"),
+        conda: Some("libcufft"),
+    },
+    Packaging {
+        components: &["curand"],
+        version_key: Some("libcurand"),
+        pip: Some("nvidia-curand"),
+        conda: Some("libcurand"),
+    },
+    Packaging {
+        components: &["cusolver", "cusolverMg"],
+        version_key: Some("libcusolver"),
+        pip: Some("nvidia-cusolver"),
+        conda: Some("libcusolver"),
+    },
+    Packaging {
+        components: &["cusparse"],
+        version_key: Some("libcusparse"),
+        pip: Some("nvidia-cusparse"),
+        conda: Some("libcusparse"),
+    },
+    Packaging {
+        components: &["nvJitLink", "nvjitlink"],
+        version_key: Some("libnvjitlink"),
+        pip: Some("nvidia-nvjitlink"),
+        conda: Some("libnvjitlink"),
+    },
+    Packaging {
+        components: &["nccl"],
+        version_key: None,
+        pip: Some("nvidia-nccl"),
+        conda: Some("nccl"),
+    },
+    Packaging {
+        components: &["nvjpeg"],
+        version_key: Some("libnvjpeg"),
+        pip: None,
+        conda: None,
+    },
+    Packaging {
+        components: &["cufile"],
+        version_key: Some("gds"),
+        pip: None,
+        conda: None,
+    },
+    Packaging {
+        components: &["nvToolsExt"],
+        version_key: Some("cuda_nvtx"),
+        pip: None,
+        conda: None,
+    },
+    Packaging {
+        components: &["npp*"],
+        version_key: Some("libnpp"),
+        pip: None,
+        conda: None,
+    },
+    // cuDNN ships apart from the toolkit; its wheel keeps the `-cuXX` suffix in CUDA 13 too.
+    Packaging {
+        components: &["cudnn*"],
+        version_key: None,
+        pip: Some("nvidia-cudnn"),
+        conda: Some("cudnn"),
+    },
+];
+
+/// The packaging of a component's family.
+fn packaging(component: &str) -> Option<&'static Packaging> {
+    PACKAGING.iter().find(|p| {
+        p.components.iter().any(|c| match c.strip_suffix('*') {
+            Some(prefix) => component.starts_with(prefix),
+            None => *c == component,
+        })
+    })
+}
+
 /// The `version.json` key a runfile toolkit uses for a component, if it lists it.
 pub fn toolkit_component_key(component: &str) -> Option<&'static str> {
-    Some(match component {
-        "cudart" => "cuda_cudart",
-        "nvrtc" | "nvrtc-builtins" | "nvrtc.alt" | "nvrtc-builtins.alt" => "cuda_nvrtc",
-        "cupti" | "nvperf_host" | "nvperf_target" | "pcsamplingutil" | "checkpoint" => "cuda_cupti",
-        "cublas" | "cublasLt" | "nvblas" => "libcublas",
-        "cufft" | "cufftw" => "libcufft",
-        "curand" => "libcurand",
-        "cusolver" | "cusolverMg" => "libcusolver",
-        "cusparse" => "libcusparse",
-        "nvJitLink" | "nvjitlink" => "libnvjitlink",
-        "nvjpeg" => "libnvjpeg",
-        "cufile" => "gds",
-        "nvToolsExt" => "cuda_nvtx",
-        c if c.starts_with("npp") => "libnpp",
-        _ => return None,
-    })
+    packaging(component)?.version_key
 }
 
 /// The pip wheel that ships a component for a CUDA major (`cublasLt`, 12 -> `nvidia-cublas-cu12`).
 pub fn pip_package(component: &str, cuda_major: u32) -> Option<String> {
-    let base = match component {
-        "cudart" => "nvidia-cuda-runtime",
-        "nvrtc" | "nvrtc-builtins" => "nvidia-cuda-nvrtc",
-        "cupti" => "nvidia-cuda-cupti",
-        "cublas" | "cublasLt" | "nvblas" => "nvidia-cublas",
-        "cufft" | "cufftw" => "nvidia-cufft",
-        "curand" => "nvidia-curand",
-        "cusolver" | "cusolverMg" => "nvidia-cusolver",
-        "cusparse" => "nvidia-cusparse",
-        "nvJitLink" | "nvjitlink" => "nvidia-nvjitlink",
-        "nccl" => "nvidia-nccl",
-        c if c.starts_with("cudnn") => return Some(format!("nvidia-cudnn-cu{cuda_major}")),
-        _ => return None,
-    };
-    // CUDA 13 wheels dropped the suffix (cuDNN keeps it, above).
-    Some(if cuda_major >= 13 {
+    let base = packaging(component)?.pip?;
+    // CUDA 13 wheels dropped the suffix, except cuDNN's.
+    Some(if cuda_major >= 13 && !component.starts_with("cudnn") {
         base.to_string()
     } else {
         format!("{base}-cu{cuda_major}")
@@ -189,20 +292,7 @@ pub fn pip_package(component: &str, cuda_major: u32) -> Option<String> {
 
 /// The conda-forge package that ships a component (`cublasLt` -> `libcublas`).
 pub fn conda_package(component: &str) -> Option<&'static str> {
-    Some(match component {
-        "cudart" => "cuda-cudart",
-        "nvrtc" | "nvrtc-builtins" => "cuda-nvrtc",
-        "cupti" => "cuda-cupti",
-        "cublas" | "cublasLt" | "nvblas" => "libcublas",
-        "cufft" | "cufftw" => "libcufft",
-        "curand" => "libcurand",
-        "cusolver" | "cusolverMg" => "libcusolver",
-        "cusparse" => "libcusparse",
-        "nvJitLink" | "nvjitlink" => "libnvjitlink",
-        "nccl" => "nccl",
-        c if c.starts_with("cudnn") => "cudnn",
-        _ => return None,
-    })
+    packaging(component)?.conda
 }
 
 #[cfg(test)]
@@ -264,6 +354,23 @@ mod tests {
     #[case("cuda", 12, None)]
     fn pip_packages(#[case] component: &str, #[case] major: u32, #[case] expected: Option<&str>) {
         assert_eq!(pip_package(component, major).as_deref(), expected);
+    }
+
+    #[rstest]
+    #[case("cudart", Some("cuda_cudart"), Some("cuda-cudart"))]
+    #[case("nvrtc-builtins.alt", Some("cuda_nvrtc"), None)]
+    #[case("pcsamplingutil", Some("cuda_cupti"), None)]
+    #[case("nppial", Some("libnpp"), None)]
+    #[case("cudnn_ops_infer", None, Some("cudnn"))]
+    #[case("nccl", None, Some("nccl"))]
+    #[case("cuda", None, None)]
+    fn one_table_gives_the_toolkit_key_and_the_conda_package(
+        #[case] component: &str,
+        #[case] key: Option<&str>,
+        #[case] conda: Option<&str>,
+    ) {
+        assert_eq!(toolkit_component_key(component), key);
+        assert_eq!(conda_package(component), conda);
     }
 
     #[test]
