@@ -31,6 +31,9 @@ pub struct DoctorReport {
     pub searched: Vec<SearchRoot>,
     pub installations: Vec<Installation>,
     pub problems: Vec<Problem>,
+    /// The `LD_LIBRARY_PATH` entries `cargo run` added, left out of the modelled environment.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cargo_search_path: Vec<String>,
 }
 
 impl DoctorReport {
@@ -69,8 +72,13 @@ pub fn doctor(options: &DoctorOptions, host: &Host) -> DoctorReport {
         installations: linux,
         ..scan.clone()
     };
-    let search = SearchContext::host(Vec::new());
     let ld_library_path = host.env.get("LD_LIBRARY_PATH").cloned();
+    // The host's LD_LIBRARY_PATH as `Host` gives it (without what `cargo run` added).
+    let mut search = SearchContext::host(Vec::new());
+    search.ld_library_path = ld_library_path
+        .as_deref()
+        .map(crate::resolve::split_search_path)
+        .unwrap_or_default();
     let gpu = match options.target {
         Some(cc) => GpuInfo::target(cc),
         None if options.load => gpu::detect(&options.worker),
@@ -112,6 +120,7 @@ pub fn doctor(options: &DoctorOptions, host: &Host) -> DoctorReport {
         searched,
         installations,
         problems,
+        cargo_search_path: host.cargo_search_path.clone(),
     }
 }
 

@@ -1117,3 +1117,46 @@ fn doctor_on_a_gpu_host_sees_the_device_and_the_driver() {
         summary(&report)
     );
 }
+
+/// `cargo run -- doctor` (the README's main command) puts the target directory and the Rust
+/// toolchain on LD_LIBRARY_PATH; the report leaves them out and says so.
+#[test]
+fn under_cargo_run_the_search_path_cargo_added_is_left_out() {
+    let bin = stackbench_bin();
+    let exe_dir = bin.parent().unwrap().display().to_string();
+    let toolchain = "/nonexistent/rustup/toolchains/stable-x86_64-unknown-linux-gnu";
+    let user = fixture(TOOLKIT_LIB).display().to_string();
+    let search = format!(
+        "{exe_dir}:{exe_dir}/deps:{toolchain}/lib/rustlib/x86_64-unknown-linux-gnu/lib:{toolchain}/lib:{user}"
+    );
+    let env = [
+        ("CARGO", format!("{toolchain}/bin/cargo")),
+        ("CARGO_MANIFEST_DIR", "/nonexistent/stackbench".to_owned()),
+    ];
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let roots = roots(&[VENV_CU12]);
+    let json = doctor_output(
+        &roots,
+        Some(&search),
+        &env,
+        &["--no-load", "--format", "json"],
+    );
+    let report = doctor_report(&json.stdout);
+    let dropped = strings(&report["cargo_search_path"]);
+    assert_eq!(dropped.len(), 4, "{dropped:?}");
+    assert!(
+        dropped.iter().all(|d| !d.contains("cuda-12.9")),
+        "{dropped:?}"
+    );
+    let findings = report["findings"].to_string();
+    assert!(!findings.contains(&exe_dir), "{findings}");
+    assert!(!findings.contains(toolchain), "{findings}");
+    let terminal = doctor_output(&roots, Some(&search), &env, &["--no-load"]);
+    let text = String::from_utf8_lossy(&terminal.stdout);
+    assert!(
+        text.lines()
+            .nth(1)
+            .is_some_and(|l| l.starts_with("Run by cargo: left out of LD_LIBRARY_PATH")),
+        "{text}"
+    );
+}

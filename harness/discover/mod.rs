@@ -60,6 +60,9 @@ pub struct Host {
     pub python_sites: Option<Vec<PathBuf>>,
     /// Running inside WSL, with Windows' drives under `/mnt`.
     pub wsl: bool,
+    /// The `LD_LIBRARY_PATH` entries `cargo run` added, left out of `env`: the report describes
+    /// the user's environment, not cargo's.
+    pub cargo_search_path: Vec<String>,
 }
 
 /// Windows' CUDA places as WSL sees them: the toolkits, and System32 for the driver's
@@ -80,7 +83,11 @@ impl Host {
             })
             .collect();
         let osrelease = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+        let mut env = env;
+        let exe = std::env::current_exe().ok();
+        let cargo_search_path = strip_cargo_search_path(&mut env, exe.as_deref());
         Host {
+            cargo_search_path,
             home: env.get("HOME").map(PathBuf::from),
             wsl: env.contains_key("WSL_DISTRO_NAME")
                 || osrelease.to_ascii_lowercase().contains("microsoft"),
@@ -90,6 +97,52 @@ impl Host {
             python_sites: None,
         }
     }
+}
+
+/// Removes from `env`'s `LD_LIBRARY_PATH` the entries `cargo run` puts in front of the user's
+/// (the running executable's directory and its `deps`, the toolchain's `lib` and
+/// `lib/rustlib/<target>/lib`), and returns them; nothing when cargo did not start this process
+/// (`CARGO` and `CARGO_MANIFEST_DIR` unset).
+pub fn strip_cargo_search_path(
+    env: &mut HashMap<String, String>,
+    executable: Option<&Path>,
+) -> Vec<String> {
+    let Some(cargo) = env
+        .get("CARGO")
+        .filter(|_| env.contains_key("CARGO_MANIFEST_DIR"))
+    else {
+        return Vec::new();
+    };
+    let toolchain = Path::new(cargo)
+        .parent()
+        .and_then(Path::parent)
+        .map(Path::to_path_buf);
+    let exe_dir = executable.and_then(Path::parent).map(Path::to_path_buf);
+    let added = |entry: &str| {
+        let entry = Path::new(entry);
+        let from_target = exe_dir
+            .as_ref()
+            .is_some_and(|d| entry == d || entry == d.join("deps"));
+        let from_toolchain = toolchain.as_ref().is_some_and(|t| {
+            entry == t.join("lib")
+                || (entry.starts_with(t.join("lib/rustlib")) && entry.ends_with("lib"))
+        });
+        from_target || from_toolchain
+    };
+    let Some(value) = env.get("LD_LIBRARY_PATH") else {
+        return Vec::new();
+    };
+    let (dropped, kept): (Vec<&str>, Vec<&str>) = value.split(':').partition(|e| added(e));
+    let dropped: Vec<String> = dropped.into_iter().map(str::to_owned).collect();
+    if !dropped.is_empty() {
+        let kept = kept.join(":");
+        if kept.is_empty() {
+            env.remove("LD_LIBRARY_PATH");
+        } else {
+            env.insert("LD_LIBRARY_PATH".into(), kept);
+        }
+    }
+    dropped
 }
 
 /// A library path found, and every way it was found.
@@ -280,6 +333,34 @@ mod tests {
             .into_iter()
             .map(|(root, limits)| (root.path, root.source, limits.max_depth))
             .collect()
+    }
+
+    #[test]
+    fn what_cargo_run_adds_to_the_search_path_is_left_out() {
+        let toolchain = "/root/.rustup/toolchains/stable-x86_64-unknown-linux-gnu";
+        let mut env: HashMap<String, String> = [
+            ("CARGO", format!("{toolchain}/bin/cargo")),
+            ("CARGO_MANIFEST_DIR", "/work/main".to_owned()),
+            (
+                "LD_LIBRARY_PATH",
+                format!(
+                    "/work/main/target/release:/work/main/target/release/deps:\
+                     {toolchain}/lib/rustlib/x86_64-unknown-linux-gnu/lib:{toolchain}/lib:/opt/user/lib"
+                ),
+            ),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+        let exe = Path::new("/work/main/target/release/stackbench");
+        let dropped = strip_cargo_search_path(&mut env, Some(exe));
+        assert_eq!(dropped.len(), 4, "{dropped:?}");
+        assert_eq!(env["LD_LIBRARY_PATH"], "/opt/user/lib");
+        // Without cargo, nothing is touched.
+        env.remove("CARGO");
+        env.insert("LD_LIBRARY_PATH".into(), "/work/main/target/release".into());
+        assert!(strip_cargo_search_path(&mut env, Some(exe)).is_empty());
+        assert_eq!(env["LD_LIBRARY_PATH"], "/work/main/target/release");
     }
 
     #[test]

@@ -38,6 +38,13 @@ impl Exporter for Markdown {
         if !report.loaded {
             out.push_str("Static analysis only (`--no-load`): no library was loaded.\n\n");
         }
+        if !report.cargo_search_path.is_empty() {
+            let _ = writeln!(
+                out,
+                "Run by cargo: left out of `LD_LIBRARY_PATH` what cargo added (`{}`).\n",
+                report.cargo_search_path.join(":")
+            );
+        }
         if !report.findings.is_empty() {
             out.push_str("## Findings\n\n| severity | cause | library | what | fix |\n|---|---|---|---|---|\n");
             for f in &report.findings {

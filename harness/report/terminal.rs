@@ -71,6 +71,13 @@ impl Exporter for Terminal {
                 "; static analysis only, nothing loaded"
             }
         );
+        if !report.cargo_search_path.is_empty() {
+            let _ = writeln!(
+                out,
+                "Run by cargo: left out of LD_LIBRARY_PATH what cargo added ({})",
+                report.cargo_search_path.join(":")
+            );
+        }
         let _ = writeln!(out, "GPU: {}\n", gpu_line(&report.gpu));
         for (severity, title, colour) in [
             (Severity::Error, "errors", RED),
