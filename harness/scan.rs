@@ -295,6 +295,20 @@ fn fatbin_problem(library: &mut Library, problem: Option<&str>) {
     }
 }
 
+/// A file that could not be read: what went wrong, then what to do.
+fn read_problem(
+    path: &Path,
+    kind: ProblemKind,
+    error: &dyn std::fmt::Display,
+    fix: &str,
+) -> Problem {
+    Problem {
+        kind,
+        path: path.to_path_buf(),
+        message: format!("{error}; {fix}"),
+    }
+}
+
 fn pe_problem(path: &Path, e: &PeError) -> Problem {
     let (kind, fix) = match e {
         PeError::Io { .. } => (ProblemKind::Unreadable, "check the file's permissions"),
@@ -311,11 +325,7 @@ fn pe_problem(path: &Path, e: &PeError) -> Problem {
             "the file is damaged; reinstall the package it came from",
         ),
     };
-    Problem {
-        kind,
-        path: path.to_path_buf(),
-        message: format!("{e}; {fix}"),
-    }
+    read_problem(path, kind, e, fix)
 }
 
 fn elf_problem(path: &Path, e: &ElfError) -> Problem {
@@ -334,11 +344,7 @@ fn elf_problem(path: &Path, e: &ElfError) -> Problem {
             "the file is damaged; reinstall the package it came from",
         ),
     };
-    Problem {
-        kind,
-        path: path.to_path_buf(),
-        message: format!("{e}; {fix}"),
-    }
+    read_problem(path, kind, e, fix)
 }
 
 fn chain_problem(kind: ProblemKind, chain: &[PathBuf]) -> Problem {
