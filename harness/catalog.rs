@@ -274,6 +274,11 @@ fn packaging(component: &str) -> Option<&'static Packaging> {
     })
 }
 
+/// True for a file name of the driver's own libraries (`libcuda.so.1`, `nvcuda.dll`).
+pub fn names_driver_library(file_name: &str) -> bool {
+    classify(file_name).is_some_and(|n| is_driver_component(&n.component))
+}
+
 /// The `version.json` key a runfile toolkit uses for a component, if it lists it.
 pub fn toolkit_component_key(component: &str) -> Option<&'static str> {
     packaging(component)?.version_key

@@ -72,7 +72,7 @@ fn is_checked_runtime_dep(library: &Library, name: &str) -> bool {
 
 /// The driver's libraries are the driver rule's concern, found once for the whole host.
 fn is_driver(name: &str) -> bool {
-    catalog::classify(name).is_some_and(|n| catalog::is_driver_component(&n.component))
+    catalog::names_driver_library(name)
 }
 
 /// A dependency found outside the installation although the installation has its own copy:

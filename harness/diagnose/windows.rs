@@ -115,8 +115,7 @@ fn is_system_dll(name: &str) -> bool {
 /// The driver's DLLs live in the target machine's `System32`; a tree without one says nothing
 /// about them.
 fn is_driver_dll(name: &str) -> bool {
-    catalog::classify(name).is_some_and(|n| catalog::is_driver_component(&n.component))
-        || name.to_ascii_lowercase().starts_with("nvldumd")
+    catalog::names_driver_library(name) || name.to_ascii_lowercase().starts_with("nvldumd")
 }
 
 /// Where one name was found, and how.
