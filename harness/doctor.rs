@@ -41,6 +41,16 @@ impl DoctorReport {
     pub fn has_errors(&self) -> bool {
         self.findings.iter().any(|f| f.severity == Severity::Error)
     }
+
+    /// Counts of findings by severity: errors, warnings, info.
+    pub fn severity_counts(&self) -> [usize; 3] {
+        let count = |s: Severity| self.findings.iter().filter(|f| f.severity == s).count();
+        [
+            count(Severity::Error),
+            count(Severity::Warning),
+            count(Severity::Info),
+        ]
+    }
 }
 
 /// How `doctor` runs.

@@ -234,18 +234,7 @@ fn counts(run: &Run) -> Vec<(String, usize)> {
     match run {
         Run::Bench(r) => named(&["measured", "skipped", "failed"], &r.counts()),
         Run::Check(r) => named(&["pass", "warn", "skip", "fail"], &r.counts()),
-        Run::Doctor(r) => {
-            use crate::diagnose::finding::Severity;
-            let count = |s: Severity| r.findings.iter().filter(|f| f.severity == s).count();
-            named(
-                &["error", "warning", "info"],
-                &[
-                    count(Severity::Error),
-                    count(Severity::Warning),
-                    count(Severity::Info),
-                ],
-            )
-        }
+        Run::Doctor(r) => named(&["error", "warning", "info"], &r.severity_counts()),
         Run::Scan(r) => named(
             &["installations", "libraries"],
             &[
@@ -337,39 +326,27 @@ fn versions(report: &BenchReport, combination: &str) -> String {
     parts.join(", ")
 }
 
-/// The check matrix of the run at `run`.
+/// The check matrix of the run at `run`: a row per check, grouped by library.
 fn matrix(run: usize, report: &CheckReport) -> CheckMatrix {
-    let mut rows: Vec<MatrixRow> = Vec::new();
-    for check in report.checks() {
-        if rows
-            .iter()
-            .any(|r| r.check == check.id && r.library == check.library)
-        {
-            continue;
-        }
-        // Rows stay together by library, in the order the libraries first appear.
-        let at = rows
-            .iter()
-            .rposition(|r| r.library == check.library)
-            .map_or(rows.len(), |last| last + 1);
-        rows.insert(
-            at,
-            MatrixRow {
-                library: check.library.clone(),
-                check: check.id.clone(),
-                cells: report
-                    .combinations
-                    .iter()
-                    .map(|c| {
-                        c.check(&check.id).map(|r| MatrixCell {
-                            status: r.status,
-                            reason: r.reason.clone(),
-                        })
+    let rows = report
+        .check_groups()
+        .into_iter()
+        .flat_map(|(library, ids)| ids.into_iter().map(move |id| (library, id)))
+        .map(|(library, id)| MatrixRow {
+            library: library.to_owned(),
+            check: id.to_owned(),
+            cells: report
+                .combinations
+                .iter()
+                .map(|c| {
+                    c.check(id).map(|r| MatrixCell {
+                        status: r.status,
+                        reason: r.reason.clone(),
                     })
-                    .collect(),
-            },
-        );
-    }
+                })
+                .collect(),
+        })
+        .collect();
     CheckMatrix {
         run,
         combinations: report.combinations.iter().map(|c| c.name.clone()).collect(),

@@ -311,6 +311,16 @@ impl Key {
     }
 }
 
+impl CombinationRun {
+    /// Each library with its version: `cudart 12.9`, `cublas 12.9.1.4` (`?` when unknown).
+    pub fn library_versions(&self) -> Vec<String> {
+        self.libraries
+            .iter()
+            .map(|l| format!("{} {}", l.component, l.version.as_deref().unwrap_or("?")))
+            .collect()
+    }
+}
+
 impl BenchReport {
     /// Counts of measured, skipped and failed benchmarks.
     pub fn counts(&self) -> [usize; 3] {

@@ -157,6 +157,29 @@ impl CheckReport {
         self.combinations.iter().flat_map(|c| c.checks.iter())
     }
 
+    /// The checks by library: each library in the order it first appears, with its check ids
+    /// in order of first appearance (the spec's order). The matrix's rows.
+    pub fn check_groups(&self) -> Vec<(&str, Vec<&str>)> {
+        let mut groups: Vec<(&str, Vec<&str>)> = Vec::new();
+        for check in self.checks() {
+            let at = match groups
+                .iter()
+                .position(|(library, _)| *library == check.library)
+            {
+                Some(at) => at,
+                None => {
+                    groups.push((&check.library, Vec::new()));
+                    groups.len() - 1
+                }
+            };
+            let ids = &mut groups[at].1;
+            if !ids.contains(&check.id.as_str()) {
+                ids.push(&check.id);
+            }
+        }
+        groups
+    }
+
     /// How many checks have each status: pass, warn, skip, fail.
     pub fn counts(&self) -> [usize; 4] {
         let mut counts = [0; 4];

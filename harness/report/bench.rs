@@ -119,11 +119,7 @@ pub fn counts(report: &BenchReport) -> String {
 
 /// A combination's libraries with their versions: `cudart 12.9, cublas 12.9.1.4`.
 pub fn libraries(run: &CombinationRun) -> String {
-    let listed: Vec<String> = run
-        .libraries
-        .iter()
-        .map(|l| format!("{} {}", l.component, l.version.as_deref().unwrap_or("?")))
-        .collect();
+    let listed = run.library_versions();
     if listed.is_empty() {
         "-".to_owned()
     } else {

@@ -4,8 +4,8 @@
 //! table and what was not measured, by reason. For CI summaries (`$GITHUB_STEP_SUMMARY`), pull requests and issues.
 
 use super::{
-    archs, bench, cell, check_counts, check_gpu_line, check_groups, driver_version, gpu_line,
-    library_path, notices, severity_counts, Exporter,
+    archs, bench, cell, check_counts, check_gpu_line, driver_version, gpu_line, library_path,
+    notices, Exporter,
 };
 use crate::bench::model::{BenchReport, Status as BenchStatus};
 use crate::check::model::{CheckReport, CombinationReport, Status};
@@ -27,7 +27,7 @@ impl Exporter for Markdown {
     }
 
     fn doctor(&self, report: &DoctorReport) -> Result<Vec<u8>, OutputError> {
-        let [errors, warnings, info] = severity_counts(report);
+        let [errors, warnings, info] = report.severity_counts();
         let mut out = String::from("# stackbench doctor\n\n");
         let _ = writeln!(
             out,
@@ -406,7 +406,7 @@ fn check_matrix(out: &mut String, report: &CheckReport) {
     out.push_str(&"---|".repeat(report.combinations.len()));
     out.push('\n');
     let empty = " |".repeat(report.combinations.len());
-    for (library, ids) in check_groups(report) {
+    for (library, ids) in report.check_groups() {
         let _ = writeln!(out, "| **{}** |{empty}", escape(library));
         for id in ids {
             let _ = write!(out, "| `{id}` |");

@@ -147,17 +147,6 @@ fn archs(items: &[String], prefix: &str) -> String {
     format!("{} {}", prefix.trim_end_matches('_'), numbers.join(" "))
 }
 
-/// Counts of findings by severity: errors, warnings, info.
-fn severity_counts(report: &DoctorReport) -> [usize; 3] {
-    use crate::diagnose::finding::Severity;
-    let count = |s: Severity| report.findings.iter().filter(|f| f.severity == s).count();
-    [
-        count(Severity::Error),
-        count(Severity::Warning),
-        count(Severity::Info),
-    ]
-}
-
 /// One line saying which GPU a report checked against.
 fn gpu_line(gpu: &GpuInfo) -> String {
     let devices: Vec<String> = gpu
@@ -249,29 +238,6 @@ fn check_gpu_line(report: &CheckReport) -> String {
         line.push_str(&format!("; --target {target}"));
     }
     line
-}
-
-/// The matrix's rows: each library group, in the order the library first appears among the
-/// report's checks, with its check ids in order of first appearance (the spec's order).
-fn check_groups(report: &CheckReport) -> Vec<(&str, Vec<&str>)> {
-    let mut groups: Vec<(&str, Vec<&str>)> = Vec::new();
-    for check in report.checks() {
-        let at = match groups
-            .iter()
-            .position(|(library, _)| *library == check.library)
-        {
-            Some(at) => at,
-            None => {
-                groups.push((&check.library, Vec::new()));
-                groups.len() - 1
-            }
-        };
-        let ids = &mut groups[at].1;
-        if !ids.contains(&check.id.as_str()) {
-            ids.push(&check.id);
-        }
-    }
-    groups
 }
 
 /// Whether a skip only follows from something shown elsewhere: a check it needs did not pass
@@ -420,7 +386,7 @@ mod tests {
             ),
         ]);
         assert_eq!(
-            check_groups(&r),
+            r.check_groups(),
             vec![
                 (
                     "driver",

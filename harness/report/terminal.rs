@@ -3,8 +3,8 @@
 //! not measured, by reason; in colour when asked for.
 
 use super::{
-    archs, bench, check_counts, check_gpu_line, check_groups, count, driver_version, gpu_line,
-    library_path, notices, severity_counts, Exporter, Notice,
+    archs, bench, check_counts, check_gpu_line, count, driver_version, gpu_line, library_path,
+    notices, Exporter, Notice,
 };
 use crate::bench::model::{BenchReport, Status as BenchStatus};
 use crate::check::model::{CheckReport, Status};
@@ -50,7 +50,7 @@ impl Exporter for Terminal {
 
     fn doctor(&self, report: &DoctorReport) -> Result<Vec<u8>, OutputError> {
         let mut out = String::new();
-        let [errors, warnings, info] = severity_counts(report);
+        let [errors, warnings, info] = report.severity_counts();
         let libraries: usize = report.installations.iter().map(|i| i.libraries.len()).sum();
         let verdict = if errors > 0 {
             self.paint(RED, &count(errors, "error"))
@@ -453,7 +453,7 @@ impl Terminal {
     /// The check matrix: a column per combination (numbered, with a legend above, when the
     /// names do not fit in [`WIDTH`]), a row per check under a header per library.
     fn matrix(&self, out: &mut String, report: &CheckReport) {
-        let groups = check_groups(report);
+        let groups = report.check_groups();
         let label_width = groups
             .iter()
             .flat_map(|(library, ids)| {
