@@ -83,6 +83,11 @@ pub fn read_path(path: &Path) -> Result<ElfInfo, ElfError> {
 
 /// Maps a regular file read-only; an empty file is [`ElfError::Truncated`].
 pub(crate) fn map_file(path: &Path) -> Result<memmap2::Mmap, ElfError> {
+    open_and_map(path).map(|(_, map)| map)
+}
+
+/// Opens a regular file and maps it read-only, keeping the file for reads beside the mapping.
+pub(crate) fn open_and_map(path: &Path) -> Result<(std::fs::File, memmap2::Mmap), ElfError> {
     let io = |source| ElfError::Io {
         path: path.to_path_buf(),
         source,
@@ -109,7 +114,8 @@ pub(crate) fn map_file(path: &Path) -> Result<memmap2::Mmap, ElfError> {
     // the file while it is mapped, bytes may change under us or a read may fault (SIGBUS);
     // every read is bounds-checked against the mapping's length, and installers replace
     // libraries (new inode) rather than rewriting them in place.
-    unsafe { memmap2::Mmap::map(&file) }.map_err(io)
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
+    Ok((file, map))
 }
 
 /// File range of the section named `name`, if the ELF has one with bytes in the file.

@@ -74,13 +74,9 @@ pub fn read_bytes(bytes: &[u8]) -> Result<PeInfo, PeError> {
 /// Reads a DLL from a file, mapping it rather than copying it; its strings are read from the
 /// file in chunks.
 pub fn read_path(path: &Path) -> Result<PeInfo, PeError> {
-    let map = crate::elf::map_file(path).map_err(|e| match e {
+    let (file, map) = crate::elf::open_and_map(path).map_err(|e| match e {
         crate::elf::ElfError::Io { path, source } => PeError::Io { path, source },
         other => PeError::Truncated(other.to_string()),
-    })?;
-    let file = std::fs::File::open(path).map_err(|source| PeError::Io {
-        path: path.to_path_buf(),
-        source,
     })?;
     read(&map, Some(&file))
 }
