@@ -79,8 +79,11 @@ pub fn doctor(options: &DoctorOptions, host: &Host) -> DoctorReport {
         .cloned()
         .partition(diagnose::windows::is_windows);
     let linux_scan = ScanReport {
+        schema: scan.schema.clone(),
+        host: scan.host.clone(),
+        searched: scan.searched.clone(),
         installations: linux,
-        ..scan.clone()
+        problems: scan.problems.clone(),
     };
     let ld_library_path = host.env.get("LD_LIBRARY_PATH").cloned();
     // The host's LD_LIBRARY_PATH as `Host` gives it (without what `cargo run` added).
