@@ -83,11 +83,20 @@ pub fn read_path(path: &Path) -> Result<ElfInfo, ElfError> {
 
 /// Maps a regular file read-only; an empty file is [`ElfError::Truncated`].
 pub(crate) fn map_file(path: &Path) -> Result<memmap2::Mmap, ElfError> {
-    open_and_map(path).map(|(_, map)| map)
+    let (file, _) = open_regular(path)?;
+    // SAFETY: the mapping is read-only and private. If another process truncates or rewrites
+    // the file while it is mapped, bytes may change under us or a read may fault (SIGBUS);
+    // every read is bounds-checked against the mapping's length, and installers replace
+    // libraries (new inode) rather than rewriting them in place.
+    unsafe { memmap2::Mmap::map(&file) }.map_err(|source| ElfError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
-/// Opens a regular file and maps it read-only, keeping the file for reads beside the mapping.
-pub(crate) fn open_and_map(path: &Path) -> Result<(std::fs::File, memmap2::Mmap), ElfError> {
+/// Opens a regular, non-empty file and gives its length; an empty file is
+/// [`ElfError::Truncated`].
+pub(crate) fn open_regular(path: &Path) -> Result<(std::fs::File, u64), ElfError> {
     let io = |source| ElfError::Io {
         path: path.to_path_buf(),
         source,
@@ -110,12 +119,7 @@ pub(crate) fn open_and_map(path: &Path) -> Result<(std::fs::File, memmap2::Mmap)
     if meta.len() == 0 {
         return Err(ElfError::Truncated("empty file".into()));
     }
-    // SAFETY: the mapping is read-only and private. If another process truncates or rewrites
-    // the file while it is mapped, bytes may change under us or a read may fault (SIGBUS);
-    // every read is bounds-checked against the mapping's length, and installers replace
-    // libraries (new inode) rather than rewriting them in place.
-    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
-    Ok((file, map))
+    Ok((file, meta.len()))
 }
 
 /// File range of the section named `name`, if the ELF has one with bytes in the file.

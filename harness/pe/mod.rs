@@ -12,6 +12,7 @@ pub mod version;
 use crate::elf::fatbin;
 use object::pe;
 use object::read::pe::{ImageNtHeaders, PeFile32, PeFile64};
+use object::read::ReadRef;
 use object::LittleEndian as LE;
 use std::path::Path;
 
@@ -68,71 +69,99 @@ pub fn is_pe(bytes: &[u8]) -> bool {
 
 /// Reads a DLL from its bytes.
 pub fn read_bytes(bytes: &[u8]) -> Result<PeInfo, PeError> {
-    read(bytes, None)
+    check_magic(bytes.get(..2).unwrap_or(bytes))?;
+    crate::elf::with_aligned(bytes, |data| read(data, None))
 }
 
-/// Reads a DLL from a file, mapping it rather than copying it; its strings are read from the
-/// file in chunks.
+/// Above this size, `.rdata` is read in chunks and the mapping is read at random (see
+/// [`read_path`]).
+const LARGE_FILE: u64 = 8 << 20;
+
+/// Reads a DLL from a file, mapping it rather than copying it.
+///
+/// A large DLL's reader touches headers and tables here and there, far apart: the mapping is
+/// marked random, so that each touch maps one page rather than the pages around it (the
+/// kernel's default), which cost more to map and unmap than they save; its `.rdata`, read
+/// whole, is read in chunks (see [`names`]). A small DLL is read through the mapping alone.
 pub fn read_path(path: &Path) -> Result<PeInfo, PeError> {
-    let (file, map) = crate::elf::open_and_map(path).map_err(|e| match e {
+    let (file, len) = crate::elf::open_regular(path).map_err(|e| match e {
         crate::elf::ElfError::Io { path, source } => PeError::Io { path, source },
         other => PeError::Truncated(other.to_string()),
     })?;
-    read(&map, Some(&file))
+    // SAFETY: as for `elf::map_file`: read-only, private, every read bounds-checked.
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|source| PeError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    check_magic(map.get(..2).unwrap_or(&map))?;
+    let strings_from = (len > LARGE_FILE).then_some(&file);
+    if strings_from.is_some() {
+        let _ = map.advise(memmap2::Advice::Random);
+    }
+    crate::elf::with_aligned(&map, |data| read(data, strings_from))
 }
 
-/// Reads a DLL from its bytes, its strings from `file` when given (the file of those bytes).
-fn read(bytes: &[u8], file: Option<&std::fs::File>) -> Result<PeInfo, PeError> {
-    if !is_pe(bytes) {
-        return Err(if bytes.len() < 2 {
-            PeError::Truncated(format!("{} bytes, shorter than the MZ magic", bytes.len()))
-        } else {
-            PeError::NotPe
-        });
+/// `head`, the first two bytes (or fewer) of a file, must be `MZ`.
+fn check_magic(head: &[u8]) -> Result<(), PeError> {
+    match head.len() {
+        0 | 1 => Err(PeError::Truncated(format!(
+            "{} bytes, shorter than the MZ magic",
+            head.len()
+        ))),
+        _ if is_pe(head) => Ok(()),
+        _ => Err(PeError::NotPe),
     }
-    crate::elf::with_aligned(bytes, |data| {
-        let magic =
-            object::read::pe::optional_header_magic(data).map_err(|e| malformed(data, e))?;
-        match magic {
-            pe::IMAGE_NT_OPTIONAL_HDR32_MAGIC => read_pe(
-                &PeFile32::parse(data).map_err(|e| malformed(data, e))?,
-                "PE32",
-                file,
-            ),
-            pe::IMAGE_NT_OPTIONAL_HDR64_MAGIC => read_pe(
-                &PeFile64::parse(data).map_err(|e| malformed(data, e))?,
-                "PE32+",
-                file,
-            ),
-            other => Err(PeError::Malformed(format!(
-                "unknown optional header magic {other:#x}"
-            ))),
-        }
-    })
+}
+
+/// Reads a DLL through `data`, its `.rdata` strings from `strings_from` when given (the file
+/// behind `data`).
+fn read<'data, R: ReadRef<'data>>(
+    data: R,
+    strings_from: Option<&std::fs::File>,
+) -> Result<PeInfo, PeError> {
+    let magic = object::read::pe::optional_header_magic(data).map_err(|e| malformed(data, e))?;
+    match magic {
+        pe::IMAGE_NT_OPTIONAL_HDR32_MAGIC => read_pe(
+            &PeFile32::parse(data).map_err(|e| malformed(data, e))?,
+            "PE32",
+            strings_from,
+        ),
+        pe::IMAGE_NT_OPTIONAL_HDR64_MAGIC => read_pe(
+            &PeFile64::parse(data).map_err(|e| malformed(data, e))?,
+            "PE32+",
+            strings_from,
+        ),
+        other => Err(PeError::Malformed(format!(
+            "unknown optional header magic {other:#x}"
+        ))),
+    }
 }
 
 /// A parse error: truncated when the file is shorter than the headers it declares
 /// (`SizeOfHeaders`), else malformed.
-fn malformed(data: &[u8], error: object::read::Error) -> PeError {
-    let u32_at = |at: usize| {
-        data.get(at..at + 4)
-            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+fn malformed<'data, R: ReadRef<'data>>(data: R, error: object::read::Error) -> PeError {
+    let u32_at = |at: u64| {
+        data.read_bytes_at(at, 4)
+            .ok()
+            .map(|b| u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])))
     };
+    let len = data.len().unwrap_or(0);
     // SizeOfHeaders sits 60 bytes into the optional header, after the 4-byte signature and the
     // 20-byte file header, in PE32 and PE32+ alike.
     let headers = u32_at(0x3c).and_then(|nt| u32_at(nt + 24 + 60));
     match headers {
-        Some(size) if data.len() >= size => PeError::Malformed(error.to_string()),
-        _ => PeError::Truncated(format!("{} bytes: {error}", data.len())),
+        Some(size) if len >= size => PeError::Malformed(error.to_string()),
+        _ => PeError::Truncated(format!("{len} bytes: {error}")),
     }
 }
 
-fn read_pe<Pe: ImageNtHeaders>(
-    file: &object::read::pe::PeFile<'_, Pe>,
+fn read_pe<'data, Pe: ImageNtHeaders, R: ReadRef<'data>>(
+    file: &object::read::pe::PeFile<'data, Pe, R>,
     class: &str,
     strings_from: Option<&std::fs::File>,
 ) -> Result<PeInfo, PeError> {
     let data = file.data();
+    let file_len = data.len().unwrap_or(0);
     let bad = |e: object::read::Error| PeError::Malformed(e.to_string());
     let mut info = PeInfo {
         class: class.to_owned(),
@@ -144,11 +173,10 @@ fn read_pe<Pe: ImageNtHeaders>(
     for section in sections.iter() {
         let (offset, size) = section.pe_file_range();
         let end = u64::from(offset) + u64::from(size);
-        if end > data.len() as u64 {
+        if end > file_len {
             return Err(PeError::Truncated(format!(
-                "section {} ends at byte {end}, the file has {}",
+                "section {} ends at byte {end}, the file has {file_len}",
                 String::from_utf8_lossy(section.raw_name()),
-                data.len()
             )));
         }
     }
@@ -189,20 +217,22 @@ fn read_pe<Pe: ImageNtHeaders>(
     let mut runtime = Vec::new();
     for section in sections.iter() {
         let name = section.raw_name();
-        let Ok(bytes) = section.pe_data(data) else {
-            continue;
-        };
         if name.starts_with(FATBIN_SECTION) {
+            let Ok(bytes) = section.pe_data(data) else {
+                continue;
+            };
             let scan = fatbin::scan(bytes);
             (info.sass, info.ptx) = fatbin::architectures(&scan.entries);
             info.fatbin_problem = scan.error.map(|e| e.to_string());
         } else if name == b".rdata" {
             let (offset, size) = section.pe_file_range();
-            let read = strings_from.map(|f| {
+            let from_file = strings_from.map(|f| {
                 names::collect_dll_names_from_file(f, offset.into(), size.into(), &mut runtime)
             });
-            if !matches!(read, Some(Ok(()))) {
-                names::collect_dll_names(bytes, &mut runtime);
+            if !matches!(from_file, Some(Ok(()))) {
+                if let Ok(bytes) = section.pe_data(data) {
+                    names::collect_dll_names(bytes, &mut runtime);
+                }
             }
         }
     }
