@@ -12,7 +12,6 @@ pub mod version;
 use crate::elf::fatbin;
 use object::pe;
 use object::read::pe::{ImageNtHeaders, PeFile32, PeFile64};
-use object::read::ReadRef;
 use object::LittleEndian as LE;
 use std::path::Path;
 
@@ -115,10 +114,7 @@ fn check_magic(head: &[u8]) -> Result<(), PeError> {
 
 /// Reads a DLL through `data`, its `.rdata` strings from `strings_from` when given (the file
 /// behind `data`).
-fn read<'data, R: ReadRef<'data>>(
-    data: R,
-    strings_from: Option<&std::fs::File>,
-) -> Result<PeInfo, PeError> {
+fn read(data: &[u8], strings_from: Option<&std::fs::File>) -> Result<PeInfo, PeError> {
     let magic = object::read::pe::optional_header_magic(data).map_err(|e| malformed(data, e))?;
     match magic {
         pe::IMAGE_NT_OPTIONAL_HDR32_MAGIC => read_pe(
@@ -139,29 +135,26 @@ fn read<'data, R: ReadRef<'data>>(
 
 /// A parse error: truncated when the file is shorter than the headers it declares
 /// (`SizeOfHeaders`), else malformed.
-fn malformed<'data, R: ReadRef<'data>>(data: R, error: object::read::Error) -> PeError {
-    let u32_at = |at: u64| {
-        data.read_bytes_at(at, 4)
-            .ok()
-            .map(|b| u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])))
+fn malformed(data: &[u8], error: object::read::Error) -> PeError {
+    let u32_at = |at: usize| {
+        data.get(at..at + 4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
     };
-    let len = data.len().unwrap_or(0);
     // SizeOfHeaders sits 60 bytes into the optional header, after the 4-byte signature and the
     // 20-byte file header, in PE32 and PE32+ alike.
     let headers = u32_at(0x3c).and_then(|nt| u32_at(nt + 24 + 60));
     match headers {
-        Some(size) if len >= size => PeError::Malformed(error.to_string()),
-        _ => PeError::Truncated(format!("{len} bytes: {error}")),
+        Some(size) if data.len() >= size => PeError::Malformed(error.to_string()),
+        _ => PeError::Truncated(format!("{} bytes: {error}", data.len())),
     }
 }
 
-fn read_pe<'data, Pe: ImageNtHeaders, R: ReadRef<'data>>(
-    file: &object::read::pe::PeFile<'data, Pe, R>,
+fn read_pe<Pe: ImageNtHeaders>(
+    file: &object::read::pe::PeFile<'_, Pe>,
     class: &str,
     strings_from: Option<&std::fs::File>,
 ) -> Result<PeInfo, PeError> {
     let data = file.data();
-    let file_len = data.len().unwrap_or(0);
     let bad = |e: object::read::Error| PeError::Malformed(e.to_string());
     let mut info = PeInfo {
         class: class.to_owned(),
@@ -173,10 +166,11 @@ fn read_pe<'data, Pe: ImageNtHeaders, R: ReadRef<'data>>(
     for section in sections.iter() {
         let (offset, size) = section.pe_file_range();
         let end = u64::from(offset) + u64::from(size);
-        if end > file_len {
+        if end > data.len() as u64 {
             return Err(PeError::Truncated(format!(
-                "section {} ends at byte {end}, the file has {file_len}",
+                "section {} ends at byte {end}, the file has {}",
                 String::from_utf8_lossy(section.raw_name()),
+                data.len()
             )));
         }
     }

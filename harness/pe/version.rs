@@ -4,7 +4,6 @@
 
 use object::pe;
 use object::read::pe::{ResourceDirectory, ResourceDirectoryEntryData, SectionTable};
-use object::read::ReadRef;
 use object::LittleEndian as LE;
 
 /// Signature of `VS_FIXEDFILEINFO`.
@@ -18,10 +17,10 @@ pub struct Versions {
 }
 
 /// The versions in the first `RT_VERSION` resource, if the DLL has one that reads.
-pub fn read<'data, R: ReadRef<'data>>(
-    resources: ResourceDirectory<'data>,
-    sections: &SectionTable<'data>,
-    data: R,
+pub fn read(
+    resources: ResourceDirectory<'_>,
+    sections: &SectionTable<'_>,
+    data: &[u8],
 ) -> Versions {
     resource(resources, sections, data)
         .map(parse)
@@ -29,10 +28,10 @@ pub fn read<'data, R: ReadRef<'data>>(
 }
 
 /// The bytes of the first language of the first `RT_VERSION` resource.
-fn resource<'data, R: ReadRef<'data>>(
+fn resource<'data>(
     resources: ResourceDirectory<'data>,
     sections: &SectionTable<'data>,
-    data: R,
+    data: &'data [u8],
 ) -> Option<&'data [u8]> {
     let root = resources.root().ok()?;
     let versions = root
