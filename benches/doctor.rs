@@ -21,6 +21,7 @@ fn bench(c: &mut Criterion) {
         target: None,
         worker: common::stackbench_bin(),
         windows: Default::default(),
+        verify_hashes: false,
     };
     let (live, offline) = (options(true), options(false));
     let mut group = c.benchmark_group("doctor");

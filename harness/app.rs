@@ -23,8 +23,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> anyhow::Result<ExitCode>
         Command::Scan(args) => {
             let (search, report_options) = options::scan(args, cli.color)?;
             let report = scan::scan(&search, &Host::current());
-            let bytes =
-                report::exporter(report_options.format, report_options.color).scan(&report)?;
+            let bytes = report::exporter_for(&report_options).scan(&report)?;
             output::write(&report_options.destination, &bytes)?;
             let problems = report.all_problems().next().is_some();
             problems
@@ -32,16 +31,14 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> anyhow::Result<ExitCode>
         Command::Doctor(args) => {
             let (doctor_options, report_options) = options::doctor(args, cli.color)?;
             let report = doctor::doctor(&doctor_options, &Host::current());
-            let bytes =
-                report::exporter(report_options.format, report_options.color).doctor(&report)?;
+            let bytes = report::exporter_for(&report_options).doctor(&report)?;
             output::write(&report_options.destination, &bytes)?;
             report.has_errors()
         }
         Command::Check(args) => {
             let (check_options, report_options) = options::check(args, cli.color)?;
             let report = check::check(&check_options, &Host::current())?;
-            let bytes =
-                report::exporter(report_options.format, report_options.color).check(&report)?;
+            let bytes = report::exporter_for(&report_options).check(&report)?;
             output::write(&report_options.destination, &bytes)?;
             report.has_failures()
         }
@@ -50,7 +47,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> anyhow::Result<ExitCode>
             let progress = crate::progress::Reporter::for_stderr();
             let report = bench::bench(&bench_options, &Host::current(), &progress)?;
             let written = write_bench_files(&report, &out.results)?;
-            let bytes = report::exporter(out.report.format, out.report.color).bench(&report)?;
+            let bytes = report::exporter_for(&out.report).bench(&report)?;
             output::write(&out.report.destination, &bytes)?;
             eprintln!("bench: wrote {}", written.display());
             let [_, skipped, failed] = report.counts();
@@ -65,16 +62,14 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> anyhow::Result<ExitCode>
                 }
             };
             let report = compare::compare(&old, &new, &compare_options)?;
-            let bytes =
-                report::exporter(report_options.format, report_options.color).compare(&report)?;
+            let bytes = report::exporter_for(&report_options).compare(&report)?;
             output::write(&report_options.destination, &bytes)?;
             !report.regressions.is_empty()
         }
         Command::Merge(args) => {
             let (files, report_options) = options::merge(args, cli.color);
             let report = merge::merge(&files)?;
-            let bytes =
-                report::exporter(report_options.format, report_options.color).merge(&report)?;
+            let bytes = report::exporter_for(&report_options).merge(&report)?;
             output::write(&report_options.destination, &bytes)?;
             !report.outliers.is_empty()
         }

@@ -112,6 +112,14 @@ pub struct DoctorArgs {
     /// Windows trees: CUDA_PATH, whose bin TensorFlow and PyTorch add to the DLL search.
     #[arg(long, value_name = "DIR")]
     pub cuda_path: Option<String>,
+    /// Check each file of an environment's NVIDIA wheels against its RECORD's SHA-256, not only
+    /// its size (slow: cuDNN's libraries are hundreds of MB).
+    #[arg(long)]
+    pub verify_hashes: bool,
+    /// Show every evidence line of each finding and every installation's library table
+    /// (the terminal report shows two lines and one line per installation; JSON has all).
+    #[arg(long, short)]
+    pub verbose: bool,
 }
 
 /// Which combinations `check` and `bench` run, against which driver and device.

@@ -67,6 +67,8 @@ pub struct DoctorOptions {
     pub worker: PathBuf,
     /// How programs search for DLLs, for Windows trees.
     pub windows: crate::diagnose::windows::WindowsSearch,
+    /// Check wheel files' SHA-256 against their RECORD, not only their size.
+    pub verify_hashes: bool,
 }
 
 /// Runs the doctor on `host`.
@@ -107,7 +109,7 @@ pub fn doctor(options: &DoctorOptions, host: &Host) -> DoctorReport {
     } else {
         Vec::new()
     };
-    let ctx = Context::new(
+    let mut ctx = Context::new(
         &linux_scan,
         &search,
         ld_library_path.as_deref(),
@@ -115,6 +117,7 @@ pub fn doctor(options: &DoctorOptions, host: &Host) -> DoctorReport {
         gpu.compute_capability(),
     )
     .with_windows(&windows, &options.windows);
+    ctx.verify_hashes = options.verify_hashes;
     let findings = diagnose::diagnose(&ctx);
     let ScanReport {
         host: host_info,

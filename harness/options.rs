@@ -30,6 +30,8 @@ pub struct ReportOptions {
     pub format: Format,
     pub destination: Destination,
     pub color: bool,
+    /// Every evidence line and the full library tables in the terminal's doctor report.
+    pub verbose: bool,
 }
 
 /// Checks `--root`s: each must be a readable directory.
@@ -61,6 +63,7 @@ fn report(args: ReportArgs, color: ColorChoice) -> ReportOptions {
         format: args.format,
         destination,
         color,
+        verbose: false,
     }
 }
 
@@ -253,8 +256,16 @@ pub fn doctor(
         target,
         worker,
         windows,
+        verify_hashes: args.verify_hashes,
     };
-    Ok((options, report(args.report, color)))
+    let verbose = args.verbose;
+    Ok((
+        options,
+        ReportOptions {
+            verbose,
+            ..report(args.report, color)
+        },
+    ))
 }
 
 /// Colour only for a terminal on standard output, and never when `NO_COLOR` is set.

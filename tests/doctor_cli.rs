@@ -156,8 +156,8 @@ fn summary(report: &Value) -> String {
 }
 
 /// The one finding with `cause` for which `pick` holds.
-fn the<'a>(report: &'a Value, cause: &str, pick: impl Fn(&Value) -> bool) -> &'a Value {
-    let found: Vec<&Value> = findings_of(report, cause)
+fn the(report: &Value, cause: &str, pick: impl Fn(&Value) -> bool) -> Value {
+    let found: Vec<Value> = findings_of(report, cause)
         .into_iter()
         .filter(|f| pick(f))
         .collect();
@@ -167,7 +167,7 @@ fn the<'a>(report: &'a Value, cause: &str, pick: impl Fn(&Value) -> bool) -> &'a
         "expected exactly one matching `{cause}` finding; findings:\n{}",
         summary(report)
     );
-    found[0]
+    found.into_iter().next().expect("one")
 }
 
 fn has_line(lines: &Value, wanted: &str) -> bool {
@@ -219,7 +219,7 @@ fn cudnn8_for_cuda12_beside_cuda11_cublas_cannot_reach_cublaslt_12() {
         ("libcublasLt.so.12", "libcublasLt.so.11"),
         ("libcublas.so.12", "libcublas.so.11"),
     ] {
-        let f = the(&run.report, "missing_runtime_dependency", |f| {
+        let f = &the(&run.report, "missing_runtime_dependency", |f| {
             f["missing"] == missing && f["needed_by"] == "libcudnn_ops_infer.so.8"
         });
         assert_eq!(f["severity"], "error", "{f}");
@@ -228,12 +228,12 @@ fn cudnn8_for_cuda12_beside_cuda11_cublas_cannot_reach_cublaslt_12() {
         assert_eq!(text(f, "installation"), display(&venv));
         let message = text(f, "message");
         assert!(
-            message.contains(&format!("opens {missing} at run time (dlopen)")),
+            message.contains(&format!("opens {missing} at run time and cannot find it")),
             "{message}"
         );
         assert!(
             message.contains(&format!(
-                "built for CUDA 12 but only CUDA 11 {cuda11} is reachable"
+                "built for CUDA 12, it finds only CUDA 11's {cuda11}"
             )),
             "{message}"
         );
@@ -271,7 +271,7 @@ fn a_32_bit_libcuda_alone_on_the_path_is_a_wrong_elf_class_error() {
     let i386 = i386_driver_dir();
     let amd64 = amd64_driver_dir();
     let run = doctor(&roots(&[DRIVER, CU12_VENV]), Some(&display(&i386)), &[]);
-    let f = the(&run.report, "wrong_elf_class", |f| {
+    let f = &the(&run.report, "wrong_elf_class", |f| {
         f["library"] == "libcuda.so.1"
     });
     assert_eq!(f["severity"], "error", "{f}");
@@ -304,7 +304,7 @@ fn a_32_bit_libcuda_alone_on_the_path_is_a_wrong_elf_class_error() {
         "{f}"
     );
     // Nothing usable is reachable, and the fix points at the 64-bit copy.
-    let none = the(&run.report, "no_driver", |_| true);
+    let none = &the(&run.report, "no_driver", |_| true);
     assert_eq!(
         strings(&none["candidates"]),
         vec![display(&amd64.join("libcuda.so.1"))]
@@ -322,7 +322,7 @@ fn a_32_bit_libcuda_before_the_64_bit_one_is_only_a_warning() {
     let amd64 = amd64_driver_dir();
     let path = format!("{}:{}", i386.display(), amd64.display());
     let run = doctor(&roots(&[DRIVER, CU12_VENV]), Some(&path), &[]);
-    let f = the(&run.report, "wrong_elf_class", |f| {
+    let f = &the(&run.report, "wrong_elf_class", |f| {
         f["library"] == "libcuda.so.1"
     });
     assert_eq!(f["severity"], "warning", "the loader skips it: {f}");
@@ -353,7 +353,7 @@ fn a_32_bit_libcuda_before_the_64_bit_one_is_only_a_warning() {
 fn the_cuda_13_runtime_on_the_535_driver_is_driver_too_old() {
     let amd64 = amd64_driver_dir();
     let run = doctor(&roots(&[CONDA, DRIVER]), Some(&display(&amd64)), &[]);
-    let f = the(&run.report, "driver_too_old", |_| true);
+    let f = &the(&run.report, "driver_too_old", |_| true);
     assert_eq!(f["severity"], "error", "{f}");
     assert_eq!(f["library"], "libcudart");
     assert_eq!(text(f, "installation"), display(&fixture(CONDA)));
@@ -402,7 +402,7 @@ fn the_cuda_13_runtime_on_the_535_driver_is_driver_too_old() {
 fn the_cuda_12_9_runtime_on_the_535_driver_is_minor_version_compatibility() {
     let amd64 = amd64_driver_dir();
     let run = doctor(&roots(&[TOOLKIT, DRIVER]), Some(&display(&amd64)), &[]);
-    let f = the(&run.report, "minor_version_compatibility", |_| true);
+    let f = &the(&run.report, "minor_version_compatibility", |_| true);
     assert_eq!(f["severity"], "warning", "{f}");
     assert_eq!(f["library"], "libcudart");
     assert_eq!(text(f, "installation"), display(&fixture(TOOLKIT)));
@@ -414,7 +414,7 @@ fn the_cuda_12_9_runtime_on_the_535_driver_is_minor_version_compatibility() {
     ] {
         assert!(message.contains(part), "`{part}` not in: {message}");
     }
-    let note = the(&run.report, "no_device", |_| true);
+    let note = &the(&run.report, "no_device", |_| true);
     assert_eq!(note["severity"], "info", "{note}");
     assert!(
         has_line_containing(
@@ -434,7 +434,7 @@ fn the_cuda_12_9_runtime_on_the_535_driver_is_minor_version_compatibility() {
 #[test]
 fn no_driver_at_all_is_one_no_driver_error_with_the_runtimes_answer() {
     let run = doctor(&roots(&[CU12_VENV]), None, &[]);
-    let f = the(&run.report, "no_driver", |_| true);
+    let f = &the(&run.report, "no_driver", |_| true);
     assert_eq!(f["severity"], "error");
     assert_eq!(f["missing"], "libcuda.so.1");
     assert_eq!(f["needed_by"], "every CUDA program");
@@ -486,8 +486,8 @@ fn no_load_loads_nothing_and_keeps_the_static_findings() {
     for missing in ["libcublasLt.so.12", "libcublas.so.12"] {
         let pick =
             |f: &Value| f["missing"] == missing && f["needed_by"] == "libcudnn_ops_infer.so.8";
-        let static_only = the(&run.report, "missing_runtime_dependency", pick);
-        let with_loading = the(&live.report, "missing_runtime_dependency", pick);
+        let static_only = &the(&run.report, "missing_runtime_dependency", pick);
+        let with_loading = &the(&live.report, "missing_runtime_dependency", pick);
         assert_eq!(static_only, with_loading);
     }
     for live_only in [
@@ -503,7 +503,7 @@ fn no_load_loads_nothing_and_keeps_the_static_findings() {
         );
     }
     // The driver is still missing; only the runtime's answer is not there to quote.
-    let none = the(&run.report, "no_driver", |_| true);
+    let none = &the(&run.report, "no_driver", |_| true);
     assert!(
         !has_line_containing(&none["evidence"], "cudaGetDeviceCount"),
         "{none}"
@@ -546,7 +546,7 @@ fn cudnn_for_cuda_12_beside_the_cuda_11_runtime_is_a_mismatch() {
     let root = vec![dir.path().to_path_buf()];
     for args in [&[][..], &["--no-load"][..]] {
         let run = doctor(&root, None, args);
-        let f = the(&run.report, "cudnn_cuda_mismatch", |_| true);
+        let f = &the(&run.report, "cudnn_cuda_mismatch", |_| true);
         assert_eq!(f["severity"], "error", "{f}");
         assert_eq!(text(f, "installation"), display(&site));
         assert!(text(f, "library").starts_with("libcudnn"), "{f}");
@@ -628,7 +628,7 @@ fn sm_120_runs_cudnn_8_only_through_the_ptx_jit() {
         None,
         &["--no-load", "--target", "sm_120"],
     );
-    let f = the(&run.report, "ptx_jit_only", |f| {
+    let f = &the(&run.report, "ptx_jit_only", |f| {
         f["library"] == "libcudnn_ops_infer.so.8"
     });
     assert_eq!(f["severity"], "warning");
@@ -654,7 +654,7 @@ fn sm_35_has_no_kernels_in_cudnn_9_or_cublas_12_but_cublas_11_has_sass() {
         None,
         &["--no-load", "--target", "sm_35"],
     );
-    let f = the(&run.report, "no_kernels_for_gpu", |f| {
+    let f = &the(&run.report, "no_kernels_for_gpu", |f| {
         f["library"] == "libcudnn_ops.so.9"
     });
     assert_eq!(f["severity"], "error");
@@ -718,19 +718,19 @@ fn empty_relative_and_world_writable_search_path_entries_are_warnings() {
     let value = format!(":/x:lib:{}", open_dir.display());
     let run = doctor(&roots(&[CU12_VENV]), Some(&value), &["--no-load"]);
     let clean = format!("export LD_LIBRARY_PATH=/x:{}", open_dir.display());
-    let empty = the(&run.report, "empty_search_path_entry", |_| true);
+    let empty = &the(&run.report, "empty_search_path_entry", |_| true);
     assert!(
         text(empty, "message").contains("current directory"),
         "{empty}"
     );
     assert_eq!(text(empty, "fix"), clean);
-    let relative = the(&run.report, "relative_search_path_entry", |_| true);
+    let relative = &the(&run.report, "relative_search_path_entry", |_| true);
     assert!(
         text(relative, "message").contains("`lib` is relative"),
         "{relative}"
     );
     assert_eq!(text(relative, "fix"), clean);
-    let writable = the(&run.report, "world_writable_search_path", |_| true);
+    let writable = &the(&run.report, "world_writable_search_path", |_| true);
     assert!(
         text(writable, "message").starts_with(&format!(
             "{} on LD_LIBRARY_PATH is world-writable",
@@ -795,7 +795,7 @@ fn the_toolkit_on_ld_library_path_shadows_the_venvs_own_cublaslt() {
         Some(&display(&toolkit_lib)),
         &[],
     );
-    let f = the(&run.report, "shadowed", |f| {
+    let f = &the(&run.report, "shadowed", |f| {
         f["library"] == "libcudnn_adv.so.9" && f["missing"] == "libcublasLt.so.12"
     });
     assert_eq!(f["severity"], "warning", "{f}");
@@ -820,7 +820,7 @@ fn the_toolkit_on_ld_library_path_shadows_the_venvs_own_cublaslt() {
         "{f}"
     );
     // The live load shows the same: the venv's cuBLAS mapped the toolkit's cuBLASLt.
-    let mixed = the(&run.report, "mixed_installations", |f| {
+    let mixed = &the(&run.report, "mixed_installations", |f| {
         f["library"] == "libcublas.so.12"
     });
     assert_eq!(text(mixed, "installation"), display(&venv));
@@ -836,7 +836,7 @@ fn the_toolkit_on_ld_library_path_shadows_the_venvs_own_cublaslt() {
         "{mixed}"
     );
     // The host-wide view: a program that brings nothing gets the toolkit's copy.
-    let host = the(&run.report, "shadowed", |f| {
+    let host = &the(&run.report, "shadowed", |f| {
         f["library"] == "libcublasLt.so.12" && f["installation"].is_null()
     });
     assert!(
@@ -877,7 +877,7 @@ fn copies_that_are_one_file_are_not_reported_as_different_versions() {
         &["--no-load"],
     );
     for soname in ["libcudnn.so.9", "libcupti.so.12"] {
-        let f = the(&run.report, "shadowed", |f| {
+        let f = &the(&run.report, "shadowed", |f| {
             f["library"] == soname && f["installation"].is_null()
         });
         assert_eq!(f["severity"], "info", "identical copies of {soname}: {f}");
@@ -951,9 +951,16 @@ fn csv_has_one_row_per_finding_under_a_fixed_header() {
         ]
     );
     let rows: Vec<csv::StringRecord> = reader.records().map(|r| r.expect("row")).collect();
-    let findings = json.report["findings"].as_array().expect("findings");
+    // One row per failure: a folded finding's rows follow the finding's own.
+    let findings: Vec<Value> = json.report["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .flat_map(|f| findings_of(&serde_json::json!({ "findings": [f] }), text(f, "cause")))
+        .collect();
+    assert!(findings.len() > json.report["findings"].as_array().unwrap().len());
     assert_eq!(rows.len(), findings.len());
-    for (row, f) in rows.iter().zip(findings) {
+    for (row, f) in rows.iter().zip(&findings) {
         assert_eq!(&row[0], text(f, "severity"));
         assert_eq!(&row[1], text(f, "cause"));
         assert_eq!(&row[2], text(f, "library"));
@@ -1027,14 +1034,36 @@ fn terminal_prints_errors_before_warnings_with_their_fixes() {
         })
         .expect("the cuBLAS fix");
     assert!(errors < fix && fix < warnings, "{out}");
+    // The root cause first: no driver at all.
     assert!(
-        lines[errors..warnings]
-            .iter()
-            .any(|l| l.trim_start().starts_with(
-                "missing_runtime_dependency libcudnn_ops_infer.so.8 opens libcublasLt.so.12"
-            )),
+        lines[errors + 1].trim_start().starts_with("no_driver "),
         "{out}"
     );
+    // cuBLAS 12's two halves, missed by one library with one fix, are one finding.
+    let cublas = errors
+        + lines[errors..warnings]
+            .iter()
+            .position(|l| l.trim_start().starts_with("missing_runtime_dependency"))
+            .expect("a missing dependency among the errors");
+    let first = lines[cublas];
+    assert!(
+        first.trim_start().starts_with(
+            "missing_runtime_dependency libcudnn_ops_infer.so.8 opens libcublas.so.12"
+        ),
+        "{out}"
+    );
+    assert!(
+        lines[cublas..fix]
+            .iter()
+            .any(|l| l.trim_start() == "also missing: libcublasLt.so.12"),
+        "{out}"
+    );
+    // Two evidence lines per finding without --verbose.
+    let seen = lines[cublas..fix]
+        .iter()
+        .filter(|l| l.trim_start().starts_with("seen:"))
+        .count();
+    assert_eq!(seen, 2, "{out}");
 }
 
 #[test]
@@ -1158,5 +1187,163 @@ fn under_cargo_run_the_search_path_cargo_added_is_left_out() {
             .nth(1)
             .is_some_and(|l| l.starts_with("Run by cargo: left out of LD_LIBRARY_PATH")),
         "{text}"
+    );
+}
+
+/// The report a new user gets on a pip environment with cuDNN 8 for CUDA 12 beside CUDA 11's
+/// cuBLAS, on a host with a driver: one screen (under 40 lines at 100 columns, for a checkout
+/// at a path of 21 characters), the cuBLAS 12 finding first among the errors.
+#[test]
+fn the_broken_cudnn_report_fits_on_one_screen_with_cublas_12_first() {
+    let output = doctor_output(
+        &roots(&[CUDNN8_VENV]),
+        Some(&display(&amd64_driver_dir())),
+        &[("NO_COLOR", "1")],
+        &["--target", "sm_90"],
+    );
+    assert_eq!(output.status.code(), Some(1));
+    let out = String::from_utf8(output.stdout).expect("UTF-8");
+    let checkout = display(&toolkits());
+    let out = out.replace(&checkout, "/home/user/stackbench/.toolkits");
+    let screen_lines: usize = out
+        .lines()
+        .map(|l| l.chars().count().div_ceil(100).max(1))
+        .sum();
+    assert!(
+        screen_lines < 40,
+        "{screen_lines} lines at 100 columns:\n{out}"
+    );
+    let lines: Vec<&str> = out.lines().collect();
+    let errors = lines.iter().position(|l| *l == "errors").expect("errors");
+    assert!(
+        lines[errors + 1].trim_start().starts_with(
+            "missing_runtime_dependency libcudnn_ops_infer.so.8 opens libcublas.so.12"
+        ),
+        "{out}"
+    );
+    insta::assert_snapshot!("broken_cudnn_terminal", out);
+}
+
+/// `--verbose` shows every evidence line and each installation's library table.
+#[test]
+fn verbose_shows_all_evidence_and_the_library_tables() {
+    let args = |verbose: bool| {
+        let mut args = vec!["--target", "sm_90", "--no-load"];
+        if verbose {
+            args.push("--verbose");
+        }
+        let output = doctor_output(&roots(&[CUDNN8_VENV]), None, &[("NO_COLOR", "1")], &args);
+        String::from_utf8(output.stdout).expect("UTF-8")
+    };
+    let (short, long) = (args(false), args(true));
+    let seen = |out: &str| {
+        out.lines()
+            .filter(|l| l.trim_start().starts_with("seen:"))
+            .count()
+    };
+    assert!(short.contains("more: --verbose)"), "{short}");
+    assert!(!long.contains("more: --verbose)"), "{long}");
+    assert!(seen(&long) > seen(&short) + 10, "{long}");
+    assert!(!short.contains("opens at run time:"), "{short}");
+    assert!(
+        long.contains("opens at run time: libcublas.so.12"),
+        "{long}"
+    );
+}
+
+/// A copy of the real CUDA 12 runtime and CUPTI wheels' environment (their files, METADATA and
+/// RECORD), the runtime's wheel damaged: its library deleted, a header shortened, and a header
+/// changed in place at its size; with its site-packages.
+fn damaged_runtime_venv() -> (tempfile::TempDir, PathBuf) {
+    let source = fixture(VENV_CU12);
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let site = dir.path().join("lib/python3.11/site-packages");
+    let copy = |relative: &Path| {
+        let (from, to) = (source.join(relative), site.join(relative));
+        fs::create_dir_all(to.parent().unwrap()).unwrap();
+        fs::copy(&from, &to).unwrap_or_else(|e| panic!("{}: {e}", from.display()));
+    };
+    for wheel in ["nvidia_cuda_runtime_cu12-", "nvidia_cuda_cupti_cu12-"] {
+        let dist_info = fs::read_dir(&source)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .find(|n| n.to_string_lossy().starts_with(wheel))
+            .unwrap_or_else(|| panic!("no {wheel}*.dist-info"));
+        let record = fs::read_to_string(source.join(&dist_info).join("RECORD")).unwrap();
+        for file in record.lines().filter_map(|l| l.split(',').next()) {
+            if source.join(file).is_file() {
+                copy(Path::new(file));
+            }
+        }
+    }
+    let runtime = site.join("nvidia/cuda_runtime");
+    fs::remove_file(runtime.join("lib/libcudart.so.12")).unwrap();
+    fs::write(runtime.join("include/cuComplex.h"), "/* cut short */\n").unwrap();
+    let same_size = runtime.join("include/builtin_types.h");
+    let mut bytes = fs::read(&same_size).unwrap();
+    bytes[0] ^= 0x20;
+    fs::write(&same_size, bytes).unwrap();
+    (dir, site)
+}
+
+#[test]
+fn a_damaged_wheel_is_named_with_its_reinstall_and_hashes_only_when_asked() {
+    let (_dir, venv) = damaged_runtime_venv();
+    let run = doctor(std::slice::from_ref(&venv), None, &["--no-load"]);
+    let f = &the(&run.report, "damaged_installation", |_| true);
+    assert_eq!(f["severity"], "error", "a library is gone: {f}");
+    assert_eq!(f["library"], "libcudart.so.12");
+    let message = text(f, "message");
+    assert!(
+        message.starts_with("nvidia-cuda-runtime-cu12 12.9.79 is damaged: 2 of the files"),
+        "{message}"
+    );
+    assert!(
+        text(f, "fix").starts_with(
+            "pip install --force-reinstall --no-deps nvidia-cuda-runtime-cu12==12.9.79"
+        ),
+        "{f}"
+    );
+    let evidence = strings(&f["evidence"]);
+    assert!(
+        evidence.contains(
+            &"nvidia/cuda_runtime/lib/libcudart.so.12: listed in RECORD, missing".to_string()
+        ),
+        "{evidence:?}"
+    );
+    assert!(
+        evidence.iter().any(
+            |e| e.starts_with("nvidia/cuda_runtime/include/cuComplex.h: 16 bytes, RECORD says")
+        ),
+        "{evidence:?}"
+    );
+    assert!(
+        !evidence.iter().any(|e| e.contains("builtin_types.h")),
+        "{evidence:?}"
+    );
+
+    let hashed = doctor(&[venv], None, &["--no-load", "--verify-hashes"]);
+    let f = &the(&hashed.report, "damaged_installation", |_| true);
+    assert!(
+        strings(&f["evidence"]).contains(
+            &"nvidia/cuda_runtime/include/builtin_types.h: SHA-256 differs from RECORD's"
+                .to_string()
+        ),
+        "{f}"
+    );
+    assert!(text(f, "message").contains("3 of the files"), "{f}");
+}
+
+#[test]
+fn an_intact_wheel_environment_is_not_damaged_even_with_hashes_checked() {
+    let run = doctor(
+        &roots(&[CU12_VENV]),
+        None,
+        &["--no-load", "--verify-hashes"],
+    );
+    assert!(
+        findings_of(&run.report, "damaged_installation").is_empty(),
+        "{}",
+        summary(&run.report)
     );
 }

@@ -106,8 +106,8 @@ fn text<'a>(value: &'a Value, key: &str) -> &'a str {
 }
 
 /// The one finding with `cause` about the library `file`.
-fn finding<'a>(report: &'a Value, cause: &str, file: &str) -> &'a Value {
-    let found: Vec<&Value> = findings_of(report, cause)
+fn finding(report: &Value, cause: &str, file: &str) -> Value {
+    let found: Vec<Value> = findings_of(report, cause)
         .into_iter()
         .filter(|f| f["library"] == file)
         .collect();
@@ -117,7 +117,7 @@ fn finding<'a>(report: &'a Value, cause: &str, file: &str) -> &'a Value {
         "one `{cause}` finding for {file} in {}",
         report["findings"]
     );
-    found[0]
+    found.into_iter().next().expect("one")
 }
 
 fn api_value(load: &Value, function: &str) -> Value {
@@ -209,7 +209,7 @@ fn crashing_and_hanging_constructors_are_findings_and_the_rest_is_still_probed()
         run.took
     );
 
-    let crashed = finding(&run.report, "load_crashed", "libcufft.so.11");
+    let crashed = &finding(&run.report, "load_crashed", "libcufft.so.11");
     assert_eq!(crashed["severity"], "error");
     assert_eq!(text(crashed, "path"), segfault.display().to_string());
     assert_eq!(text(crashed, "installation"), root.display().to_string());
@@ -222,7 +222,7 @@ fn crashing_and_hanging_constructors_are_findings_and_the_rest_is_still_probed()
         "the loader's trail shows the constructor running: {crashed}"
     );
 
-    let timed_out = finding(&run.report, "load_hung", "libcurand.so.10");
+    let timed_out = &finding(&run.report, "load_hung", "libcurand.so.10");
     assert_eq!(timed_out["severity"], "error");
     assert_eq!(text(timed_out, "path"), hung.display().to_string());
     assert_eq!(
@@ -286,7 +286,7 @@ fn constructors_that_exit_or_abort_are_load_crashed() {
     tree.link_real("libnvrtc.so.12", &real_nvrtc());
     let run = doctor(&tree.root(), &["--timeout", "5"]);
     assert_eq!(run.code, 1);
-    let exited = finding(&run.report, "load_crashed", "libnvjpeg.so.12");
+    let exited = &finding(&run.report, "load_crashed", "libnvjpeg.so.12");
     assert_eq!(
         text(exited, "message"),
         "loading libnvjpeg.so.12 ended the process with exit status 3"
@@ -295,7 +295,7 @@ fn constructors_that_exit_or_abort_are_load_crashed() {
         probe_load(&run.report, "libnvjpeg.so.12")["outcome"]["exit_code"],
         3
     );
-    let aborted = finding(&run.report, "load_crashed", "libcusparse.so.12");
+    let aborted = &finding(&run.report, "load_crashed", "libcusparse.so.12");
     assert_eq!(
         text(aborted, "message"),
         "loading libcusparse.so.12 killed the process with SIGABRT"
@@ -400,7 +400,7 @@ fn files_named_like_libraries_that_are_not_are_scan_problems() {
         ("libcufft.so.11", "broken_symlink: "),
         ("libcurand.so.10", "symlink_loop: "),
     ] {
-        let f = finding(&run.report, "scan_problem", file);
+        let f = &finding(&run.report, "scan_problem", file);
         assert_eq!(f["severity"], "warning", "{f}");
         assert_eq!(text(f, "path"), root.join(file).display().to_string());
         assert!(text(f, "message").starts_with(kind), "{file}: {f}");

@@ -1,7 +1,7 @@
 //! Windows CUDA trees read on Linux, with NVIDIA's real win_amd64 wheels (`ci/fetch-windows-toolkits`):
 //! each DLL's machine, imports, run-time loads, versions and GPU code; `doctor`'s error-126 and
-//! error-193 findings; Python 3.8's PATH that no longer counts; damaged DLLs; and a Windows
-//! cuBLAS carrying the same GPU code as its Linux build of the same version.
+//! error-193 findings; Python 3.8's PATH that no longer counts; damaged DLLs; and Windows
+//! cuBLAS and cuDNN DLLs set beside their Linux builds of the same version.
 
 mod common;
 
@@ -50,8 +50,8 @@ fn library(root: &str, file: &str) -> &'static Value {
 #[case::cupti("cupti64_2022.3.0.dll", "version", "2022.3.0.0")]
 #[case::cupti_resource("cupti64_2022.3.0.dll", "product_version", "2022.3.0.0 Build (0)")]
 #[case::cublas("cublas64_11.dll", "version", "11.11.3.6")]
-#[case::cudnn("cudnn_cnn_infer64_8.dll", "version", "8.9.4.19")]
-#[case::cudnn_file("cudnn_cnn_infer64_8.dll", "file_version", "8.9.4.19")]
+#[case::cudnn("cudnn_cnn_infer64_8.dll", "version", "8.9.4.25")]
+#[case::cudnn_file("cudnn_cnn_infer64_8.dll", "file_version", "8.9.4.25")]
 #[case::cudnn_name("cudnn_cnn_infer64_8.dll", "name", "cudnn_cnn_infer")]
 fn each_dll_s_facts_are_read(#[case] file: &str, #[case] field: &str, #[case] expected: &str) {
     let dll = library(WIN_VENV, file);
@@ -105,6 +105,35 @@ fn a_windows_cublas_carries_the_gpu_code_of_its_linux_build() {
     assert_eq!(strings(&windows["ptx"]), strings(&linux["ptx"]));
 }
 
+/// cuDNN 8.9.4.25, the one cuDNN 8 release on PyPI for both Windows and Linux: the same SASS
+/// in both builds, and the same PTX except in cnn_infer, whose Windows build carries PTX for
+/// compute 8.0 and 8.6 where the Linux one carries compute 5.2 (as cuobjdump lists them: 22 PTX
+/// entries each for sm_80 and sm_86 in the DLL's `.nv_fatb`, one for sm_52 in the `.so`).
+#[rstest]
+#[case::ops_infer("cudnn_ops_infer64_8.dll", "libcudnn_ops_infer.so.8", &["compute_90"], &["compute_90"])]
+#[case::cnn_infer(
+    "cudnn_cnn_infer64_8.dll",
+    "libcudnn_cnn_infer.so.8",
+    &["compute_80", "compute_86", "compute_90"],
+    &["compute_52", "compute_90"]
+)]
+fn a_windows_cudnn_carries_the_sass_of_its_linux_build(
+    #[case] dll: &str,
+    #[case] so: &str,
+    #[case] windows_ptx: &[&str],
+    #[case] linux_ptx: &[&str],
+) {
+    let windows = library(WIN_VENV, dll);
+    assert_eq!(windows["version"], "8.9.4.25");
+    let twin = windows_toolkits().join("linux-twin").join(so);
+    let linux = stackbench::elf::read_path(&twin).expect("the Linux build reads");
+    let sass = strings(&windows["sass"]);
+    assert_eq!(sass.len(), 8, "{sass:?}");
+    assert_eq!(sass, linux.sass);
+    assert_eq!(strings(&windows["ptx"]), windows_ptx);
+    assert_eq!(linux.ptx, linux_ptx);
+}
+
 #[test]
 fn the_toolkit_layout_reads_its_version_json() {
     let installation = scan()["installations"]
@@ -141,7 +170,7 @@ fn doctor(root: &Path, extra: &[&str]) -> (Option<i32>, Value) {
     (output.status.code(), doctor_report(&output.stdout))
 }
 
-fn findings<'a>(report: &'a Value, cause: &str, library: &str) -> Vec<&'a Value> {
+fn findings(report: &Value, cause: &str, library: &str) -> Vec<Value> {
     findings_of(report, cause)
         .into_iter()
         .filter(|f| f["library"] == library)
@@ -158,7 +187,7 @@ fn doctor_names_zlibwapi_missing_for_cudnn_s_convolutions_with_the_fix() {
         "cudnn_cnn_infer64_8.dll",
     );
     assert_eq!(zlib.len(), 1, "{zlib:?}");
-    let zlib = zlib[0];
+    let zlib = &zlib[0];
     assert_eq!(zlib["severity"], "error");
     assert_eq!(zlib["missing"], "zlibwapi.dll");
     assert!(zlib["message"].as_str().unwrap().contains("Error code 126"));
@@ -214,7 +243,7 @@ fn cudnn_for_cuda_11_beside_cuda_12_s_cublas_is_a_mismatch() {
         ["cublas64_11.dll", "cublasLt64_11.dll"],
         "{found:?}"
     );
-    let first = found[0];
+    let first = &found[0];
     assert!(first["message"]
         .as_str()
         .unwrap()

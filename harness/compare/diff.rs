@@ -244,9 +244,14 @@ pub fn finding_line(f: &Finding) -> String {
     line
 }
 
-/// Findings that appeared or disappeared.
+/// Findings that appeared or disappeared, each folded finding on its own.
 pub fn findings(old: &[Finding], new: &[Finding]) -> Vec<Item> {
-    let lines = |f: &[Finding]| f.iter().map(finding_line).collect();
+    let lines = |f: &[Finding]| {
+        f.iter()
+            .flat_map(Finding::unfolded)
+            .map(|f| finding_line(&f))
+            .collect()
+    };
     items(lines(old), lines(new))
 }
 

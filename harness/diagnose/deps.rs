@@ -222,12 +222,12 @@ fn not_found(
         (
             cause,
             severity,
-            format!("{needed_by} opens {name} at run time (dlopen), which is not on its search path: it loads, then fails at first use"),
+            format!("{needed_by} opens {name} at run time and cannot find it: it loads, then fails at first use"),
         )
     };
     if let (Some(major), Some((other, other_name))) = (dep_major, &other_major) {
         message.push_str(&format!(
-            "; this library was built for CUDA {major} but only CUDA {other} {other_name} is reachable"
+            "; built for CUDA {major}, it finds only CUDA {other}'s {other_name}"
         ));
     }
     let fix = fix_for(name, library, installation, &candidates);
@@ -310,9 +310,12 @@ fn fix_for(
             .chain(&library.needed)
             .map(String::as_str),
     );
+    // What is missing, else the installation, else what the library needs or is: cuBLAS 11's
+    // libcublasLt.so.11 wants CUDA 11's NVRTC.
     let major = compat::cuda_major_of_soname(name)
         .or_else(|| super::cuda_of(installation).map(|v| v.major))
-        .or(consumer_major);
+        .or(consumer_major)
+        .or_else(|| compat::cuda_major_of_soname(&super::display_name(library)));
     match (installation.layout, major) {
         (Layout::Pip, Some(m)) => {
             if let Some(package) = catalog::pip_package(&component, m) {
@@ -338,11 +341,21 @@ fn fix_for(
             super::dirs_of(&candidates[..1])
         );
     }
-    match major {
-        Some(m) => format!(
+    match (installation.layout, major) {
+        (Layout::Pip, _) => format!(
+            "pip install the nvidia-* package that ships {name}, for the CUDA of the other nvidia-* packages here   (into the environment of {})",
+            installation.root.display()
+        ),
+        (Layout::Conda, _) => format!(
+            "conda install -p {} the conda-forge package that ships {name}",
+            installation.root.display()
+        ),
+        (_, Some(m)) => format!(
             "install {component} for CUDA {m} where this installation's programs can find it"
         ),
-        None => format!("install the package that provides {name} (e.g. `apt-file search {name}`)"),
+        (_, None) => {
+            format!("install the package that provides {name} (e.g. `apt-file search {name}`)")
+        }
     }
 }
 

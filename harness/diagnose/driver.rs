@@ -93,6 +93,15 @@ pub fn check(ctx: &Context) -> Vec<Finding> {
             .candidates(right_copies)
             .evidence(evidence);
         finding.fix = fix;
+        let runtimes = ctx
+            .scan
+            .installations
+            .iter()
+            .flat_map(|i| &i.libraries)
+            .any(|l| l.name == "cudart");
+        if !runtimes {
+            finding.message = "no NVIDIA driver library (libcuda.so.1) is reachable: no CUDA program can use a GPU on this host".into();
+        }
         findings.push(finding);
         findings.extend(runtime_answers(ctx, None));
         return findings;

@@ -71,6 +71,8 @@ pub enum Cause {
     WindowsStatic,
     /// A DLL found only on `PATH`, which Python 3.8 and later do not search.
     PythonDllSearchPath,
+    /// A file a wheel's `RECORD` lists is missing or changed: the package must be reinstalled.
+    DamagedInstallation,
 }
 
 /// One finding of `doctor`.
@@ -95,6 +97,22 @@ pub struct Finding {
     pub evidence: Vec<String>,
     /// The one command or setting that fixes it.
     pub fix: String,
+    /// Findings with the same cause, installation and fix, folded into this one: each keeps
+    /// what sets it apart (its library or the dependency it misses) and its own evidence.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub also: Vec<Folded>,
+}
+
+/// A finding folded into another with the same cause, installation and fix.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Folded {
+    pub message: String,
+    pub library: Option<String>,
+    pub path: Option<PathBuf>,
+    pub missing: Option<String>,
+    pub needed_by: Option<String>,
+    pub candidates: Vec<PathBuf>,
+    pub evidence: Vec<String>,
 }
 
 impl Finding {
@@ -112,6 +130,7 @@ impl Finding {
             candidates: Vec::new(),
             evidence: Vec::new(),
             fix,
+            also: Vec::new(),
         }
     }
 
@@ -140,6 +159,58 @@ impl Finding {
     pub fn evidence(mut self, evidence: Vec<String>) -> Finding {
         self.evidence = evidence;
         self
+    }
+
+    /// This finding and each folded into it, as findings of their own (for flat tables and
+    /// comparisons, which want one row per failure).
+    pub fn unfolded(&self) -> Vec<Finding> {
+        let head = Finding {
+            also: Vec::new(),
+            ..self.clone()
+        };
+        let folded: Vec<Finding> = self
+            .also
+            .iter()
+            .map(|a| Finding {
+                message: a.message.clone(),
+                library: a.library.clone(),
+                path: a.path.clone(),
+                missing: a.missing.clone(),
+                needed_by: a.needed_by.clone(),
+                candidates: a.candidates.clone(),
+                evidence: a.evidence.clone(),
+                ..head.clone()
+            })
+            .collect();
+        std::iter::once(head).chain(folded).collect()
+    }
+
+    /// Folds `other` (same cause, installation and fix) into this finding.
+    pub fn fold(&mut self, other: Finding) {
+        self.also.push(Folded {
+            message: other.message,
+            library: other.library,
+            path: other.path,
+            missing: other.missing,
+            needed_by: other.needed_by,
+            candidates: other.candidates,
+            evidence: other.evidence,
+        });
+    }
+}
+
+impl Cause {
+    /// Causes at the root of everything else: without a working driver nothing below it can
+    /// be judged, so these come first among findings of one severity.
+    pub fn is_root(self) -> bool {
+        matches!(
+            self,
+            Cause::NoDriver
+                | Cause::StubDriver
+                | Cause::CompatDriver
+                | Cause::DriverTooOld
+                | Cause::NoDevice
+        )
     }
 }
 

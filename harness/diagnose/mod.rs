@@ -8,6 +8,7 @@ pub mod driver;
 pub mod finding;
 mod hygiene;
 mod load;
+mod record;
 mod shadow;
 pub mod windows;
 
@@ -53,6 +54,8 @@ pub struct Context<'a> {
     pub windows: &'a [Installation],
     /// How programs search for DLLs there.
     pub windows_search: &'a windows::WindowsSearch,
+    /// Check each wheel file's SHA-256 against its RECORD, not only its size.
+    pub verify_hashes: bool,
 }
 
 impl<'a> Context<'a> {
@@ -72,6 +75,7 @@ impl<'a> Context<'a> {
             elf_cache: RefCell::default(),
             windows: &[],
             windows_search: &NO_WINDOWS_SEARCH,
+            verify_hashes: false,
         }
     }
 
@@ -141,7 +145,8 @@ impl<'a> Context<'a> {
     }
 }
 
-/// Runs every rule and orders the findings: errors first, then warnings, then info.
+/// Runs every rule, folds findings that share a cause and a fix, and orders them: errors
+/// first, then warnings, then info, each root cause first (see [`order`]).
 pub fn diagnose(ctx: &Context) -> Vec<Finding> {
     let mut findings = Vec::new();
     let windows_problems = ctx.windows.iter().flat_map(Installation::all_problems);
@@ -154,21 +159,19 @@ pub fn diagnose(ctx: &Context) -> Vec<Finding> {
         findings.extend(driver::check(ctx));
         findings.extend(deps::check(ctx));
         findings.extend(load::check(ctx));
+        findings.extend(record::check(ctx));
         findings.extend(cudnn::check(ctx));
         findings.extend(shadow::check(ctx));
         findings.extend(arch::check(ctx));
     }
     findings.extend(windows::check(ctx.windows, ctx.windows_search));
-    findings.sort_by(|a, b| {
-        (a.severity, a.cause, &a.installation, &a.library, &a.missing).cmp(&(
-            b.severity,
-            b.cause,
-            &b.installation,
-            &b.library,
-            &b.missing,
-        ))
-    });
-    merge(findings)
+    findings.sort_by(|a, b| identity(a).cmp(&identity(b)));
+    order(fold(merge(findings)))
+}
+
+/// What makes a finding itself: severity, cause, installation, library, missing dependency.
+fn identity(f: &Finding) -> impl Ord + '_ {
+    (f.severity, f.cause, &f.installation, &f.library, &f.missing)
 }
 
 /// One finding per (cause, installation, library, missing): the same cause seen by several
@@ -202,6 +205,65 @@ fn merge(findings: Vec<Finding>) -> Vec<Finding> {
         }
     }
     merged
+}
+
+/// One finding per (severity, cause, installation, library, fix): cuDNN's dispatcher missing
+/// its five sub-libraries, or one library missing both halves of cuBLAS, is one thing to fix.
+/// The first (in identity order) stands for the rest, which it lists in `also`.
+fn fold(findings: Vec<Finding>) -> Vec<Finding> {
+    let mut folded: Vec<Finding> = Vec::new();
+    for finding in findings {
+        let same = folded
+            .iter_mut()
+            .find(|f| fold_key(f) == fold_key(&finding));
+        match same {
+            Some(kept) => kept.fold(finding),
+            None => folded.push(finding),
+        }
+    }
+    folded
+}
+
+/// What findings folded into one share.
+fn fold_key(f: &Finding) -> (Severity, Cause, &Option<PathBuf>, &Option<String>, &String) {
+    (f.severity, f.cause, &f.installation, &f.library, &f.fix)
+}
+
+/// Root cause first: by severity; within one, the driver's causes, then the findings whose
+/// missing dependency breaks the most libraries; ties keep identity order.
+fn order(mut findings: Vec<Finding>) -> Vec<Finding> {
+    // Which libraries miss each dependency, over every finding and what is folded into it.
+    let mut missed_by: HashMap<&str, Vec<&str>> = HashMap::new();
+    for f in &findings {
+        let parts = std::iter::once((f.missing.as_deref(), f.library.as_deref())).chain(
+            f.also
+                .iter()
+                .map(|a| (a.missing.as_deref(), a.library.as_deref())),
+        );
+        for (missing, library) in parts {
+            if let (Some(missing), Some(library)) = (missing, library) {
+                let libraries = missed_by.entry(missing).or_default();
+                if !libraries.contains(&library) {
+                    libraries.push(library);
+                }
+            }
+        }
+    }
+    let reach = |f: &Finding| {
+        std::iter::once(f.missing.as_deref())
+            .chain(f.also.iter().map(|a| a.missing.as_deref()))
+            .flatten()
+            .map(|m| missed_by.get(m).map_or(0, Vec::len))
+            .max()
+            .unwrap_or(0)
+    };
+    let keys: Vec<_> = findings
+        .iter()
+        .map(|f| (f.severity, !f.cause.is_root(), std::cmp::Reverse(reach(f))))
+        .collect();
+    let mut ordered: Vec<(usize, Finding)> = findings.drain(..).enumerate().collect();
+    ordered.sort_by_key(|(at, _)| keys[*at]);
+    ordered.into_iter().map(|(_, f)| f).collect()
 }
 
 /// What the scan could not read becomes a finding too.

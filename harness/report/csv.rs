@@ -7,6 +7,7 @@ use super::{driver_version, Exporter};
 use crate::bench::model::{BenchReport, BenchResult};
 use crate::check::model::CheckReport;
 use crate::compare::model::CompareReport;
+use crate::diagnose::finding::Finding;
 use crate::doctor::DoctorReport;
 use crate::error::OutputError;
 use crate::merge::MergeReport;
@@ -140,7 +141,8 @@ impl Exporter for Csv {
                 .map(|p| p.display().to_string())
                 .unwrap_or_default()
         };
-        let rows = report.findings.iter().map(|f| {
+        // One row per failure: folded findings are unfolded.
+        let rows = report.findings.iter().flat_map(Finding::unfolded).map(|f| {
             vec![
                 f.severity.name().to_string(),
                 f.cause.code(),

@@ -41,8 +41,21 @@ pub trait Exporter {
 
 /// The exporter for a format; `color` matters to the terminal report only.
 pub fn exporter(format: Format, color: bool) -> Box<dyn Exporter> {
-    match format {
-        Format::Terminal => Box::new(terminal::Terminal { color }),
+    exporter_for(&crate::options::ReportOptions {
+        format,
+        destination: crate::options::Destination::Stdout,
+        color,
+        verbose: false,
+    })
+}
+
+/// The exporter the options ask for; colour and verbosity matter to the terminal report only.
+pub fn exporter_for(options: &crate::options::ReportOptions) -> Box<dyn Exporter> {
+    match options.format {
+        Format::Terminal => Box::new(terminal::Terminal {
+            color: options.color,
+            verbose: options.verbose,
+        }),
         Format::Json => Box::new(json::Json),
         Format::Csv => Box::new(csv::Csv),
         Format::Markdown => Box::new(markdown::Markdown),

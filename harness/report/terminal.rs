@@ -18,6 +18,8 @@ use std::fmt::Write;
 
 pub struct Terminal {
     pub color: bool,
+    /// The doctor's findings with all their evidence, and its installations as full tables.
+    pub verbose: bool,
 }
 
 const BOLD: &str = "1";
@@ -31,8 +33,8 @@ const GREEN: &str = "32";
 /// The heading of the check matrix's first column.
 const MATRIX_LABEL: &str = "check";
 
-/// Evidence lines shown per finding; JSON has them all.
-const EVIDENCE_LINES: usize = 6;
+/// Evidence lines (and copies elsewhere) shown per finding without `--verbose`; JSON has all.
+const EVIDENCE_LINES: usize = 2;
 
 impl Exporter for Terminal {
     fn scan(&self, report: &ScanReport) -> Result<Vec<u8>, OutputError> {
@@ -99,7 +101,11 @@ impl Exporter for Terminal {
             out.push('\n');
         }
         let _ = writeln!(out, "{}", self.paint(BOLD, "installations"));
-        self.installations(&mut out, &report.installations, &report.problems);
+        if self.verbose {
+            self.installations(&mut out, &report.installations, &report.problems);
+        } else {
+            self.installation_lines(&mut out, &report.installations, &report.problems);
+        }
         Ok(out.into_bytes())
     }
 
@@ -591,44 +597,150 @@ impl Terminal {
         }
     }
 
+    /// One finding: what, where, what else shares its cause and fix, the evidence (two lines
+    /// unless verbose), the fix. Paths inside its installation are shown relative to it.
     fn finding(&self, out: &mut String, f: &Finding, colour: &str) {
-        let _ = writeln!(
-            out,
-            "  {} {}",
-            self.paint(colour, &f.cause.code()),
-            f.message
+        let inside = f
+            .installation
+            .as_ref()
+            .map(|root| format!("{}/", root.display()));
+        let short = |text: &str| match &inside {
+            Some(prefix) => text.replace(prefix.as_str(), ""),
+            None => text.to_owned(),
+        };
+        let line = |out: &mut String, label: &str, text: &str| {
+            // The label and the first word stay on one line, however long the word.
+            let label_words = label.replace(' ', NBSP);
+            let text = wrap(&format!("      {label_words}{NBSP}{text}"), "        ");
+            let text = text.replacen(label, &self.paint(DIM, label), 1);
+            let _ = writeln!(out, "{text}");
+        };
+        let title = wrap(
+            &format!("  {} {}", f.cause.code(), short(&f.message)),
+            "      ",
         );
-        if let Some(root) = &f.installation {
-            let _ = writeln!(
-                out,
-                "      {} {}",
-                self.paint(DIM, "installation:"),
-                root.display()
-            );
+        let title = title.replacen(&f.cause.code(), &self.paint(colour, &f.cause.code()), 1);
+        let _ = writeln!(out, "{title}");
+        // The installation, unless the fix names it anyway.
+        if let Some(root) = f.installation.as_ref().map(|r| r.display().to_string()) {
+            if !f.fix.contains(&root) {
+                line(out, "in:", &root);
+            }
         }
         if let Some(path) = &f.path {
-            let _ = writeln!(out, "      {} {}", self.paint(DIM, "path:"), path.display());
+            line(out, "path:", &short(&path.display().to_string()));
         }
-        for candidate in &f.candidates {
+        let also: Vec<String> = f
+            .also
+            .iter()
+            .map(|a| a.missing.clone().unwrap_or_else(|| short(&a.message)))
+            .collect();
+        if !also.is_empty() {
+            let label = if f.missing.is_some() {
+                "also missing:"
+            } else {
+                "also:"
+            };
+            line(out, label, &also.join(", "));
+        }
+        let shown = if self.verbose {
+            usize::MAX
+        } else {
+            EVIDENCE_LINES
+        };
+        let candidates: Vec<&std::path::PathBuf> = f
+            .candidates
+            .iter()
+            .chain(f.also.iter().flat_map(|a| &a.candidates))
+            .collect();
+        for candidate in candidates.iter().take(shown) {
+            line(out, "copy at:", &short(&candidate.display().to_string()));
+        }
+        // What was seen inside the installation first: it is about the installation itself.
+        let mut evidence: Vec<&String> = f
+            .evidence
+            .iter()
+            .chain(f.also.iter().flat_map(|a| &a.evidence))
+            .collect();
+        if let Some(prefix) = &inside {
+            evidence.sort_by_key(|text| !text.contains(prefix.as_str()));
+        }
+        let hidden = evidence.len().saturating_sub(shown) + candidates.len().saturating_sub(shown);
+        let more = format!("(+{hidden} more: --verbose)");
+        let mut seen: Vec<String> = evidence.iter().take(shown).map(|t| short(t)).collect();
+        // The count of what is not shown ends the last line shown, where it fits.
+        let fits = |text: &String| "      seen: ".len() + text.len() + 2 + more.len() <= WIDTH;
+        let mut more_line = hidden > 0;
+        if let Some(last) = seen.last_mut().filter(|last| more_line && fits(last)) {
+            *last = format!("{last}  {}", self.paint(DIM, &more));
+            more_line = false;
+        }
+        for text in &seen {
+            line(out, "seen:", text);
+        }
+        if more_line {
+            let _ = writeln!(out, "      {}", self.paint(DIM, &more));
+        }
+        line(out, "fix:", &f.fix);
+    }
+
+    /// One line per installation, its libraries named by version: the doctor's summary.
+    fn installation_lines(
+        &self,
+        out: &mut String,
+        installations: &[Installation],
+        problems: &[Problem],
+    ) {
+        if installations.is_empty() {
             let _ = writeln!(
                 out,
-                "      {} {}",
-                self.paint(DIM, "copy at:"),
-                candidate.display()
+                "  no CUDA installation found; give --root DIR to search elsewhere"
             );
         }
-        for line in f.evidence.iter().take(EVIDENCE_LINES) {
-            let _ = writeln!(out, "      {} {line}", self.paint(DIM, "seen:"));
+        for installation in installations {
+            let _ = writeln!(out, "{}", self.installation_heading(installation));
+            let mut by_version: Vec<(String, Vec<&str>)> = Vec::new();
+            for library in &installation.libraries {
+                let version = library.version.clone().unwrap_or_else(|| "?".into());
+                match by_version.iter_mut().find(|(v, _)| *v == version) {
+                    Some((_, names)) => names.push(&library.name),
+                    None => by_version.push((version, vec![&library.name])),
+                }
+            }
+            let listed: Vec<String> = by_version
+                .iter()
+                .map(|(version, names)| format!("{version}: {}", names.join(" ")))
+                .collect();
+            let _ = writeln!(out, "{}", wrap(&format!("  {}", listed.join("; ")), "    "));
+            let problems: Vec<&Problem> = installation.all_problems().collect();
+            self.problems(out, &problems);
         }
-        if f.evidence.len() > EVIDENCE_LINES {
-            let more = f.evidence.len() - EVIDENCE_LINES;
-            let _ = writeln!(
-                out,
-                "      {}",
-                self.paint(DIM, &format!("(+{more} more; --format json has all)"))
-            );
+        if !problems.is_empty() {
+            let _ = writeln!(out, "{}", self.paint(RED, "problems outside installations"));
+            self.problems(out, &problems.iter().collect::<Vec<_>>());
         }
-        let _ = writeln!(out, "      {} {}", self.paint(GREEN, "fix:"), f.fix);
+    }
+
+    /// An installation's layout, root, versions and how it was found.
+    fn installation_heading(&self, installation: &Installation) -> String {
+        let mut versions = Vec::new();
+        if let Some(v) = &installation.cuda_version {
+            versions.push(format!("CUDA {v}"));
+        }
+        if let Some(v) = &installation.driver_version {
+            versions.push(format!("driver {v}"));
+        }
+        let sources: Vec<&str> = installation.sources.iter().map(|s| s.describe()).collect();
+        format!(
+            "{} {}  {}{}",
+            self.paint(CYAN, &format!("{:<9}", installation.layout.name())),
+            self.paint(BOLD, &installation.root.display().to_string()),
+            versions
+                .iter()
+                .map(|v| format!("{v}  "))
+                .collect::<String>(),
+            self.paint(DIM, &format!("(found via {})", sources.join(", ")))
+        )
     }
 
     fn problems(&self, out: &mut String, problems: &[&Problem]) {
@@ -651,25 +763,7 @@ impl Terminal {
             );
         }
         for installation in installations {
-            let mut versions = Vec::new();
-            if let Some(v) = &installation.cuda_version {
-                versions.push(format!("CUDA {v}"));
-            }
-            if let Some(v) = &installation.driver_version {
-                versions.push(format!("driver {v}"));
-            }
-            let sources: Vec<&str> = installation.sources.iter().map(|s| s.describe()).collect();
-            let _ = writeln!(
-                out,
-                "{} {}  {}{}",
-                self.paint(CYAN, &format!("{:<9}", installation.layout.name())),
-                self.paint(BOLD, &installation.root.display().to_string()),
-                versions
-                    .iter()
-                    .map(|v| format!("{v}  "))
-                    .collect::<String>(),
-                self.paint(DIM, &format!("(found via {})", sources.join(", ")))
-            );
+            let _ = writeln!(out, "{}", self.installation_heading(installation));
             let rows: Vec<[String; 6]> = installation
                 .libraries
                 .iter()

@@ -188,14 +188,31 @@ pub fn doctor_report(stdout: &[u8]) -> serde_json::Value {
     value
 }
 
-/// The findings of a doctor report with cause code `cause`, in report order.
-pub fn findings_of<'a>(report: &'a serde_json::Value, cause: &str) -> Vec<&'a serde_json::Value> {
-    report["findings"]
+/// The findings of a doctor report with cause code `cause`, in report order, each folded
+/// finding (`also`) unfolded into one of its own beside the finding it was folded into.
+pub fn findings_of(report: &serde_json::Value, cause: &str) -> Vec<serde_json::Value> {
+    let mut found = Vec::new();
+    for f in report["findings"]
         .as_array()
         .unwrap_or_else(|| panic!("no findings array in {report}"))
         .iter()
         .filter(|f| f["cause"] == cause)
-        .collect()
+    {
+        let mut head = f.clone();
+        let also = head
+            .as_object_mut()
+            .and_then(|o| o.remove("also"))
+            .unwrap_or_default();
+        found.push(head.clone());
+        for folded in also.as_array().into_iter().flatten() {
+            let mut one = head.clone();
+            for (key, value) in folded.as_object().into_iter().flatten() {
+                one[key] = value.clone();
+            }
+            found.push(one);
+        }
+    }
+    found
 }
 
 /// The live load, in a doctor report, of the library whose requested path ends in `/file`.
