@@ -22,6 +22,7 @@ fn bench(c: &mut Criterion) {
         worker: common::stackbench_bin(),
         windows: Default::default(),
         verify_hashes: false,
+        program: None,
     };
     let (live, offline) = (options(true), options(false));
     let mut group = c.benchmark_group("doctor");

@@ -31,6 +31,10 @@ pub struct DoctorReport {
     pub searched: Vec<SearchRoot>,
     pub installations: Vec<Installation>,
     pub problems: Vec<Problem>,
+    /// With `--program`: what the program gets for each library it asks for. The findings are
+    /// then those about the program and the files it gets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program: Option<crate::diagnose::program::ProgramReport>,
     /// The `LD_LIBRARY_PATH` entries `cargo run` added, left out of the modelled environment.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cargo_search_path: Vec<String>,
@@ -69,6 +73,8 @@ pub struct DoctorOptions {
     pub windows: crate::diagnose::windows::WindowsSearch,
     /// Check wheel files' SHA-256 against their RECORD, not only their size.
     pub verify_hashes: bool,
+    /// Explain this one program (an executable or a shared object) rather than the host.
+    pub program: Option<PathBuf>,
 }
 
 /// Runs the doctor on `host`.
@@ -118,7 +124,22 @@ pub fn doctor(options: &DoctorOptions, host: &Host) -> DoctorReport {
     )
     .with_windows(&windows, &options.windows);
     ctx.verify_hashes = options.verify_hashes;
-    let findings = diagnose::diagnose(&ctx);
+    let (program, findings) = match options.program.as_deref().map(crate::scan::read_elf_file) {
+        None => (None, diagnose::diagnose(&ctx)),
+        Some(Ok(library)) => {
+            let (report, findings) = diagnose::diagnose_program(&ctx, &library);
+            (Some(report), findings)
+        }
+        Some(Err(problem)) => {
+            // The program asked about cannot be read: that is the answer, an error.
+            let mut findings = diagnose::scan_problems(std::iter::once(&problem));
+            for f in &mut findings {
+                f.severity = Severity::Error;
+            }
+            findings.extend(diagnose::diagnose(&ctx));
+            (None, findings)
+        }
+    };
     let ScanReport {
         host: host_info,
         searched,
@@ -136,6 +157,7 @@ pub fn doctor(options: &DoctorOptions, host: &Host) -> DoctorReport {
         searched,
         installations,
         problems,
+        program,
         cargo_search_path: host.cargo_search_path.clone(),
     }
 }

@@ -257,6 +257,7 @@ pub fn doctor(
         worker,
         windows,
         verify_hashes: args.verify_hashes,
+        program: args.program,
     };
     let verbose = args.verbose;
     Ok((

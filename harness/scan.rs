@@ -239,6 +239,26 @@ fn library(
     library
 }
 
+/// One ELF file read as a library, wherever it is (a program given to `doctor --program`):
+/// named by the catalog when it knows the name, else by its file name.
+pub fn read_elf_file(path: &Path) -> Result<Library, Problem> {
+    let info = elf::read_path(path).map_err(|e| elf_problem(path, &e))?;
+    let file = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut library = Library {
+        name: catalog::classify(&file).map_or_else(|| file.clone(), |n| n.component),
+        soname: info.soname.clone(),
+        path: std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
+        real_path: path.canonicalize().unwrap_or_else(|_| path.to_path_buf()),
+        size: std::fs::metadata(path).map(|m| m.len()).unwrap_or(0),
+        ..Library::default()
+    };
+    fill_elf(&mut library, &info);
+    Ok(library)
+}
+
 fn fill_elf(library: &mut Library, info: &ElfInfo) {
     library.elf_class = Some(info.class.clone());
     library.machine = Some(info.machine.clone());

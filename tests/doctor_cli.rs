@@ -1347,3 +1347,119 @@ fn an_intact_wheel_environment_is_not_damaged_even_with_hashes_checked() {
         summary(&run.report)
     );
 }
+
+/// (cause, missing) of every finding, folded ones included, about the library `file`.
+fn causes_for(report: &Value, file: &str) -> Vec<(String, String)> {
+    let causes: std::collections::BTreeSet<String> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| text(f, "cause").to_string())
+        .collect();
+    let mut found: Vec<(String, String)> = causes
+        .iter()
+        .flat_map(|cause| findings_of(report, cause))
+        .filter(|f| f["library"] == file)
+        .map(|f| {
+            (
+                text(&f, "cause").to_string(),
+                text(&f, "missing").to_string(),
+            )
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+#[test]
+fn program_on_a_library_says_what_doctor_says_of_it() {
+    let venv = fixture(VENV_CUDNN8);
+    let ops_infer = venv.join("nvidia/cudnn/lib/libcudnn_ops_infer.so.8");
+    let host = doctor(&roots(&[CUDNN8_VENV]), None, &["--no-load"]);
+    let program = doctor(
+        &roots(&[CUDNN8_VENV]),
+        None,
+        &["--no-load", "--program", ops_infer.to_str().unwrap()],
+    );
+    let said = causes_for(&host.report, "libcudnn_ops_infer.so.8");
+    assert!(!said.is_empty());
+    assert_eq!(causes_for(&program.report, "libcudnn_ops_infer.so.8"), said);
+    // Only what concerns the program: nothing about libraries it never gets.
+    assert!(
+        causes_for(&program.report, "libcublasLt.so.11").is_empty(),
+        "{}",
+        summary(&program.report)
+    );
+    let libraries = program.report["program"]["libraries"].as_array().unwrap();
+    let get = |name: &str| {
+        libraries
+            .iter()
+            .find(|l| l["name"] == name)
+            .unwrap_or_else(|| panic!("{name} in {libraries:?}"))
+    };
+    assert_eq!(get("libcublas.so.12")["how"], "opens");
+    assert!(get("libcublas.so.12")["found"].is_null());
+    assert_eq!(get("libc.so.6")["how"], "needed");
+    assert_eq!(
+        program.report["program"]["installation"],
+        display(&venv).as_str()
+    );
+}
+
+/// A C program the test compiles, linked against the CUDA 12 runtime wheel's libcudart.so.12:
+/// with a RUNPATH into the wheel it gets that file; without, `missing_dependency`.
+#[test]
+fn program_on_an_executable_follows_its_runpath() {
+    let lib = fixture(VENV_CU12).join("nvidia/cuda_runtime/lib");
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("main.c");
+    fs::write(&source, "int cudaGetDeviceCount(int *);\nint main(void) { int n; return cudaGetDeviceCount(&n); }\n").unwrap();
+    let build = |name: &str, runpath: bool| {
+        let out = dir.path().join(name);
+        let mut cc = std::process::Command::new("cc");
+        cc.arg(&source)
+            .arg("-o")
+            .arg(&out)
+            .arg(format!("{}/libcudart.so.12", lib.display()));
+        if runpath {
+            cc.arg(format!("-Wl,--enable-new-dtags,-rpath,{}", lib.display()));
+        }
+        let status = cc.status().expect("cc");
+        assert!(status.success());
+        out
+    };
+    let (linked, bare) = (build("with-runpath", true), build("bare", false));
+    let run = |exe: &Path| {
+        doctor(
+            &roots(&[CU12_VENV]),
+            None,
+            &["--no-load", "--program", exe.to_str().unwrap()],
+        )
+    };
+
+    let good = run(&linked);
+    let cudart = &good.report["program"]["libraries"][0];
+    assert_eq!(cudart["name"], "libcudart.so.12");
+    assert_eq!(cudart["via"], "DT_RUNPATH");
+    assert_eq!(text(cudart, "found"), display(&lib.join("libcudart.so.12")));
+    assert_eq!(
+        cudart["installation"],
+        display(&fixture(VENV_CU12)).as_str()
+    );
+    assert!(
+        findings_of(&good.report, "missing_dependency").is_empty(),
+        "{}",
+        summary(&good.report)
+    );
+
+    let bad = run(&bare);
+    assert!(bad.report["program"]["libraries"][0]["found"].is_null());
+    let f = &the(&bad.report, "missing_dependency", |f| {
+        f["missing"] == "libcudart.so.12"
+    });
+    assert_eq!(f["library"], "bare");
+    assert!(
+        text(f, "fix").contains(&display(&lib)),
+        "a copy is there: {f}"
+    );
+}

@@ -19,40 +19,53 @@ pub fn check(ctx: &Context) -> Vec<Finding> {
             .iter()
             .filter(|l| runs_on_host(l, &search))
         {
-            for name in library.needed.iter().filter(|n| !is_driver(n)) {
-                let resolution = resolve::resolve(name, &requester(library), &search);
-                match &resolution.found {
-                    None => findings.push(not_found(
-                        ctx,
-                        installation,
-                        library,
-                        &resolution,
-                        Cause::MissingDependency,
-                    )),
-                    Some(found) => {
-                        findings.extend(symbol_versions(ctx, installation, library, name, found));
-                        findings.extend(shadowed(installation, library, &resolution));
-                    }
-                }
+            findings.extend(check_library(ctx, installation, library, &search));
+        }
+    }
+    findings
+}
+
+/// One library's dependencies under `search`: what it needs and the CUDA libraries it opens
+/// at run time, each resolved as the loader would for it.
+pub fn check_library(
+    ctx: &Context,
+    installation: &Installation,
+    library: &Library,
+    search: &SearchContext,
+) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for name in library.needed.iter().filter(|n| !is_driver(n)) {
+        let resolution = resolve::resolve(name, &requester(library), search);
+        match &resolution.found {
+            None => findings.push(not_found(
+                ctx,
+                installation,
+                library,
+                &resolution,
+                Cause::MissingDependency,
+            )),
+            Some(found) => {
+                findings.extend(symbol_versions(ctx, installation, library, name, found));
+                findings.extend(shadowed(installation, library, &resolution));
             }
-            for name in library
-                .dlopen_deps
-                .iter()
-                .filter(|n| is_checked_runtime_dep(library, n))
-            {
-                let resolution = resolve::resolve(name, &requester(library), &search);
-                if resolution.found.is_some() {
-                    findings.extend(shadowed(installation, library, &resolution));
-                } else if !sibling_reachable(library, name, &search) {
-                    findings.push(not_found(
-                        ctx,
-                        installation,
-                        library,
-                        &resolution,
-                        Cause::MissingRuntimeDependency,
-                    ));
-                }
-            }
+        }
+    }
+    for name in library
+        .dlopen_deps
+        .iter()
+        .filter(|n| is_checked_runtime_dep(library, n))
+    {
+        let resolution = resolve::resolve(name, &requester(library), search);
+        if resolution.found.is_some() {
+            findings.extend(shadowed(installation, library, &resolution));
+        } else if !sibling_reachable(library, name, search) {
+            findings.push(not_found(
+                ctx,
+                installation,
+                library,
+                &resolution,
+                Cause::MissingRuntimeDependency,
+            ));
         }
     }
     findings
@@ -66,12 +79,12 @@ fn runs_on_host(library: &Library, search: &SearchContext) -> bool {
 }
 
 /// Run-time names worth resolving: CUDA libraries, other than the driver and the library itself.
-fn is_checked_runtime_dep(library: &Library, name: &str) -> bool {
+pub fn is_checked_runtime_dep(library: &Library, name: &str) -> bool {
     catalog::classify(name).is_some() && !is_driver(name) && library.soname.as_deref() != Some(name)
 }
 
 /// The driver's libraries are the driver rule's concern, found once for the whole host.
-fn is_driver(name: &str) -> bool {
+pub fn is_driver(name: &str) -> bool {
     catalog::names_driver_library(name)
 }
 

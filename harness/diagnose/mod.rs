@@ -8,6 +8,7 @@ pub mod driver;
 pub mod finding;
 mod hygiene;
 mod load;
+pub mod program;
 mod record;
 mod shadow;
 pub mod windows;
@@ -148,6 +149,21 @@ impl<'a> Context<'a> {
 /// Runs every rule, folds findings that share a cause and a fix, and orders them: errors
 /// first, then warnings, then info, each root cause first (see [`order`]).
 pub fn diagnose(ctx: &Context) -> Vec<Finding> {
+    finish(every_rule(ctx))
+}
+
+/// One program's libraries and the findings about them (see [`program`]), finished as
+/// [`diagnose`] finishes the host's.
+pub fn diagnose_program(
+    ctx: &Context,
+    program: &Library,
+) -> (program::ProgramReport, Vec<Finding>) {
+    let (report, findings) = program::check(ctx, program, &every_rule(ctx));
+    (report, finish(findings))
+}
+
+/// What every rule finds, as each rule says it.
+fn every_rule(ctx: &Context) -> Vec<Finding> {
     let mut findings = Vec::new();
     let windows_problems = ctx.windows.iter().flat_map(Installation::all_problems);
     findings.extend(scan_problems(
@@ -165,6 +181,11 @@ pub fn diagnose(ctx: &Context) -> Vec<Finding> {
         findings.extend(arch::check(ctx));
     }
     findings.extend(windows::check(ctx.windows, ctx.windows_search));
+    findings
+}
+
+/// Merged, folded and ordered.
+fn finish(mut findings: Vec<Finding>) -> Vec<Finding> {
     findings.sort_by(|a, b| identity(a).cmp(&identity(b)));
     order(fold(merge(findings)))
 }
@@ -267,7 +288,9 @@ fn order(mut findings: Vec<Finding>) -> Vec<Finding> {
 }
 
 /// What the scan could not read becomes a finding too.
-fn scan_problems<'p>(problems: impl Iterator<Item = &'p crate::model::Problem>) -> Vec<Finding> {
+pub fn scan_problems<'p>(
+    problems: impl Iterator<Item = &'p crate::model::Problem>,
+) -> Vec<Finding> {
     problems
         .map(|p| {
             Finding::new(

@@ -81,6 +81,9 @@ impl Exporter for Terminal {
             );
         }
         let _ = writeln!(out, "GPU: {}\n", gpu_line(&report.gpu));
+        if let Some(program) = &report.program {
+            self.program(&mut out, program);
+        }
         for (severity, title, colour) in [
             (Severity::Error, "errors", RED),
             (Severity::Warning, "warnings", YELLOW),
@@ -682,6 +685,32 @@ impl Terminal {
             let _ = writeln!(out, "      {}", self.paint(DIM, &more));
         }
         line(out, "fix:", &f.fix);
+    }
+
+    /// What a program asks for and gets, one line each.
+    fn program(&self, out: &mut String, program: &crate::diagnose::program::ProgramReport) {
+        let _ = writeln!(
+            out,
+            "{} {}",
+            self.paint(BOLD, "program"),
+            program.path.display()
+        );
+        let width = program
+            .libraries
+            .iter()
+            .map(|l| l.name.len())
+            .max()
+            .unwrap_or(0);
+        for library in &program.libraries {
+            let got = match (&library.found, &library.via) {
+                (Some(found), Some(via)) => format!("{} (via {via})", found.display()),
+                (Some(found), None) => found.display().to_string(),
+                (None, _) => self.paint(RED, "not found"),
+            };
+            let line = format!("  {:<6} {:<width$}  {got}", library.how, library.name);
+            let _ = writeln!(out, "{}", wrap(&line, "          "));
+        }
+        out.push('\n');
     }
 
     /// One line per installation, its libraries named by version: the doctor's summary.
