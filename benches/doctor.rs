@@ -1,10 +1,12 @@
 //! `doctor` over all the fixture toolkits, live loading included (target: under 3 s on this
-//! 2-core machine), and the static analysis alone (`--no-load`).
+//! 2-core machine), and the static analysis alone (`--no-load`); and what `doctor -- COMMAND`
+//! adds to a command's own run time (target: under 0.5 s): a Python program loading the CUDA 12
+//! runtime, alone and under the doctor, which scans this host's own places as a user's run would.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
 
-use common::toolkits;
+use common::{fixture, stackbench_bin, toolkits, VENV_CU12};
 use criterion::{criterion_group, criterion_main, Criterion};
 use stackbench::discover::{Host, Options};
 use stackbench::doctor::{doctor, DoctorOptions};
@@ -19,10 +21,13 @@ fn bench(c: &mut Criterion) {
         load,
         timeout: Duration::from_secs(10),
         target: None,
-        worker: common::stackbench_bin(),
+        worker: stackbench_bin(),
         windows: Default::default(),
         verify_hashes: false,
         program: None,
+        command: Vec::new(),
+        command_timeout: Duration::from_secs(600),
+        quiet: true,
     };
     let (live, offline) = (options(true), options(false));
     let mut group = c.benchmark_group("doctor");
@@ -38,5 +43,34 @@ fn bench(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench);
+fn command(c: &mut Criterion) {
+    let runtime = fixture(VENV_CU12).join("nvidia/cuda_runtime/lib/libcudart.so.12");
+    let script = format!("import ctypes; ctypes.CDLL('{}')", runtime.display());
+    let program = ["python3", "-c", script.as_str()];
+    let run = |command: &mut std::process::Command| {
+        let status = command
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .expect("run");
+        assert!(status.code().is_some());
+    };
+    let mut group = c.benchmark_group("doctor_command");
+    group
+        .sample_size(20)
+        .measurement_time(Duration::from_secs(20));
+    group.bench_function("python loading the runtime, alone", |b| {
+        b.iter(|| run(std::process::Command::new(program[0]).args(&program[1..])))
+    });
+    group.bench_function("python loading the runtime, under doctor --", |b| {
+        b.iter(|| {
+            run(std::process::Command::new(stackbench_bin())
+                .args(["doctor", "--quiet", "--format", "json", "--"])
+                .args(program))
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench, command);
 criterion_main!(benches);

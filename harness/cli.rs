@@ -96,9 +96,10 @@ pub struct DoctorArgs {
     /// Static analysis only: load nothing (for trees one should not execute code from).
     #[arg(long)]
     pub no_load: bool,
-    /// Seconds one library may take to load before it counts as hung.
-    #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
-    pub timeout: f64,
+    /// Seconds one library may take to load before it counts as hung (default 10); with a
+    /// COMMAND, seconds the command may run before it is stopped (default 600).
+    #[arg(long, value_name = "SECONDS")]
+    pub timeout: Option<f64>,
     /// The GPU to check GPU code against when the host has none, e.g. `sm_90` or `9.0`.
     #[arg(long, value_name = "SM")]
     pub target: Option<String>,
@@ -121,6 +122,14 @@ pub struct DoctorArgs {
     /// its size (slow: cuDNN's libraries are hundreds of MB).
     #[arg(long)]
     pub verify_hashes: bool,
+    /// With a COMMAND: keep its output rather than passing it through to standard error.
+    #[arg(long, short, requires = "command")]
+    pub quiet: bool,
+    /// Run this program and explain the CUDA libraries it loads or fails to load (after `--`:
+    /// `stackbench doctor -- python3 -c "import torch"`). Its exit status is reported; stackbench's
+    /// follows the findings.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
     /// Show every evidence line of each finding and every installation's library table
     /// (the terminal report shows two lines and one line per installation; JSON has all).
     #[arg(long, short)]

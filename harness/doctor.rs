@@ -35,6 +35,10 @@ pub struct DoctorReport {
     /// then those about the program and the files it gets.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub program: Option<crate::diagnose::program::ProgramReport>,
+    /// With `doctor -- COMMAND`: the command's run as the loader saw it. The findings are then
+    /// those about the files it got and the libraries it did not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<crate::command::CommandReport>,
     /// The `LD_LIBRARY_PATH` entries `cargo run` added, left out of the modelled environment.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cargo_search_path: Vec<String>,
@@ -75,6 +79,12 @@ pub struct DoctorOptions {
     pub verify_hashes: bool,
     /// Explain this one program (an executable or a shared object) rather than the host.
     pub program: Option<PathBuf>,
+    /// Run this command and explain the CUDA libraries it loads or fails to load.
+    pub command: Vec<String>,
+    /// How long the command may run.
+    pub command_timeout: Duration,
+    /// Keep the command's output rather than passing it through.
+    pub quiet: bool,
 }
 
 /// Runs the doctor on `host`.
@@ -105,7 +115,8 @@ pub fn doctor(options: &DoctorOptions, host: &Host) -> DoctorReport {
         None if options.load => gpu::detect(&options.worker),
         None => GpuInfo::none("--no-load: NVML not asked; give --target sm_XX to check GPU code"),
     };
-    let probes = if options.load {
+    // A command is the live load: the host's libraries are not loaded one by one besides.
+    let probes = if options.load && options.command.is_empty() {
         probe_all(
             &linux_scan,
             ld_library_path.as_deref(),
@@ -124,7 +135,27 @@ pub fn doctor(options: &DoctorOptions, host: &Host) -> DoctorReport {
     )
     .with_windows(&windows, &options.windows);
     ctx.verify_hashes = options.verify_hashes;
+    let mut command = (!options.command.is_empty()).then(|| {
+        let environment: Vec<(String, String)> = ld_library_path
+            .iter()
+            .map(|v| ("LD_LIBRARY_PATH".to_string(), v.clone()))
+            .collect();
+        crate::command::run(
+            &options.command,
+            &environment,
+            ld_library_path.is_none(),
+            options.command_timeout,
+            options.quiet,
+        )
+    });
     let (program, findings) = match options.program.as_deref().map(crate::scan::read_elf_file) {
+        None if command.is_some() => (
+            None,
+            command
+                .as_mut()
+                .map(|run| diagnose::diagnose_command(&ctx, run))
+                .unwrap_or_default(),
+        ),
         None => (None, diagnose::diagnose(&ctx)),
         Some(Ok(library)) => {
             let (report, findings) = diagnose::diagnose_program(&ctx, &library);
@@ -158,6 +189,7 @@ pub fn doctor(options: &DoctorOptions, host: &Host) -> DoctorReport {
         installations,
         problems,
         program,
+        command,
         cargo_search_path: host.cargo_search_path.clone(),
     }
 }

@@ -14,6 +14,7 @@ pub mod bench;
 pub mod catalog;
 pub mod check;
 pub mod cli;
+pub mod command;
 pub mod compare;
 pub mod compat;
 pub mod diagnose;

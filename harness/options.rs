@@ -227,7 +227,8 @@ pub fn doctor(
     args: DoctorArgs,
     color: ColorChoice,
 ) -> Result<(DoctorOptions, ReportOptions), OptionsError> {
-    let timeout = timeout(args.timeout)?;
+    let command_timeout = timeout(args.timeout.unwrap_or(600.0))?;
+    let timeout = timeout(args.timeout.unwrap_or(10.0))?;
     let target = target(args.target.as_deref())?;
     // The worker is needed only to load; static analysis runs without finding it.
     let worker = if args.no_load {
@@ -258,6 +259,9 @@ pub fn doctor(
         windows,
         verify_hashes: args.verify_hashes,
         program: args.program,
+        command: args.command,
+        command_timeout,
+        quiet: args.quiet,
     };
     let verbose = args.verbose;
     Ok((

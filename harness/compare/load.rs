@@ -95,7 +95,7 @@ pub enum LatestError {
 pub enum Run {
     Bench(BenchReport),
     Check(CheckReport),
-    Doctor(DoctorReport),
+    Doctor(Box<DoctorReport>),
     Scan(ScanReport),
 }
 
@@ -207,7 +207,7 @@ pub fn read(path: &Path) -> Result<Run, LoadError> {
     match schema.as_str() {
         BENCH_SCHEMA => typed(path, &schema, value).map(Run::Bench),
         CHECK_SCHEMA => typed(path, &schema, value).map(Run::Check),
-        DOCTOR_SCHEMA => typed(path, &schema, value).map(Run::Doctor),
+        DOCTOR_SCHEMA => typed(path, &schema, value).map(|r| Run::Doctor(Box::new(r))),
         SCAN_SCHEMA => typed(path, &schema, value).map(Run::Scan),
         _ => Err(LoadError::UnknownSchema {
             path: path.to_path_buf(),

@@ -162,6 +162,89 @@ pub fn diagnose_program(
     (report, finish(findings))
 }
 
+/// The findings about what a program run got (see [`crate::command`]): those about the files
+/// it mapped and about the host; one for each CUDA library it asked for and got no file of;
+/// one when its CUDA libraries came from several installations. Fills in each library's
+/// installation.
+pub fn diagnose_command(ctx: &Context, run: &mut crate::command::CommandReport) -> Vec<Finding> {
+    for library in &mut run.libraries {
+        library.installation = library
+            .found
+            .as_deref()
+            .and_then(|f| {
+                ctx.installation_of(&f.canonicalize().unwrap_or_else(|_| f.to_path_buf()))
+            })
+            .map(|i| i.root.clone());
+    }
+    let reached: Vec<&Path> = run
+        .libraries
+        .iter()
+        .filter_map(|l| l.found.as_deref())
+        .collect();
+    let mut findings = program::about(&every_rule(ctx), &reached);
+    for library in run.libraries.iter().filter(|l| l.found.is_none()) {
+        let file = file_name(Path::new(&library.name));
+        let candidates: Vec<PathBuf> = ctx
+            .copies_of(&file)
+            .iter()
+            .map(|(_, l)| l.path.clone())
+            .collect();
+        let fix = if candidates.is_empty() {
+            format!("install {file} where the program's loader searches, or add its directory to LD_LIBRARY_PATH")
+        } else {
+            format!(
+                "export LD_LIBRARY_PATH={}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}   (a copy of {file} is there)",
+                dirs_of(&candidates[..1])
+            )
+        };
+        findings.push(
+            Finding::new(
+                Severity::Error,
+                Cause::MissingDependency,
+                format!(
+                    "the program asked for {} and the loader found no file of it",
+                    library.name
+                ),
+                fix,
+            )
+            .missing(library.name.clone(), run.command.join(" "))
+            .candidates(candidates)
+            .evidence(
+                library
+                    .tried
+                    .iter()
+                    .map(|t| format!("{}: tried", t.display()))
+                    .collect(),
+            ),
+        );
+    }
+    let mut origins: Vec<(String, &Path)> = Vec::new();
+    for library in &run.libraries {
+        let (Some(found), Some(root)) = (&library.found, &library.installation) else {
+            continue;
+        };
+        let driver = ctx
+            .installation_of(root)
+            .is_some_and(|i| i.layout == crate::model::Layout::Driver);
+        if !driver && !origins.iter().any(|(_, r)| *r == root.as_path()) {
+            origins.push((file_name(found), root));
+        }
+    }
+    if origins.len() > 1 {
+        let said: Vec<String> = origins
+            .iter()
+            .map(|(file, root)| format!("{file} came from {}", root.display()))
+            .collect();
+        findings.push(Finding::new(
+            Severity::Warning,
+            Cause::MixedInstallations,
+            format!("the program's CUDA libraries come from {} installations: {}", origins.len(), said.join(", ")),
+            "run it with the libraries of one installation first on its search path (LD_LIBRARY_PATH), or install the missing parts into that one".into(),
+        ));
+    }
+    finish(findings)
+}
+
 /// What every rule finds, as each rule says it.
 fn every_rule(ctx: &Context) -> Vec<Finding> {
     let mut findings = Vec::new();

@@ -91,23 +91,38 @@ pub fn check(
     }
     // The program's own search: its findings replace those the host's report has for it.
     let mut findings = deps::check_library(ctx, installation, library, &search);
-    let reached: Vec<PathBuf> = libraries
+    let reached: Vec<&Path> = libraries
         .iter()
         .filter_map(|l| l.found.as_deref())
-        .map(|f| f.canonicalize().unwrap_or_else(|_| f.to_path_buf()))
         .collect();
-    let concerns = |f: &Finding| match &f.path {
-        Some(path) => {
-            let real = path.canonicalize().unwrap_or_else(|_| path.clone());
-            real != library.real_path && reached.contains(&real)
-        }
-        None => f.installation.is_none(),
-    };
-    findings.extend(diagnosed.iter().filter(|f| concerns(f)).cloned());
+    findings.extend(
+        about(diagnosed, &reached)
+            .into_iter()
+            .filter(|f| f.path.as_deref().map(real) != Some(library.real_path.clone())),
+    );
     let report = ProgramReport {
         path: library.path.clone(),
         installation: home.map(|i| i.root.clone()),
         libraries,
     };
     (report, findings)
+}
+
+/// The findings of `diagnosed` about the files a program got, and those about the host as a
+/// whole (no driver, the search path's hygiene).
+pub fn about(diagnosed: &[Finding], reached: &[&Path]) -> Vec<Finding> {
+    let reached: Vec<PathBuf> = reached.iter().map(|p| real(p)).collect();
+    diagnosed
+        .iter()
+        .filter(|f| match &f.path {
+            Some(path) => reached.contains(&real(path)),
+            None => f.installation.is_none(),
+        })
+        .cloned()
+        .collect()
+}
+
+/// A path with its symlinks resolved, where it exists.
+fn real(path: &Path) -> PathBuf {
+    path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
 }

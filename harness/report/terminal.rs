@@ -84,6 +84,9 @@ impl Exporter for Terminal {
         if let Some(program) = &report.program {
             self.program(&mut out, program);
         }
+        if let Some(command) = &report.command {
+            self.command(&mut out, command);
+        }
         for (severity, title, colour) in [
             (Severity::Error, "errors", RED),
             (Severity::Warning, "warnings", YELLOW),
@@ -709,6 +712,46 @@ impl Terminal {
             };
             let line = format!("  {:<6} {:<width$}  {got}", library.how, library.name);
             let _ = writeln!(out, "{}", wrap(&line, "          "));
+        }
+        out.push('\n');
+    }
+
+    /// What a command's run asked the loader for and got, its exit and its error lines.
+    fn command(&self, out: &mut String, run: &crate::command::CommandReport) {
+        let ended = match (&run.not_run, run.exit_status, run.signal) {
+            (Some(why), _, _) => self.paint(RED, &format!("not run: {why}")),
+            _ if run.timed_out => self.paint(RED, &format!("stopped after {:.1} s", run.seconds)),
+            (None, Some(code), _) => format!("exit status {code} after {:.1} s", run.seconds),
+            (None, None, Some(signal)) => self.paint(RED, &format!("killed by signal {signal}")),
+            (None, None, None) => "ended".into(),
+        };
+        let _ = writeln!(
+            out,
+            "{} {}: {ended}",
+            self.paint(BOLD, "command"),
+            run.command.join(" ")
+        );
+        if run.libraries.is_empty() {
+            let _ = writeln!(out, "  asked the loader for no CUDA library");
+        }
+        for library in &run.libraries {
+            let from = library
+                .installation
+                .as_ref()
+                .map(|root| format!(" (from {})", root.display()))
+                .unwrap_or_default();
+            let line = match &library.found {
+                // Opened by its path: what it asked for is what it got.
+                Some(found) if found.as_os_str() == library.name.as_str() => {
+                    format!("  {} loaded{from}", library.name)
+                }
+                Some(found) => format!("  {} -> {}{from}", library.name, found.display()),
+                None => format!("  {} -> {}", library.name, self.paint(RED, "not found")),
+            };
+            let _ = writeln!(out, "{}", wrap(&line, "      "));
+        }
+        for line in &run.error_lines {
+            let _ = writeln!(out, "{}", wrap(&format!("  said: {line}"), "      "));
         }
         out.push('\n');
     }
