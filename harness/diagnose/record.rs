@@ -5,7 +5,7 @@
 
 use super::finding::{Cause, Finding, Severity};
 use super::Context;
-use crate::discover::metadata::name_and_version;
+use crate::discover::metadata::{name_and_version, nvidia_dist_infos};
 use crate::model::{Installation, Layout};
 use sha2::{Digest, Sha256};
 use std::fs;
@@ -32,20 +32,8 @@ enum Damage {
 
 fn damaged_wheels(installation: &Installation, verify_hashes: bool) -> Vec<Finding> {
     let site_packages = &installation.root;
-    let Ok(entries) = fs::read_dir(site_packages) else {
-        return Vec::new();
-    };
-    let mut dist_infos: Vec<_> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("nvidia_") && n.ends_with(".dist-info"))
-        })
-        .collect();
-    dist_infos.sort();
     let mut findings = Vec::new();
-    for dist_info in dist_infos {
+    for dist_info in nvidia_dist_infos(site_packages) {
         let Some((name, version)) = fs::read_to_string(dist_info.join("METADATA"))
             .ok()
             .as_deref()

@@ -91,19 +91,7 @@ pub fn wheels(site_packages: &Path) -> Metadata {
         source: Some(VersionSource::WheelMetadata),
         ..Metadata::default()
     };
-    let Ok(entries) = fs::read_dir(site_packages) else {
-        return meta;
-    };
-    let mut dist_infos: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("nvidia_") && n.ends_with(".dist-info"))
-        })
-        .collect();
-    dist_infos.sort();
-    for dist_info in dist_infos {
+    for dist_info in nvidia_dist_infos(site_packages) {
         let metadata_path = dist_info.join("METADATA");
         let Some((name, version)) = fs::read_to_string(&metadata_path)
             .ok()
@@ -130,6 +118,22 @@ pub fn wheels(site_packages: &Path) -> Metadata {
         }
     }
     meta
+}
+
+/// The `nvidia_*.dist-info` directories of a site-packages, sorted; none when it cannot be read.
+pub fn nvidia_dist_infos(site_packages: &Path) -> Vec<PathBuf> {
+    let mut dist_infos: Vec<PathBuf> = fs::read_dir(site_packages)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("nvidia_") && n.ends_with(".dist-info"))
+        })
+        .collect();
+    dist_infos.sort();
+    dist_infos
 }
 
 /// `Name` and `Version` from a wheel's METADATA (RFC 822 style headers).
