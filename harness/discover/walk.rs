@@ -36,9 +36,25 @@ pub struct Walk {
     /// Paths whose names are CUDA libraries: files, links to files, and dangling links.
     pub libraries: Vec<PathBuf>,
     pub problems: Vec<Problem>,
-    /// Directories already read, by (device, inode), with the depth still allowed below them
-    /// then: shared across starts so each is read once, or again only to go deeper.
-    visited: HashMap<(u64, u64), usize>,
+    /// Directories read whole, by (device, inode): shared across starts, so each is read once
+    /// (or again only to go deeper), and what a later start reaches through one is reported
+    /// again, for that start. A directory the entry cap cut short is not kept: a later start
+    /// reads it.
+    visited: HashMap<DirId, Visited>,
+}
+
+/// A directory's (device, inode).
+type DirId = (u64, u64);
+
+/// What reading one directory whole gave.
+#[derive(Debug)]
+struct Visited {
+    /// The depth still allowed below it then.
+    remaining: usize,
+    /// The library paths directly in it.
+    libraries: Vec<PathBuf>,
+    /// The directories read below it.
+    subdirs: Vec<DirId>,
 }
 
 impl Walk {
@@ -73,31 +89,45 @@ impl Walk {
         }
     }
 
-    fn visit_dir(&mut self, dir: &Path, depth: usize, state: &mut WalkState) {
+    /// Reads `dir` and below (or, when a start before read it deep enough, reports again what
+    /// it held); its id when it was read or reported.
+    fn visit_dir(&mut self, dir: &Path, depth: usize, state: &mut WalkState) -> Option<DirId> {
         let meta = match fs::metadata(dir) {
             Ok(meta) => meta,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
-            Err(e) => return self.problem(ProblemKind::Unreadable, dir, e.to_string()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+            Err(e) => {
+                self.problem(ProblemKind::Unreadable, dir, e.to_string());
+                return None;
+            }
         };
         let id = (meta.dev(), meta.ino());
         if state.ancestors.contains(&id) {
-            return self.problem(
+            self.problem(
                 ProblemKind::SymlinkLoop,
                 dir,
                 "directory link points back to one of its own parents; not followed".into(),
             );
+            return None;
         }
         let remaining = state.limits.max_depth.saturating_sub(depth);
-        if self.visited.get(&id).is_some_and(|&seen| seen >= remaining) {
-            return;
+        if self
+            .visited
+            .get(&id)
+            .is_some_and(|v| v.remaining >= remaining)
+        {
+            self.report_again(id, &mut Vec::new());
+            return Some(id);
         }
-        self.visited.insert(id, remaining);
         let entries = match fs::read_dir(dir) {
             Ok(entries) => entries,
-            Err(e) => return self.problem(ProblemKind::Unreadable, dir, e.to_string()),
+            Err(e) => {
+                self.problem(ProblemKind::Unreadable, dir, e.to_string());
+                return None;
+            }
         };
         state.ancestors.push(id);
         let mut subdirs = Vec::new();
+        let mut libraries = Vec::new();
         for entry in entries {
             state.entries += 1;
             if state.entries > state.limits.max_entries {
@@ -127,18 +157,47 @@ impl Walk {
                     subdirs.push(path);
                 }
             } else if catalog::classify(&name).is_some() {
-                self.libraries.push(path);
+                libraries.push(path);
             }
         }
+        self.libraries.extend(libraries.iter().cloned());
         subdirs.sort();
+        let mut read_below = Vec::new();
         for sub in subdirs {
             if depth < state.limits.max_depth {
-                self.visit_dir(&sub, depth + 1, state);
+                read_below.extend(self.visit_dir(&sub, depth + 1, state));
             } else {
                 state.cut_at_depth += 1;
             }
         }
         state.ancestors.pop();
+        if state.entries <= state.limits.max_entries {
+            self.visited.insert(
+                id,
+                Visited {
+                    remaining,
+                    libraries,
+                    subdirs: read_below,
+                },
+            );
+        }
+        Some(id)
+    }
+
+    /// Reports again the libraries a directory read before held, and those below it.
+    fn report_again(&mut self, id: DirId, seen: &mut Vec<DirId>) {
+        if seen.contains(&id) {
+            return;
+        }
+        seen.push(id);
+        let Some(visited) = self.visited.get(&id) else {
+            return;
+        };
+        let (libraries, subdirs) = (visited.libraries.clone(), visited.subdirs.clone());
+        self.libraries.extend(libraries);
+        for sub in subdirs {
+            self.report_again(sub, seen);
+        }
     }
 
     fn problem(&mut self, kind: ProblemKind, path: &Path, message: String) {
@@ -229,6 +288,47 @@ mod tests {
             },
         );
         assert_eq!(walk.problems[0].kind, ProblemKind::TooDeep);
+    }
+
+    #[test]
+    fn a_directory_cut_short_by_the_entry_cap_is_read_by_a_later_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let lib = dir.path().join("lib");
+        fs::create_dir_all(&lib).unwrap();
+        for i in 0..20 {
+            fs::write(lib.join(format!("f{i}")), b"").unwrap();
+        }
+        fs::write(lib.join("libcudart.so.12"), b"x").unwrap();
+        let mut walk = Walk::default();
+        let narrow = Limits {
+            max_entries: 5,
+            ..WIDE
+        };
+        walk.visit(dir.path(), narrow);
+        let before = walk.libraries.len();
+        walk.visit(&lib, WIDE);
+        assert!(
+            walk.libraries[before..]
+                .iter()
+                .any(|p| p.ends_with("libcudart.so.12")),
+            "{:?}",
+            walk.libraries
+        );
+    }
+
+    #[test]
+    fn a_later_start_through_a_directory_read_before_reports_its_libraries_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let lib = dir.path().join("cuda-12.9/lib64");
+        fs::create_dir_all(&lib).unwrap();
+        fs::write(lib.join("libcudart.so.12"), b"x").unwrap();
+        symlink("cuda-12.9", dir.path().join("cuda")).unwrap();
+        let mut walk = Walk::default();
+        walk.visit(&dir.path().join("cuda-12.9"), WIDE);
+        let before = walk.libraries.len();
+        assert_eq!(before, 1);
+        walk.visit(&dir.path().join("cuda"), WIDE);
+        assert_eq!(walk.libraries.len(), 2, "found again, for the second start");
     }
 
     #[test]
