@@ -105,7 +105,7 @@ pub fn doctor(options: &DoctorOptions, host: &Host) -> DoctorReport {
     };
     let ld_library_path = host.env.get("LD_LIBRARY_PATH").cloned();
     // The host's LD_LIBRARY_PATH as `Host` gives it (without what `cargo run` added).
-    let mut search = SearchContext::host(Vec::new());
+    let mut search = SearchContext::host();
     search.ld_library_path = ld_library_path
         .as_deref()
         .map(crate::resolve::split_search_path)
@@ -212,7 +212,6 @@ fn probe_all(
             .partition(|l| is_stub_or_compat(&l.path));
         let request = |libraries: Vec<&Library>, isolate| ProbeRequest {
             libraries: libraries.iter().map(|l| l.real_path.clone()).collect(),
-            search_dirs: Vec::new(),
             ld_library_path: Some(diagnose::search_path(installation, ld_library_path)),
             timeout,
             isolate,

@@ -23,8 +23,6 @@ pub struct SearchContext {
     /// LD_LIBRARY_PATH entries exactly as given, empty ones included (they mean the current
     /// directory). See [`split_search_path`].
     pub ld_library_path: Vec<String>,
-    /// Directories the program adds in front of LD_LIBRARY_PATH (an installation's own dirs).
-    pub extra_dirs: Vec<PathBuf>,
     /// `/etc/ld.so.cache`, in file order.
     pub cache: Vec<CacheEntry>,
     /// The loader's built-in directories, searched last.
@@ -131,7 +129,6 @@ impl SearchContext {
         };
         SearchContext {
             ld_library_path: Vec::new(),
-            extra_dirs: Vec::new(),
             cache: Vec::new(),
             default_dirs: Vec::new(),
             class: class.to_owned(),
@@ -145,7 +142,7 @@ impl SearchContext {
     /// environment, `/etc/ld.so.cache` (empty when missing or unreadable), the default
     /// directories, and `$LIB` as this distribution's glibc expands it (the multiarch directory
     /// when `/lib/<triple>` exists, else `lib64` for 64-bit, else `lib`).
-    pub fn host(extra_dirs: Vec<PathBuf>) -> Self {
+    pub fn host() -> Self {
         let machine = match std::env::consts::ARCH {
             "x86" => "i386",
             "powerpc64" if cfg!(target_endian = "little") => "ppc64le",
@@ -153,7 +150,6 @@ impl SearchContext {
         };
         let class = crate::elf::OWN_CLASS;
         let mut ctx = SearchContext::bare(class, machine);
-        ctx.extra_dirs = extra_dirs;
         ctx.ld_library_path = std::env::var_os("LD_LIBRARY_PATH")
             .map(|v| split_search_path(&v.to_string_lossy()))
             .unwrap_or_default();
@@ -207,7 +203,6 @@ pub enum SearchStep {
     /// The name had a slash: opened as given.
     Direct,
     Rpath,
-    ExtraDir,
     LdLibraryPath,
     Runpath,
     LdSoCache,
@@ -281,7 +276,6 @@ impl SearchStep {
         match self {
             SearchStep::Direct => "path",
             SearchStep::Rpath => "DT_RPATH",
-            SearchStep::ExtraDir => "installation dir",
             SearchStep::LdLibraryPath => "LD_LIBRARY_PATH",
             SearchStep::Runpath => "DT_RUNPATH",
             SearchStep::LdSoCache => "ld.so.cache",
@@ -367,14 +361,6 @@ impl Search<'_> {
             if let Some(o) = self.try_dirs(name, &dirs, SearchStep::Rpath) {
                 return o;
             }
-        }
-        let extra: Vec<String> = ctx
-            .extra_dirs
-            .iter()
-            .map(|d| d.to_string_lossy().into_owned())
-            .collect();
-        if let Some(o) = self.try_dirs(name, &extra, SearchStep::ExtraDir) {
-            return o;
         }
         let llp = expand_all(&ctx.ld_library_path);
         if let Some(o) = self.try_dirs(name, &llp, SearchStep::LdLibraryPath) {
@@ -828,12 +814,11 @@ mod tests {
     }
 
     #[test]
-    fn full_order_is_rpath_extra_llp_runpath_cache_default() {
+    fn full_order_is_rpath_llp_runpath_cache_default() {
         let tmp = tempfile::tempdir().unwrap();
         let d = |n: &str| tmp.path().join(n);
         put(&d("default").join("libx.so.1"), &lib64());
         let mut c = ctx();
-        c.extra_dirs = vec![d("extra")];
         c.ld_library_path = vec![s(&d("llp"))];
         c.cache = vec![CacheEntry {
             soname: "libx.so.1".into(),
@@ -841,13 +826,12 @@ mod tests {
             flags: 0x0303,
         }];
         c.default_dirs = vec![d("default")];
-        // RPATH is ignored because of RUNPATH: the order is extra, llp, runpath, cache, default.
+        // RPATH is ignored because of RUNPATH: the order is llp, runpath, cache, default.
         let req = requester(&d("app"), &[s(&d("rp"))], &[s(&d("rn"))]);
         let r = resolve("libx.so.1", &req, &c);
         assert_eq!(
             summary(&r),
             [
-                (SearchStep::ExtraDir, "missing"),
                 (SearchStep::LdLibraryPath, "missing"),
                 (SearchStep::Runpath, "missing"),
                 (SearchStep::LdSoCache, "missing"),
@@ -1104,7 +1088,7 @@ mod tests {
         std::os::unix::fs::symlink("libcudart.so.12.9.79", tmp.path().join("libcudart.so.12"))
             .unwrap();
         let mut c = ctx();
-        c.extra_dirs = vec![tmp.path().to_path_buf()];
+        c.ld_library_path = vec![tmp.path().display().to_string()];
         let r = resolve("libcudart.so.12", &Requester::default(), &c);
         assert_eq!(r.found, Some(tmp.path().join("libcudart.so.12")));
         assert_eq!(r.real, Some(fs::canonicalize(&real).unwrap()));
@@ -1136,8 +1120,7 @@ mod tests {
 
     #[test]
     fn host_context_reads_this_host() {
-        let c = SearchContext::host(vec!["/opt/x".into()]);
-        assert_eq!(c.extra_dirs, [PathBuf::from("/opt/x")]);
+        let c = SearchContext::host();
         assert!(!c.default_dirs.is_empty());
         if cfg!(all(target_arch = "x86_64", target_os = "linux")) {
             assert_eq!((c.class.as_str(), c.machine.as_str()), ("ELF64", "x86_64"));

@@ -25,7 +25,7 @@ fn worker() -> &'static Path {
 
 fn probe_with_driver(libraries: Vec<PathBuf>) -> Vec<LoadReport> {
     let request = ProbeRequest {
-        search_dirs: vec![driver_dir()],
+        ld_library_path: Some(driver_dir().display().to_string()),
         ..ProbeRequest::new(libraries)
     };
     probe::run_with(&request, worker())
@@ -253,7 +253,7 @@ __attribute__((constructor)) static void stall(void) { for (;;) pause(); }
     );
     let good = fixture(&format!("venv-cu12/{SP}/cuda_runtime/lib/libcudart.so.12"));
     let request = ProbeRequest {
-        search_dirs: vec![driver_dir()],
+        ld_library_path: Some(driver_dir().display().to_string()),
         timeout: Duration::from_secs(1),
         ..ProbeRequest::new([crash.clone(), hang.clone(), unbound.clone(), good.clone()])
     };
@@ -335,13 +335,16 @@ fn a_missing_dependency_shows_in_the_search_trail() {
 }
 
 #[test]
-fn the_environments_path_comes_after_the_search_dirs() {
-    // An empty search dir first, then the environment's path with an empty entry (the current
-    // directory) before the driver: the loader tries all three, in that order.
+fn the_environments_path_is_searched_as_given() {
+    // An empty directory, an empty entry (the current directory), then the driver: the loader
+    // tries all three, in that order.
     let empty = tempfile::tempdir().unwrap();
     let request = ProbeRequest {
-        search_dirs: vec![empty.path().to_owned()],
-        ld_library_path: Some(format!(":{}", driver_dir().display())),
+        ld_library_path: Some(format!(
+            "{}::{}",
+            empty.path().display(),
+            driver_dir().display()
+        )),
         ..ProbeRequest::new([fixture("conda/envs/cu13/lib/libcudart.so.13")])
     };
     let reports = probe::run_with(&request, worker());
@@ -381,7 +384,7 @@ fn isolated_libraries_each_show_everything_they_map() {
         shared[1].loaded
     );
     let request = ProbeRequest {
-        search_dirs: vec![driver_dir()],
+        ld_library_path: Some(driver_dir().display().to_string()),
         isolate: true,
         ..ProbeRequest::new([cudart.clone(), cudart])
     };

@@ -75,7 +75,7 @@ impl Selection {
             &self.config.combinations,
             self.driver_dir.as_deref(),
             host.env.get("LD_LIBRARY_PATH").map(String::as_str),
-            &SearchContext::host(Vec::new()),
+            &SearchContext::host(),
         );
         let combinations = select(all, &self.select, &scan)?;
         Ok(Selected {

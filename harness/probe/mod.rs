@@ -21,7 +21,6 @@ pub mod worker;
 
 use serde::{Deserialize, Serialize};
 use std::ffi::OsString;
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus};
@@ -41,8 +40,6 @@ pub struct ProbeRequest {
     /// The files to `dlopen`, in order. A name without a `/` is searched for by the loader, as a
     /// program's `dlopen("libcudart.so.12")` would be.
     pub libraries: Vec<PathBuf>,
-    /// The installation's library directories, put in front of `LD_LIBRARY_PATH`.
-    pub search_dirs: Vec<PathBuf>,
     /// The environment's `LD_LIBRARY_PATH` exactly as given, empty entries included.
     pub ld_library_path: Option<String>,
     /// How long each library may take.
@@ -56,7 +53,6 @@ impl Default for ProbeRequest {
     fn default() -> Self {
         ProbeRequest {
             libraries: Vec::new(),
-            search_dirs: Vec::new(),
             ld_library_path: None,
             timeout: DEFAULT_TIMEOUT,
             isolate: false,
@@ -213,18 +209,13 @@ fn empty_report(path: PathBuf, outcome: LoadOutcome, millis: u64) -> LoadReport 
     }
 }
 
-/// The worker's `LD_LIBRARY_PATH`: the search directories, then the environment's value as given.
-/// `None`: leave it unset. An empty environment value adds nothing (an appended empty entry would
-/// mean the current directory, which the environment did not say).
-pub fn library_path(search_dirs: &[PathBuf], ld_library_path: Option<&str>) -> Option<OsString> {
-    let mut parts: Vec<&[u8]> = search_dirs
-        .iter()
-        .map(|d| d.as_os_str().as_bytes())
-        .collect();
-    if let Some(given) = ld_library_path.filter(|s| !s.is_empty()) {
-        parts.push(given.as_bytes());
-    }
-    (!parts.is_empty()).then(|| OsString::from_vec(parts.join(&b':')))
+/// The worker's `LD_LIBRARY_PATH`: the environment's value as given. `None`: leave it unset, as
+/// for an empty value (an empty entry would mean the current directory, which the environment
+/// did not say).
+pub fn library_path(ld_library_path: Option<&str>) -> Option<OsString> {
+    ld_library_path
+        .filter(|s| !s.is_empty())
+        .map(OsString::from)
 }
 
 /// What one worker settled: reports for a prefix of its batch, and why it stopped early if it did.
@@ -251,7 +242,7 @@ fn run_batch(request: &ProbeRequest, worker: &Path, batch: &[PathBuf]) -> Batch 
         .arg("__probe")
         .env("LD_DEBUG", "libs")
         .env_remove("LD_DEBUG_OUTPUT");
-    match library_path(&request.search_dirs, request.ld_library_path.as_deref()) {
+    match library_path(request.ld_library_path.as_deref()) {
         Some(path) => command.env("LD_LIBRARY_PATH", path),
         None => command.env_remove("LD_LIBRARY_PATH"),
     };
@@ -444,20 +435,13 @@ mod tests {
     use rstest::rstest;
 
     #[rstest]
-    #[case(&[], None, None)]
-    #[case(&[], Some(""), None)]
-    #[case(&["/a"], None, Some("/a"))]
-    #[case(&["/a", "/b"], Some(""), Some("/a:/b"))]
-    #[case(&["/a"], Some("/x::/y"), Some("/a:/x::/y"))]
-    #[case(&[], Some(":/x"), Some(":/x"))]
-    #[case(&["/a"], Some("/x:"), Some("/a:/x:"))]
-    fn ld_library_path(
-        #[case] dirs: &[&str],
-        #[case] given: Option<&str>,
-        #[case] want: Option<&str>,
-    ) {
-        let dirs: Vec<PathBuf> = dirs.iter().map(PathBuf::from).collect();
-        assert_eq!(library_path(&dirs, given), want.map(OsString::from));
+    #[case(None, None)]
+    #[case(Some(""), None)]
+    #[case(Some("/x::/y"), Some("/x::/y"))]
+    #[case(Some(":/x"), Some(":/x"))]
+    #[case(Some("/x:"), Some("/x:"))]
+    fn ld_library_path(#[case] given: Option<&str>, #[case] want: Option<&str>) {
+        assert_eq!(library_path(given), want.map(OsString::from));
     }
 
     #[rstest]

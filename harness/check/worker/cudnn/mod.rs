@@ -143,7 +143,7 @@ fn preload_cudnn_8(
     version: usize,
     call: &str,
 ) -> Result<Vec<String>, Outcome> {
-    let ctx = SearchContext::host(Vec::new());
+    let ctx = SearchContext::host();
     let files = preload::plan(shim, sub, cuda_major, &ctx)
         .and_then(|files| preload::load(&files).map(|()| files));
     match files {
