@@ -138,17 +138,7 @@ pub fn run(
         std::thread::spawn(move || relay(stream, quiet, &errors))
     })
     .collect();
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break Some(status),
-            Ok(None) if started.elapsed() < timeout => std::thread::sleep(Duration::from_millis(5)),
-            _ => {
-                crate::process::kill_group(&mut child);
-                let _ = child.wait();
-                break None;
-            }
-        }
-    };
+    let status = crate::process::exit_within(&mut child, timeout);
     report.seconds = started.elapsed().as_secs_f64();
     report.timed_out = status.is_none();
     if let Some(status) = status {

@@ -6,7 +6,7 @@
 use serde::de::DeserializeOwned;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::CommandExt;
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -28,20 +28,26 @@ pub fn output_within(mut command: Command, timeout: Duration) -> Option<String> 
         let _ = stdout.read_to_string(&mut out);
         out
     });
-    let started = Instant::now();
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break Some(status),
-            Ok(None) if started.elapsed() < timeout => std::thread::sleep(Duration::from_millis(5)),
-            _ => {
-                kill_group(&mut child);
-                let _ = child.wait();
-                break None;
-            }
-        }
-    };
+    let status = exit_within(&mut child, timeout);
     let out = reader.join().ok()?;
     status.filter(|s| s.success()).map(|_| out)
+}
+
+/// Waits up to `timeout` for a child started with `process_group(0)` to exit; one that runs
+/// longer is killed with its process group and reaped, and gives `None`.
+pub fn exit_within(child: &mut Child, timeout: Duration) -> Option<ExitStatus> {
+    let started = Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Some(status),
+            Ok(None) if started.elapsed() < timeout => std::thread::sleep(Duration::from_millis(5)),
+            _ => {
+                kill_group(child);
+                let _ = child.wait();
+                return None;
+            }
+        }
+    }
 }
 
 /// A worker process: its events as they come, and its standard error.
