@@ -349,10 +349,7 @@ fn fix_for(
         _ => {}
     }
     if !candidates.is_empty() {
-        return format!(
-            "export LD_LIBRARY_PATH={}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}   (a copy of {name} is there)",
-            super::dirs_of(&candidates[..1])
-        );
+        return super::export_search_path(&candidates[..1], &format!("a copy of {name}"));
     }
     match (installation.layout, major) {
         (Layout::Pip, _) => format!(

@@ -2,7 +2,7 @@
 //! enough for every runtime on the host; and what the runtimes themselves said when asked.
 
 use super::finding::{Cause, Finding, Severity};
-use super::{dirs_of, Context};
+use super::{export_search_path, Context};
 use crate::compat::{self, CudaVersion, DriverVerdict};
 use crate::model::{Installation, Layout};
 use crate::probe::LoadReport;
@@ -87,7 +87,7 @@ pub fn check(ctx: &Context) -> Vec<Finding> {
         let fix = if right_copies.is_empty() {
             "install the NVIDIA driver (e.g. `apt install nvidia-driver` or NVIDIA's .run installer); in a container, start it with the NVIDIA Container Toolkit (`--gpus all`)".to_string()
         } else {
-            format!("export LD_LIBRARY_PATH={}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}   (a driver library is there)", dirs_of(&right_copies))
+            export_search_path(&right_copies, "a driver library")
         };
         let mut finding = no_driver_evidence(String::new())
             .candidates(right_copies)

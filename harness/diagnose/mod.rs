@@ -192,10 +192,7 @@ pub fn diagnose_command(ctx: &Context, run: &mut crate::command::CommandReport) 
         let fix = if candidates.is_empty() {
             format!("install {file} where the program's loader searches, or add its directory to LD_LIBRARY_PATH")
         } else {
-            format!(
-                "export LD_LIBRARY_PATH={}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}   (a copy of {file} is there)",
-                dirs_of(&candidates[..1])
-            )
+            export_search_path(&candidates[..1], &format!("a copy of {file}"))
         };
         findings.push(
             Finding::new(
@@ -450,6 +447,15 @@ pub fn file_name(path: &Path) -> String {
     path.file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default()
+}
+
+/// The fix that puts the directories of `copies` first on `LD_LIBRARY_PATH`, saying that
+/// `what` is there.
+pub fn export_search_path(copies: &[PathBuf], what: &str) -> String {
+    format!(
+        "export LD_LIBRARY_PATH={}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}   ({what} is there)",
+        dirs_of(copies)
+    )
 }
 
 /// The directories that hold the given paths, without duplicates, as `a:b` for LD_LIBRARY_PATH.
