@@ -116,7 +116,7 @@ pub struct DoctorArgs {
     /// Explain one program rather than the host: an executable or a shared object
     /// (libtorch_cuda.so, a Python extension module), resolved as its loader would resolve it
     /// here (its RPATH/RUNPATH, LD_LIBRARY_PATH, ld.so.cache), without running it.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "command")]
     pub program: Option<PathBuf>,
     /// Check each file of an environment's NVIDIA wheels against its RECORD's SHA-256, not only
     /// its size (slow: cuDNN's libraries are hundreds of MB).

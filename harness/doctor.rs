@@ -148,20 +148,15 @@ pub fn doctor(options: &DoctorOptions, host: &Host) -> DoctorReport {
             options.quiet,
         )
     });
-    let (program, findings) = match options.program.as_deref().map(crate::scan::read_elf_file) {
-        None if command.is_some() => (
-            None,
-            command
-                .as_mut()
-                .map(|run| diagnose::diagnose_command(&ctx, run))
-                .unwrap_or_default(),
-        ),
-        None => (None, diagnose::diagnose(&ctx)),
-        Some(Ok(library)) => {
+    let program = options.program.as_deref().map(crate::scan::read_elf_file);
+    let (program, findings) = match (command.as_mut(), program) {
+        (Some(run), _) => (None, diagnose::diagnose_command(&ctx, run)),
+        (None, None) => (None, diagnose::diagnose(&ctx)),
+        (None, Some(Ok(library))) => {
             let (report, findings) = diagnose::diagnose_program(&ctx, &library);
             (Some(report), findings)
         }
-        Some(Err(problem)) => {
+        (None, Some(Err(problem))) => {
             // The program asked about cannot be read: that is the answer, an error.
             let mut findings = diagnose::scan_problems(std::iter::once(&problem));
             for f in &mut findings {

@@ -171,9 +171,7 @@ pub fn diagnose_command(ctx: &Context, run: &mut crate::command::CommandReport) 
         library.installation = library
             .found
             .as_deref()
-            .and_then(|f| {
-                ctx.installation_of(&f.canonicalize().unwrap_or_else(|_| f.to_path_buf()))
-            })
+            .and_then(|f| ctx.installation_of(&program::real(f)))
             .map(|i| i.root.clone());
     }
     let reached: Vec<&Path> = run

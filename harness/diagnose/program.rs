@@ -45,7 +45,7 @@ pub fn check(
     library: &Library,
     diagnosed: &[Finding],
 ) -> (ProgramReport, Vec<Finding>) {
-    let search = ctx.search.clone();
+    let search = ctx.search;
     let home = ctx.installation_of(&library.real_path);
     let alone = Installation {
         root: library
@@ -70,7 +70,7 @@ pub fn check(
             .map(|n| (n, "opens")),
     );
     for (name, how) in needed {
-        let resolution = resolve::resolve(name, &requester(library), &search);
+        let resolution = resolve::resolve(name, &requester(library), search);
         let via = resolution
             .attempts
             .iter()
@@ -90,7 +90,7 @@ pub fn check(
         });
     }
     // The program's own search: its findings replace those the host's report has for it.
-    let mut findings = deps::check_library(ctx, installation, library, &search);
+    let mut findings = deps::check_library(ctx, installation, library, search);
     let reached: Vec<&Path> = libraries
         .iter()
         .filter_map(|l| l.found.as_deref())
@@ -98,7 +98,7 @@ pub fn check(
     findings.extend(
         about(diagnosed, &reached)
             .into_iter()
-            .filter(|f| f.path.as_deref().map(real) != Some(library.real_path.clone())),
+            .filter(|f| f.path.as_deref().map(real).as_ref() != Some(&library.real_path)),
     );
     let report = ProgramReport {
         path: library.path.clone(),
@@ -123,6 +123,6 @@ pub fn about(diagnosed: &[Finding], reached: &[&Path]) -> Vec<Finding> {
 }
 
 /// A path with its symlinks resolved, where it exists.
-fn real(path: &Path) -> PathBuf {
+pub(super) fn real(path: &Path) -> PathBuf {
     path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
 }
