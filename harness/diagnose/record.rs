@@ -5,7 +5,7 @@
 
 use super::finding::{Cause, Finding, Severity};
 use super::Context;
-use crate::discover::metadata::{name_and_version, nvidia_dist_infos};
+use crate::discover::metadata::{is_library_file, name_and_version, nvidia_dist_infos};
 use crate::model::{Installation, Layout};
 use sha2::{Digest, Sha256};
 use std::fs;
@@ -144,14 +144,10 @@ fn finding(
     damaged: &[(String, Damage)],
 ) -> Option<Finding> {
     let (first, _) = damaged.first()?;
-    let is_library = |file: &str| {
-        let name = file.rsplit('/').next().unwrap_or(file).to_ascii_lowercase();
-        name.contains(".so") || name.ends_with(".dll")
-    };
     let libraries: Vec<&str> = damaged
         .iter()
         .map(|(file, _)| file.as_str())
-        .filter(|f| is_library(f))
+        .filter(|f| is_library_file(f))
         .collect();
     let severity = if libraries.is_empty() {
         Severity::Warning

@@ -111,13 +111,19 @@ pub fn wheels(site_packages: &Path) -> Metadata {
         let record = fs::read_to_string(dist_info.join("RECORD")).unwrap_or_default();
         for line in record.lines() {
             let file = line.split(',').next().unwrap_or("");
-            if file.contains(".so") || file.to_ascii_lowercase().ends_with(".dll") {
+            if is_library_file(file) {
                 meta.by_file
                     .insert(site_packages.join(file), version.clone());
             }
         }
     }
     meta
+}
+
+/// Whether a path a RECORD lists is a shared library or a DLL, by its file name.
+pub fn is_library_file(file: &str) -> bool {
+    let name = file.rsplit('/').next().unwrap_or(file).to_ascii_lowercase();
+    name.contains(".so") || name.ends_with(".dll")
 }
 
 /// The `nvidia_*.dist-info` directories of a site-packages, sorted; none when it cannot be read.
