@@ -46,7 +46,7 @@ impl Exporter for Terminal {
             report.installations.len()
         );
         let _ = writeln!(out, "{} {summary}\n", self.paint(BOLD, "stackbench scan:"));
-        self.installations(&mut out, &report.installations, &report.problems);
+        self.installations(&mut out, &report.installations, &report.problems, false);
         Ok(out.into_bytes())
     }
 
@@ -107,11 +107,12 @@ impl Exporter for Terminal {
             out.push('\n');
         }
         let _ = writeln!(out, "{}", self.paint(BOLD, "installations"));
-        if self.verbose {
-            self.installations(&mut out, &report.installations, &report.problems);
-        } else {
-            self.installation_lines(&mut out, &report.installations, &report.problems);
-        }
+        self.installations(
+            &mut out,
+            &report.installations,
+            &report.problems,
+            !self.verbose,
+        );
         Ok(out.into_bytes())
     }
 
@@ -385,6 +386,23 @@ impl Exporter for Terminal {
     }
 }
 
+/// An installation's libraries on one (wrapped) line, named by version.
+fn library_versions(out: &mut String, installation: &Installation) {
+    let mut by_version: Vec<(String, Vec<&str>)> = Vec::new();
+    for library in &installation.libraries {
+        let version = library.version.clone().unwrap_or_else(|| "?".into());
+        match by_version.iter_mut().find(|(v, _)| *v == version) {
+            Some((_, names)) => names.push(&library.name),
+            None => by_version.push((version, vec![&library.name])),
+        }
+    }
+    let listed: Vec<String> = by_version
+        .iter()
+        .map(|(version, names)| format!("{version}: {}", names.join(" ")))
+        .collect();
+    let _ = writeln!(out, "{}", wrap(&format!("  {}", listed.join("; ")), "    "));
+}
+
 /// Where the check report wraps its long lines (reasons, library lists).
 const WIDTH: usize = 100;
 
@@ -618,7 +636,8 @@ impl Terminal {
             // The label and the first word stay on one line, however long the word.
             let label_words = label.replace(' ', NBSP);
             let text = wrap(&format!("      {label_words}{NBSP}{text}"), "        ");
-            let text = text.replacen(label, &self.paint(DIM, label), 1);
+            let colour = if label == "fix:" { GREEN } else { DIM };
+            let text = text.replacen(label, &self.paint(colour, label), 1);
             let _ = writeln!(out, "{text}");
         };
         let title = wrap(
@@ -756,43 +775,6 @@ impl Terminal {
         out.push('\n');
     }
 
-    /// One line per installation, its libraries named by version: the doctor's summary.
-    fn installation_lines(
-        &self,
-        out: &mut String,
-        installations: &[Installation],
-        problems: &[Problem],
-    ) {
-        if installations.is_empty() {
-            let _ = writeln!(
-                out,
-                "  no CUDA installation found; give --root DIR to search elsewhere"
-            );
-        }
-        for installation in installations {
-            let _ = writeln!(out, "{}", self.installation_heading(installation));
-            let mut by_version: Vec<(String, Vec<&str>)> = Vec::new();
-            for library in &installation.libraries {
-                let version = library.version.clone().unwrap_or_else(|| "?".into());
-                match by_version.iter_mut().find(|(v, _)| *v == version) {
-                    Some((_, names)) => names.push(&library.name),
-                    None => by_version.push((version, vec![&library.name])),
-                }
-            }
-            let listed: Vec<String> = by_version
-                .iter()
-                .map(|(version, names)| format!("{version}: {}", names.join(" ")))
-                .collect();
-            let _ = writeln!(out, "{}", wrap(&format!("  {}", listed.join("; ")), "    "));
-            let problems: Vec<&Problem> = installation.all_problems().collect();
-            self.problems(out, &problems);
-        }
-        if !problems.is_empty() {
-            let _ = writeln!(out, "{}", self.paint(RED, "problems outside installations"));
-            self.problems(out, &problems.iter().collect::<Vec<_>>());
-        }
-    }
-
     /// An installation's layout, root, versions and how it was found.
     fn installation_heading(&self, installation: &Installation) -> String {
         let mut versions = Vec::new();
@@ -822,76 +804,87 @@ impl Terminal {
         }
     }
 
+    /// Each installation under its heading: its library table, or with `summary` one line of
+    /// its libraries by version; then its problems, and those outside every installation.
     fn installations(
         &self,
         out: &mut String,
         installations: &[Installation],
         problems: &[Problem],
+        summary: bool,
     ) {
+        let gap = if summary { "" } else { "\n" };
         if installations.is_empty() {
             let _ = writeln!(
                 out,
-                "  no CUDA installation found; give --root DIR to search elsewhere\n"
+                "  no CUDA installation found; give --root DIR to search elsewhere{gap}"
             );
         }
         for installation in installations {
             let _ = writeln!(out, "{}", self.installation_heading(installation));
-            let rows: Vec<[String; 6]> = installation
-                .libraries
-                .iter()
-                .map(|l| {
-                    [
-                        l.name.clone(),
-                        l.version.clone().unwrap_or_else(|| "-".into()),
-                        l.soname.clone().unwrap_or_else(|| "-".into()),
-                        format!(
-                            "{} {}",
-                            l.binary_class().unwrap_or("?"),
-                            l.machine.as_deref().unwrap_or("?")
-                        ),
-                        [archs(&l.sass, "sm_"), archs(&l.ptx, "compute_")].join("  "),
-                        l.path
-                            .file_name()
-                            .map(|n| n.to_string_lossy().into_owned())
-                            .unwrap_or_default(),
-                    ]
-                })
-                .collect();
-            let header =
-                ["library", "version", "soname", "elf", "gpu code", "file"].map(String::from);
-            let widths: Vec<usize> = (0..6)
-                .map(|c| {
-                    rows.iter()
-                        .chain([&header])
-                        .map(|r| r[c].chars().count())
-                        .max()
-                        .unwrap_or(0)
-                })
-                .collect();
-            let line = |row: &[String; 6]| {
-                let cells: Vec<String> = row
-                    .iter()
-                    .zip(&widths)
-                    .map(|(c, w)| format!("{c:<w$}"))
-                    .collect();
-                format!("  {}", cells.join("  ").trim_end())
-            };
-            let _ = writeln!(out, "{}", self.paint(DIM, &line(&header)));
-            for (row, library) in rows.iter().zip(&installation.libraries) {
-                let _ = writeln!(out, "{}", line(row));
-                if !library.dlopen_deps.is_empty() {
-                    let opens =
-                        format!("      opens at run time: {}", library.dlopen_deps.join(" "));
-                    let _ = writeln!(out, "{}", self.paint(DIM, &opens));
-                }
+            if summary {
+                library_versions(out, installation);
+            } else {
+                self.library_table(out, installation);
             }
             let problems: Vec<&Problem> = installation.all_problems().collect();
             self.problems(out, &problems);
-            out.push('\n');
+            out.push_str(gap);
         }
         if !problems.is_empty() {
             let _ = writeln!(out, "{}", self.paint(RED, "problems outside installations"));
             self.problems(out, &problems.iter().collect::<Vec<_>>());
+        }
+    }
+
+    /// An installation's libraries as a table, with what each opens at run time.
+    fn library_table(&self, out: &mut String, installation: &Installation) {
+        let rows: Vec<[String; 6]> = installation
+            .libraries
+            .iter()
+            .map(|l| {
+                [
+                    l.name.clone(),
+                    l.version.clone().unwrap_or_else(|| "-".into()),
+                    l.soname.clone().unwrap_or_else(|| "-".into()),
+                    format!(
+                        "{} {}",
+                        l.binary_class().unwrap_or("?"),
+                        l.machine.as_deref().unwrap_or("?")
+                    ),
+                    [archs(&l.sass, "sm_"), archs(&l.ptx, "compute_")].join("  "),
+                    l.path
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default(),
+                ]
+            })
+            .collect();
+        let header = ["library", "version", "soname", "elf", "gpu code", "file"].map(String::from);
+        let widths: Vec<usize> = (0..6)
+            .map(|c| {
+                rows.iter()
+                    .chain([&header])
+                    .map(|r| r[c].chars().count())
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let line = |row: &[String; 6]| {
+            let cells: Vec<String> = row
+                .iter()
+                .zip(&widths)
+                .map(|(c, w)| format!("{c:<w$}"))
+                .collect();
+            format!("  {}", cells.join("  ").trim_end())
+        };
+        let _ = writeln!(out, "{}", self.paint(DIM, &line(&header)));
+        for (row, library) in rows.iter().zip(&installation.libraries) {
+            let _ = writeln!(out, "{}", line(row));
+            if !library.dlopen_deps.is_empty() {
+                let opens = format!("      opens at run time: {}", library.dlopen_deps.join(" "));
+                let _ = writeln!(out, "{}", self.paint(DIM, &opens));
+            }
         }
     }
 }
