@@ -66,13 +66,12 @@ pub struct CommandLibrary {
     pub installation: Option<PathBuf>,
 }
 
-/// Runs `command` with `environment` added (and `LD_LIBRARY_PATH` removed first when
-/// `clear_search_path`: the user's environment had none, whatever ours has), the loader tracing
-/// into a directory of ours; its output goes to our standard error unless `quiet`.
+/// Runs `command` with `LD_LIBRARY_PATH` as the user's environment has it (`None`: unset,
+/// whatever ours holds), the loader tracing into a directory of ours; its output goes to our
+/// standard error unless `quiet`.
 pub fn run(
     command: &[String],
-    environment: &[(String, String)],
-    clear_search_path: bool,
+    ld_library_path: Option<&str>,
     timeout: Duration,
     quiet: bool,
 ) -> CommandReport {
@@ -100,12 +99,12 @@ pub fn run(
         }
     };
     let mut child = Command::new(program);
-    if clear_search_path {
-        child.env_remove("LD_LIBRARY_PATH");
-    }
+    match ld_library_path {
+        Some(path) => child.env("LD_LIBRARY_PATH", path),
+        None => child.env_remove("LD_LIBRARY_PATH"),
+    };
     child
         .args(args)
-        .envs(environment.iter().map(|(k, v)| (k, v)))
         .env("LD_DEBUG", "libs,files")
         .env("LD_DEBUG_OUTPUT", trace.path().join("ld"))
         .stdin(Stdio::null())
@@ -312,7 +311,7 @@ mod tests {
     fn a_program_s_output_is_kept_apart_from_the_trace_and_its_status_reported() {
         let script = "echo 'OSError: libcublasLt.so.12: cannot open shared object file'; exit 3";
         let command = ["sh", "-c", script].map(String::from);
-        let report = run(&command, &[], false, Duration::from_secs(10), true);
+        let report = run(&command, None, Duration::from_secs(10), true);
         assert_eq!(report.exit_status, Some(3));
         assert_eq!(
             report.error_lines,
@@ -321,16 +320,14 @@ mod tests {
         assert!(!report.timed_out);
         let hang = run(
             &["sleep", "30"].map(String::from),
-            &[],
-            false,
+            None,
             Duration::from_millis(200),
             true,
         );
         assert!(hang.timed_out);
         let missing = run(
             &["/nonexistent/program".to_string()],
-            &[],
-            false,
+            None,
             Duration::from_secs(1),
             true,
         );

@@ -136,14 +136,9 @@ pub fn doctor(options: &DoctorOptions, host: &Host) -> DoctorReport {
     .with_windows(&windows, &options.windows);
     ctx.verify_hashes = options.verify_hashes;
     let mut command = (!options.command.is_empty()).then(|| {
-        let environment: Vec<(String, String)> = ld_library_path
-            .iter()
-            .map(|v| ("LD_LIBRARY_PATH".to_string(), v.clone()))
-            .collect();
         crate::command::run(
             &options.command,
-            &environment,
-            ld_library_path.is_none(),
+            ld_library_path.as_deref(),
             options.command_timeout,
             options.quiet,
         )
