@@ -106,26 +106,27 @@ fn a_windows_cublas_carries_the_gpu_code_of_its_linux_build() {
 }
 
 /// cuDNN 8.9.4.25, the one cuDNN 8 release on PyPI for both Windows and Linux: the same SASS
-/// in both builds, and the same PTX except in cnn_infer, whose Windows build carries PTX for
-/// compute 8.0 and 8.6 where the Linux one carries compute 5.2 (as cuobjdump lists them: 22 PTX
-/// entries each for sm_80 and sm_86 in the DLL's `.nv_fatb`, one for sm_52 in the `.so`).
+/// in every library of both builds, and the same PTX except in cnn_infer and cnn_train, whose
+/// Windows builds carry PTX for compute 8.0 and 8.6 where the Linux ones carry compute 5.2 (as
+/// cuobjdump lists them for cnn_infer: 22 PTX entries each for sm_80 and sm_86 in the DLL's
+/// `.nv_fatb`, one for sm_52 in the `.so`). `cudnn64_8.dll`, the dispatcher, carries none.
 #[rstest]
-#[case::ops_infer("cudnn_ops_infer64_8.dll", "libcudnn_ops_infer.so.8", &["compute_90"], &["compute_90"])]
-#[case::cnn_infer(
-    "cudnn_cnn_infer64_8.dll",
-    "libcudnn_cnn_infer.so.8",
-    &["compute_80", "compute_86", "compute_90"],
-    &["compute_52", "compute_90"]
-)]
+#[case::adv_infer("_adv_infer", &["compute_90"], &["compute_90"])]
+#[case::adv_train("_adv_train", &["compute_90"], &["compute_90"])]
+#[case::cnn_infer("_cnn_infer", &["compute_80", "compute_86", "compute_90"], &["compute_52", "compute_90"])]
+#[case::cnn_train("_cnn_train", &["compute_80", "compute_86", "compute_90"], &["compute_52", "compute_90"])]
+#[case::ops_infer("_ops_infer", &["compute_90"], &["compute_90"])]
+#[case::ops_train("_ops_train", &["compute_90"], &["compute_90"])]
 fn a_windows_cudnn_carries_the_sass_of_its_linux_build(
-    #[case] dll: &str,
-    #[case] so: &str,
+    #[case] part: &str,
     #[case] windows_ptx: &[&str],
     #[case] linux_ptx: &[&str],
 ) {
-    let windows = library(WIN_VENV, dll);
+    let windows = library(WIN_VENV, &format!("cudnn{part}64_8.dll"));
     assert_eq!(windows["version"], "8.9.4.25");
-    let twin = windows_toolkits().join("linux-twin").join(so);
+    let twin = windows_toolkits()
+        .join("linux-twin")
+        .join(format!("libcudnn{part}.so.8"));
     let linux = stackbench::elf::read_path(&twin).expect("the Linux build reads");
     let sass = strings(&windows["sass"]);
     assert_eq!(sass.len(), 8, "{sass:?}");
