@@ -135,6 +135,65 @@ fn a_windows_cudnn_carries_the_sass_of_its_linux_build(
     assert_eq!(linux.ptx, linux_ptx);
 }
 
+/// Every DLL of both Windows venvs reads the same from its file, of which only the headers and
+/// the sections the facts are in are read, as from all of its bytes.
+#[test]
+fn every_dll_reads_the_same_from_its_file_as_from_its_bytes() {
+    // By name: the broken venv's cuDNN is the first venv's, hard-linked.
+    let mut dlls = std::collections::BTreeMap::new();
+    for venv in [WIN_VENV, WIN_VENV_BROKEN] {
+        let packages = windows_toolkits().join(venv).join("nvidia");
+        for package in std::fs::read_dir(packages).unwrap() {
+            let Ok(files) = std::fs::read_dir(package.unwrap().path().join("bin")) else {
+                continue;
+            };
+            for file in files {
+                let path = file.unwrap().path();
+                if path.extension().is_some_and(|e| e == "dll") {
+                    dlls.insert(path.file_name().unwrap().to_owned(), path);
+                }
+            }
+        }
+    }
+    assert_eq!(dlls.len(), 20, "{dlls:?}");
+    for dll in dlls.into_values() {
+        let file = std::fs::File::open(&dll).unwrap();
+        // SAFETY: a read-only private mapping of a fixture nothing writes to.
+        let bytes = unsafe { memmap2::Mmap::map(&file) }.unwrap();
+        let whole = stackbench::pe::read_bytes(&bytes).unwrap();
+        assert_eq!(
+            stackbench::pe::read_path(&dll).unwrap(),
+            whole,
+            "{}",
+            dll.display()
+        );
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    /// cuDNN's dispatcher DLL with bytes of its headers, tables and resources changed reads
+    /// the same, or fails the same, from a file as from its bytes.
+    #[test]
+    fn a_changed_dll_reads_the_same_from_its_file_as_from_its_bytes(
+        changes in proptest::collection::vec((0usize..288_296, proptest::prelude::any::<u8>()), 1..8),
+        headers in proptest::collection::vec((0usize..1024, proptest::prelude::any::<u8>()), 0..4),
+    ) {
+        let real = windows_toolkits().join(WIN_VENV).join("nvidia/cudnn/bin/cudnn64_8.dll");
+        let mut bytes = std::fs::read(real).unwrap();
+        for (at, value) in changes.into_iter().chain(headers) {
+            let len = bytes.len();
+            bytes[at % len] = value;
+        }
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        std::io::Write::write_all(&mut file, &bytes).unwrap();
+        let from_file = stackbench::pe::read_path(file.path()).map_err(|e| e.to_string());
+        let from_bytes = stackbench::pe::read_bytes(&bytes).map_err(|e| e.to_string());
+        proptest::prop_assert_eq!(from_file, from_bytes);
+    }
+}
+
 #[test]
 fn the_toolkit_layout_reads_its_version_json() {
     let installation = scan()["installations"]

@@ -6,12 +6,14 @@
 //! DLL names among strings in [`names`]. Every read is bounds-checked: arbitrary bytes give a
 //! [`PeError`], never a panic.
 
+mod image;
 pub mod names;
 pub mod version;
 
 use crate::elf::fatbin;
 use object::pe;
-use object::read::pe::{ImageNtHeaders, PeFile32, PeFile64};
+use object::read::pe::{ImageNtHeaders, PeFile, PeFile32, PeFile64};
+use object::read::ReadRef;
 use object::LittleEndian as LE;
 use std::path::Path;
 
@@ -69,35 +71,24 @@ pub fn is_pe(bytes: &[u8]) -> bool {
 /// Reads a DLL from its bytes.
 pub fn read_bytes(bytes: &[u8]) -> Result<PeInfo, PeError> {
     check_magic(bytes.get(..2).unwrap_or(bytes))?;
-    crate::elf::with_aligned(bytes, |data| read(data, None))
+    crate::elf::with_aligned(bytes, |data| read(data))
 }
 
-/// Above this size, `.rdata` is read in chunks and the mapping is read at random (see
-/// [`read_path`]).
-const LARGE_FILE: u64 = 8 << 20;
-
-/// Reads a DLL from a file, mapping it rather than copying it.
-///
-/// A large DLL's reader touches headers and tables here and there, far apart: the mapping is
-/// marked random, so that each touch maps one page rather than the pages around it (the
-/// kernel's default), which cost more to map and unmap than they save; its `.rdata`, read
-/// whole, is read in chunks (see [`names`]). A small DLL is read through the mapping alone.
+/// Reads a DLL from a file: only its headers and the sections the facts are in (see
+/// [`image`]), not the whole file.
 pub fn read_path(path: &Path) -> Result<PeInfo, PeError> {
+    let io = |source| PeError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
     let (file, len) = crate::elf::open_regular(path).map_err(|e| match e {
         crate::elf::ElfError::Io { path, source } => PeError::Io { path, source },
         other => PeError::Truncated(other.to_string()),
     })?;
-    // SAFETY: as for `elf::map_file`: read-only, private, every read bounds-checked.
-    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|source| PeError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    check_magic(map.get(..2).unwrap_or(&map))?;
-    let strings_from = (len > LARGE_FILE).then_some(&file);
-    if strings_from.is_some() {
-        let _ = map.advise(memmap2::Advice::Random);
-    }
-    crate::elf::with_aligned(&map, |data| read(data, strings_from))
+    let image = image::Image::read(&file, len).map_err(io)?;
+    let head = image.read_bytes_at(0, 2.min(len)).unwrap_or_default();
+    check_magic(head)?;
+    read(&image)
 }
 
 /// `head`, the first two bytes (or fewer) of a file, must be `MZ`.
@@ -112,20 +103,17 @@ fn check_magic(head: &[u8]) -> Result<(), PeError> {
     }
 }
 
-/// Reads a DLL through `data`, its `.rdata` strings from `strings_from` when given (the file
-/// behind `data`).
-fn read(data: &[u8], strings_from: Option<&std::fs::File>) -> Result<PeInfo, PeError> {
+/// Reads a DLL through `data`: its bytes, or the parts of its file.
+fn read<'data, R: ReadRef<'data>>(data: R) -> Result<PeInfo, PeError> {
     let magic = object::read::pe::optional_header_magic(data).map_err(|e| malformed(data, e))?;
     match magic {
         pe::IMAGE_NT_OPTIONAL_HDR32_MAGIC => read_pe(
             &PeFile32::parse(data).map_err(|e| malformed(data, e))?,
             "PE32",
-            strings_from,
         ),
         pe::IMAGE_NT_OPTIONAL_HDR64_MAGIC => read_pe(
             &PeFile64::parse(data).map_err(|e| malformed(data, e))?,
             "PE32+",
-            strings_from,
         ),
         other => Err(PeError::Malformed(format!(
             "unknown optional header magic {other:#x}"
@@ -135,26 +123,28 @@ fn read(data: &[u8], strings_from: Option<&std::fs::File>) -> Result<PeInfo, PeE
 
 /// A parse error: truncated when the file is shorter than the headers it declares
 /// (`SizeOfHeaders`), else malformed.
-fn malformed(data: &[u8], error: object::read::Error) -> PeError {
-    let u32_at = |at: usize| {
-        data.get(at..at + 4)
-            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+fn malformed<'data, R: ReadRef<'data>>(data: R, error: object::read::Error) -> PeError {
+    let u32_at = |at: u64| {
+        data.read_bytes_at(at, 4)
+            .ok()
+            .map(|b| u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])))
     };
+    let len = data.len().unwrap_or(0);
     // SizeOfHeaders sits 60 bytes into the optional header, after the 4-byte signature and the
     // 20-byte file header, in PE32 and PE32+ alike.
     let headers = u32_at(0x3c).and_then(|nt| u32_at(nt + 24 + 60));
     match headers {
-        Some(size) if data.len() >= size => PeError::Malformed(error.to_string()),
-        _ => PeError::Truncated(format!("{} bytes: {error}", data.len())),
+        Some(size) if len >= size => PeError::Malformed(error.to_string()),
+        _ => PeError::Truncated(format!("{len} bytes: {error}")),
     }
 }
 
-fn read_pe<Pe: ImageNtHeaders>(
-    file: &object::read::pe::PeFile<'_, Pe>,
+fn read_pe<'data, Pe: ImageNtHeaders, R: ReadRef<'data>>(
+    file: &PeFile<'data, Pe, R>,
     class: &str,
-    strings_from: Option<&std::fs::File>,
 ) -> Result<PeInfo, PeError> {
     let data = file.data();
+    let len = data.len().unwrap_or(0);
     let bad = |e: object::read::Error| PeError::Malformed(e.to_string());
     let mut info = PeInfo {
         class: class.to_owned(),
@@ -166,11 +156,10 @@ fn read_pe<Pe: ImageNtHeaders>(
     for section in sections.iter() {
         let (offset, size) = section.pe_file_range();
         let end = u64::from(offset) + u64::from(size);
-        if end > data.len() as u64 {
+        if end > len {
             return Err(PeError::Truncated(format!(
-                "section {} ends at byte {end}, the file has {}",
+                "section {} ends at byte {end}, the file has {len}",
                 String::from_utf8_lossy(section.raw_name()),
-                data.len()
             )));
         }
     }
@@ -219,14 +208,8 @@ fn read_pe<Pe: ImageNtHeaders>(
             (info.sass, info.ptx) = fatbin::architectures(&scan.entries);
             info.fatbin_problem = scan.error.map(|e| e.to_string());
         } else if name == b".rdata" {
-            let (offset, size) = section.pe_file_range();
-            let from_file = strings_from.map(|f| {
-                names::collect_dll_names_from_file(f, offset.into(), size.into(), &mut runtime)
-            });
-            if !matches!(from_file, Some(Ok(()))) {
-                if let Ok(bytes) = section.pe_data(data) {
-                    names::collect_dll_names(bytes, &mut runtime);
-                }
+            if let Ok(bytes) = section.pe_data(data) {
+                names::collect_dll_names(bytes, &mut runtime);
             }
         }
     }
@@ -236,7 +219,11 @@ fn read_pe<Pe: ImageNtHeaders>(
             || info.delay_imports.iter().any(|i| i.eq_ignore_ascii_case(n))
     };
     runtime.retain(|n| !own(n));
-    runtime.sort_unstable_by_key(|n| n.to_ascii_lowercase());
+    // Case-insensitively, as Windows names files, without a lower-case copy per comparison.
+    fn lower(s: &str) -> impl Iterator<Item = u8> + '_ {
+        s.bytes().map(|c| c.to_ascii_lowercase())
+    }
+    runtime.sort_unstable_by(|a, b| lower(a).cmp(lower(b)));
     runtime.dedup_by(|a, b| a.eq_ignore_ascii_case(b));
     info.runtime_names = runtime;
     Ok(info)

@@ -4,6 +4,7 @@
 
 use object::pe;
 use object::read::pe::{ResourceDirectory, ResourceDirectoryEntryData, SectionTable};
+use object::read::ReadRef;
 use object::LittleEndian as LE;
 
 /// Signature of `VS_FIXEDFILEINFO`.
@@ -17,10 +18,10 @@ pub struct Versions {
 }
 
 /// The versions in the first `RT_VERSION` resource, if the DLL has one that reads.
-pub fn read(
-    resources: ResourceDirectory<'_>,
-    sections: &SectionTable<'_>,
-    data: &[u8],
+pub fn read<'data, R: ReadRef<'data>>(
+    resources: ResourceDirectory<'data>,
+    sections: &SectionTable<'data>,
+    data: R,
 ) -> Versions {
     resource(resources, sections, data)
         .map(parse)
@@ -28,10 +29,10 @@ pub fn read(
 }
 
 /// The bytes of the first language of the first `RT_VERSION` resource.
-fn resource<'data>(
+fn resource<'data, R: ReadRef<'data>>(
     resources: ResourceDirectory<'data>,
     sections: &SectionTable<'data>,
-    data: &'data [u8],
+    data: R,
 ) -> Option<&'data [u8]> {
     let root = resources.root().ok()?;
     let versions = root
