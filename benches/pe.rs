@@ -1,55 +1,157 @@
-//! Reading a Windows DLL's facts against reading its Linux twin's (the same NVIDIA library
-//! built for both; target: no slower per byte). Each pair is timed as bytes per second of the
-//! file, so files of different sizes compare.
+//! Reading a Windows DLL's facts against reading its Linux twin's (the same NVIDIA release built
+//! for both; target: no slower per byte), for every fixture DLL that has such a twin. Each file
+//! is timed as bytes per second of the file, so files of different sizes compare.
+//!
+//! `cudart32_110.dll` has no twin: NVIDIA ships no 32-bit Linux runtime for CUDA 11.8.
+//!
+//! What a file costs to read depends on how the kernel holds it in the page cache: mapping a
+//! page held in a small folio costs more than one in a large folio. Before it is timed, each
+//! file's cached pages are dropped and it is read again whole, in sequence, as `cp` or a first
+//! `scan` would read it, so that both twins are timed from the same kind of cache. Readahead
+//! then caches a file's first tens of megabytes in folios that grow from one page to 512, so
+//! a section's cost still depends on where in its file it lies. With
+//! `STACKBENCH_BENCH_CACHE=huge` each file is read through a huge-page mapping instead, which
+//! caches all of it in 2 MB folios, the cheapest to map.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
 
-use common::{fixture, windows_toolkits, VENV_CU11, WIN_VENV};
+use common::{fixture, windows_toolkits, VENV_CU11, VENV_CU12, WIN_VENV, WIN_VENV_BROKEN};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// Twins: the name, the Windows DLL and the Linux shared object.
-fn twins() -> [(&'static str, PathBuf, PathBuf); 3] {
-    let windows = windows_toolkits().join(WIN_VENV).join("nvidia");
-    let linux = |relative: &str| fixture(&format!("{VENV_CU11}/nvidia/{relative}"));
-    [
-        (
-            "cudart_11.8.89",
-            windows.join("cuda_runtime/bin/cudart64_110.dll"),
-            linux("cuda_runtime/lib/libcudart.so.11.0"),
-        ),
-        (
-            "cublasLt_11.11.3.6",
-            windows.join("cublas/bin/cublasLt64_11.dll"),
-            linux("cublas/lib/libcublasLt.so.11"),
-        ),
-        (
-            "cudnn_cnn_infer_8.9.4.25",
-            windows.join("cudnn/bin/cudnn_cnn_infer64_8.dll"),
-            windows_toolkits().join("linux-twin/libcudnn_cnn_infer.so.8"),
-        ),
-    ]
+/// A DLL and its Linux twin, named by library and release.
+struct Twin {
+    name: String,
+    dll: PathBuf,
+    so: PathBuf,
+}
+
+/// The CUDA 11.8 wheels' twins: name and release, the wheel's directory, the DLL, the `.so`.
+#[rustfmt::skip]
+const CU11: [[&str; 4]; 9] = [
+    ["cudart_11.8.89",         "cuda_runtime", "cudart64_110.dll",     "libcudart.so.11.0"],
+    ["cupti_11.8.87",          "cuda_cupti",   "cupti64_2022.3.0.dll", "libcupti.so.11.8"],
+    ["nvperf_host_11.8.87",    "cuda_cupti",   "nvperf_host.dll",      "libnvperf_host.so"],
+    ["nvperf_target_11.8.87",  "cuda_cupti",   "nvperf_target.dll",    "libnvperf_target.so"],
+    ["checkpoint_11.8.87",     "cuda_cupti",   "checkpoint.dll",       "libcheckpoint.so"],
+    ["pcsamplingutil_11.8.87", "cuda_cupti",   "pcsamplingutil.dll",   "libpcsamplingutil.so"],
+    ["cublas_11.11.3.6",       "cublas",       "cublas64_11.dll",      "libcublas.so.11"],
+    ["cublasLt_11.11.3.6",     "cublas",       "cublasLt64_11.dll",    "libcublasLt.so.11"],
+    ["nvblas_11.11.3.6",       "cublas",       "nvblas64_11.dll",      "libnvblas.so.11"],
+];
+
+/// CUDA 12's cuBLAS 12.9.1.4 (in the broken venv) against the CUDA 12 venv's.
+#[rustfmt::skip]
+const CU12: [[&str; 4]; 3] = [
+    ["cublas_12.9.1.4",   "cublas", "cublas64_12.dll",   "libcublas.so.12"],
+    ["cublasLt_12.9.1.4", "cublas", "cublasLt64_12.dll", "libcublasLt.so.12"],
+    ["nvblas_12.9.1.4",   "cublas", "nvblas64_12.dll",   "libnvblas.so.12"],
+];
+
+/// cuDNN 8.9.4.25's libraries, against its Linux build in `linux-twin/`.
+const CUDNN: [&str; 7] = [
+    "",
+    "_adv_infer",
+    "_adv_train",
+    "_cnn_infer",
+    "_cnn_train",
+    "_ops_infer",
+    "_ops_train",
+];
+
+/// Every twin.
+fn twins() -> Vec<Twin> {
+    let windows = windows_toolkits();
+    let wheels = |venv: &str, linux_venv: &str, table: &[[&str; 4]]| {
+        table
+            .iter()
+            .map(|[name, dir, dll, so]| Twin {
+                name: (*name).to_owned(),
+                dll: windows.join(format!("{venv}/nvidia/{dir}/bin/{dll}")),
+                so: fixture(&format!("{linux_venv}/nvidia/{dir}/lib/{so}")),
+            })
+            .collect::<Vec<_>>()
+    };
+    let mut all = wheels(WIN_VENV, VENV_CU11, &CU11);
+    all.extend(wheels(WIN_VENV_BROKEN, VENV_CU12, &CU12));
+    all.extend(CUDNN.map(|part| Twin {
+        name: format!("cudnn{part}_8.9.4.25"),
+        dll: windows.join(format!("{WIN_VENV}/nvidia/cudnn/bin/cudnn{part}64_8.dll")),
+        so: windows.join(format!("linux-twin/libcudnn{part}.so.8")),
+    }));
+    all
+}
+
+/// Drops the file's cached pages and reads it whole again (see the module's notes).
+fn prime(path: &Path) {
+    use std::io::Read;
+    use std::os::unix::io::AsRawFd;
+    let fail = |e: std::io::Error| format!("{}: {e}", path.display());
+    let mut file = std::fs::File::open(path).unwrap_or_else(|e| panic!("{}", fail(e)));
+    // SAFETY: advice on an open descriptor; it only drops clean cached pages.
+    unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    if std::env::var("STACKBENCH_BENCH_CACHE").is_ok_and(|v| v == "huge") {
+        // SAFETY: a read-only private mapping of a fixture nothing writes to.
+        let map = unsafe { memmap2::Mmap::map(&file) }.unwrap_or_else(|e| panic!("{}", fail(e)));
+        map.advise(memmap2::Advice::HugePage)
+            .unwrap_or_else(|e| panic!("{}", fail(e)));
+        let touched = (0..map.len()).step_by(4096).fold(0u8, |x, at| x ^ map[at]);
+        std::hint::black_box(touched);
+        return;
+    }
+    let mut buf = vec![0u8; 1 << 20];
+    while file
+        .read(&mut buf)
+        .unwrap_or_else(|e| panic!("{}", fail(e)))
+        > 0
+    {}
 }
 
 fn read(c: &mut Criterion) {
+    // As criterion decides: `cargo bench` times, `cargo test` runs each benchmark once, for
+    // which the page cache is left as it is.
+    let args: Vec<String> = std::env::args().collect();
+    let timed = args.iter().any(|a| a == "--bench") && !args.iter().any(|a| a == "--test");
     let mut group = c.benchmark_group("read");
     group
         .sample_size(20)
-        .measurement_time(Duration::from_secs(3));
-    for (name, dll, so) in twins() {
-        let size = |p: &PathBuf| std::fs::metadata(p).expect("fixture").len();
-        group.throughput(Throughput::Bytes(size(&dll)));
-        group.bench_function(format!("{name}/pe"), |b| {
-            b.iter(|| stackbench::pe::read_path(&dll).expect("a DLL"))
-        });
-        group.throughput(Throughput::Bytes(size(&so)));
-        group.bench_function(format!("{name}/elf"), |b| {
-            b.iter(|| stackbench::elf::read_path(&so).expect("a shared object"))
-        });
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(2));
+    for Twin { name, dll, so } in twins() {
+        for (format, path, read) in [("pe", dll, read_pe as Reader), ("elf", so, read_elf)] {
+            group.throughput(Throughput::Bytes(size(&path)));
+            // Criterion calls this once per sample: the file is primed before the first one,
+            // and only if this benchmark is selected.
+            let mut primed = !timed;
+            group.bench_function(format!("{name}/{format}"), |b| {
+                if !primed {
+                    prime(&path);
+                    primed = true;
+                }
+                b.iter(|| read(&path))
+            });
+        }
     }
     group.finish();
+}
+
+/// Reads one file's facts, as `scan` does.
+type Reader = fn(&Path);
+
+fn read_pe(path: &Path) {
+    stackbench::pe::read_path(path).expect("a DLL");
+}
+
+fn read_elf(path: &Path) {
+    stackbench::elf::read_path(path).expect("a shared object");
+}
+
+fn size(path: &Path) -> u64 {
+    std::fs::metadata(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .len()
 }
 
 criterion_group!(benches, read);
