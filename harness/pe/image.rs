@@ -2,10 +2,11 @@
 //! sections holding the import, export and resource tables, each read on its own rather than
 //! the whole file mapped.
 //!
-//! Small parts are copied into memory with `pread`; large ones are taken from one mapping of
-//! the file, made only when a part needs it. Mapping a file and faulting its pages in costs
-//! more than copying a few hundred kilobytes (28 µs against 7 µs for the 110 KB `.rdata` of
-//! `cudart64_110.dll`, headers and `open` included), and less than copying tens of megabytes.
+//! Small parts are copied into memory with `pread`: mapping a file and faulting its pages in
+//! costs more than copying a few hundred kilobytes (28 µs against 7 µs for the 110 KB `.rdata`
+//! of `cudart64_110.dll`, headers and `open` included). Large ones are taken from one mapping
+//! of the file, made only when a part needs it, of which the reader touches only the pages it
+//! reads.
 //! [`Image`] serves the parts to the `object` crate as a file whose other bytes are absent: a
 //! version resource whose data lay outside the resource section would not be read (linkers put
 //! it inside).
@@ -19,6 +20,12 @@ use std::os::unix::fs::FileExt;
 
 /// Parts this large or larger come from the mapping.
 const MAP_FROM: u64 = 4 << 20;
+
+/// Whether a part of `size` bytes comes from the mapping: then the reader touches only what it
+/// needs of it, and searches a large `.rdata` in the file instead (see [`super::names`]).
+pub(super) fn is_mapped(size: u32) -> bool {
+    u64::from(size) >= MAP_FROM
+}
 
 /// Bytes read first: the DOS and NT headers and the section table fit in them (a table that
 /// does not is read again, whole).
@@ -137,7 +144,12 @@ impl Image {
                 let len = usize::try_from(self.len).map_err(io::Error::other)?;
                 // SAFETY: as for `elf::map_file`: read-only and private; every read is
                 // bounds-checked against the part it falls in.
-                self.map = Some(unsafe { memmap2::MmapOptions::new().len(len).map(file)? });
+                let map = unsafe { memmap2::MmapOptions::new().len(len).map(file)? };
+                // What is read of it lies far apart (tables, fatbinary entry headers): each
+                // touch maps one page rather than the pages around it, which cost more to map
+                // and unmap than they save.
+                let _ = map.advise(memmap2::Advice::Random);
+                self.map = Some(map);
             }
             self.parts.push(Part {
                 range,

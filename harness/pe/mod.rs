@@ -15,6 +15,7 @@ use object::pe;
 use object::read::pe::{ImageNtHeaders, PeFile, PeFile32, PeFile64};
 use object::read::ReadRef;
 use object::LittleEndian as LE;
+use std::fs::File;
 use std::path::Path;
 
 /// A PE section name holds 8 bytes: `.nv_fatbin` is cut to this.
@@ -71,7 +72,7 @@ pub fn is_pe(bytes: &[u8]) -> bool {
 /// Reads a DLL from its bytes.
 pub fn read_bytes(bytes: &[u8]) -> Result<PeInfo, PeError> {
     check_magic(bytes.get(..2).unwrap_or(bytes))?;
-    crate::elf::with_aligned(bytes, |data| read(data))
+    crate::elf::with_aligned(bytes, |data| read(data, None))
 }
 
 /// Reads a DLL from a file: only its headers and the sections the facts are in (see
@@ -88,7 +89,7 @@ pub fn read_path(path: &Path) -> Result<PeInfo, PeError> {
     let image = image::Image::read(&file, len).map_err(io)?;
     let head = image.read_bytes_at(0, 2.min(len)).unwrap_or_default();
     check_magic(head)?;
-    read(&image)
+    read(&image, Some(&file))
 }
 
 /// `head`, the first two bytes (or fewer) of a file, must be `MZ`.
@@ -103,17 +104,20 @@ fn check_magic(head: &[u8]) -> Result<(), PeError> {
     }
 }
 
-/// Reads a DLL through `data`: its bytes, or the parts of its file.
-fn read<'data, R: ReadRef<'data>>(data: R) -> Result<PeInfo, PeError> {
+/// Reads a DLL through `data`: its bytes, or the parts of its `file`, in which a large `.rdata`
+/// is searched for DLL names.
+fn read<'data, R: ReadRef<'data>>(data: R, file: Option<&File>) -> Result<PeInfo, PeError> {
     let magic = object::read::pe::optional_header_magic(data).map_err(|e| malformed(data, e))?;
     match magic {
         pe::IMAGE_NT_OPTIONAL_HDR32_MAGIC => read_pe(
             &PeFile32::parse(data).map_err(|e| malformed(data, e))?,
             "PE32",
+            file,
         ),
         pe::IMAGE_NT_OPTIONAL_HDR64_MAGIC => read_pe(
             &PeFile64::parse(data).map_err(|e| malformed(data, e))?,
             "PE32+",
+            file,
         ),
         other => Err(PeError::Malformed(format!(
             "unknown optional header magic {other:#x}"
@@ -140,18 +144,19 @@ fn malformed<'data, R: ReadRef<'data>>(data: R, error: object::read::Error) -> P
 }
 
 fn read_pe<'data, Pe: ImageNtHeaders, R: ReadRef<'data>>(
-    file: &PeFile<'data, Pe, R>,
+    dll: &PeFile<'data, Pe, R>,
     class: &str,
+    file: Option<&File>,
 ) -> Result<PeInfo, PeError> {
-    let data = file.data();
+    let data = dll.data();
     let len = data.len().unwrap_or(0);
     let bad = |e: object::read::Error| PeError::Malformed(e.to_string());
     let mut info = PeInfo {
         class: class.to_owned(),
-        machine: machine_name(file.nt_headers().file_header().machine.get(LE)),
+        machine: machine_name(dll.nt_headers().file_header().machine.get(LE)),
         ..PeInfo::default()
     };
-    let sections = file.section_table();
+    let sections = dll.section_table();
     // A file cut short keeps its headers; its sections then end beyond it.
     for section in sections.iter() {
         let (offset, size) = section.pe_file_range();
@@ -163,7 +168,7 @@ fn read_pe<'data, Pe: ImageNtHeaders, R: ReadRef<'data>>(
             )));
         }
     }
-    if let Some(table) = file.import_table().map_err(bad)? {
+    if let Some(table) = dll.import_table().map_err(bad)? {
         let mut descriptors = table.descriptors().map_err(bad)?;
         while let Some(descriptor) = descriptors.next().map_err(bad)? {
             let name = table.name(descriptor.name.get(LE)).map_err(bad)?;
@@ -171,7 +176,7 @@ fn read_pe<'data, Pe: ImageNtHeaders, R: ReadRef<'data>>(
                 .push(String::from_utf8_lossy(name).into_owned());
         }
     }
-    if let Some(table) = file.delay_load_import_table().map_err(bad)? {
+    if let Some(table) = dll.delay_load_import_table().map_err(bad)? {
         let mut descriptors = table.descriptors().map_err(bad)?;
         while let Some(descriptor) = descriptors.next().map_err(bad)? {
             let name = table.name(descriptor.dll_name_rva.get(LE)).map_err(bad)?;
@@ -181,14 +186,14 @@ fn read_pe<'data, Pe: ImageNtHeaders, R: ReadRef<'data>>(
     }
     // The export directory names the DLL itself (`cudnn_cnn_infer64_8.dll`): not a dependency.
     let mut own_name = None;
-    if let Some(table) = file.export_table().map_err(bad)? {
+    if let Some(table) = dll.export_table().map_err(bad)? {
         info.exports = table.name_pointers().len();
         own_name = table
             .name_from_pointer(table.directory().name.get(LE))
             .ok()
             .map(|n| String::from_utf8_lossy(n).into_owned());
     }
-    let directories = file.data_directories();
+    let directories = dll.data_directories();
     if let Some(resources) = directories
         .resource_directory(data, &sections)
         .map_err(bad)?
@@ -208,8 +213,14 @@ fn read_pe<'data, Pe: ImageNtHeaders, R: ReadRef<'data>>(
             (info.sass, info.ptx) = fatbin::architectures(&scan.entries);
             info.fatbin_problem = scan.error.map(|e| e.to_string());
         } else if name == b".rdata" {
-            if let Ok(bytes) = section.pe_data(data) {
-                names::collect_dll_names(bytes, &mut runtime);
+            let (offset, size) = section.pe_file_range();
+            let from_file = file.filter(|_| image::is_mapped(size)).map(|f| {
+                names::collect_dll_names_from_file(f, offset.into(), size.into(), &mut runtime)
+            });
+            if !matches!(from_file, Some(Ok(()))) {
+                if let Ok(bytes) = section.pe_data(data) {
+                    names::collect_dll_names(bytes, &mut runtime);
+                }
             }
         }
     }
