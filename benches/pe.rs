@@ -4,14 +4,11 @@
 //!
 //! `cudart32_110.dll` has no twin: NVIDIA ships no 32-bit Linux runtime for CUDA 11.8.
 //!
-//! What a file costs to read depends on how the kernel holds it in the page cache: mapping a
-//! page held in a small folio costs more than one in a large folio. Before it is timed, each
-//! file's cached pages are dropped and it is read again whole, in sequence, as `cp` or a first
-//! `scan` would read it, so that both twins are timed from the same kind of cache. Readahead
-//! then caches a file's first tens of megabytes in folios that grow from one page to 512, so
-//! a section's cost still depends on where in its file it lies. With
-//! `STACKBENCH_BENCH_CACHE=huge` each file is read through a huge-page mapping instead, which
-//! caches all of it in 2 MB folios, the cheapest to map.
+//! What a file costs to read depends on how the kernel holds it in the page cache (mapping a
+//! page held in a small folio costs more than one in a large folio), and that depends on how
+//! the file was read before: each file's cached pages are dropped and it is read once, untimed,
+//! by the reader being timed, which then reads it from the cache its own first read made, as a
+//! second `scan` of the same tree does.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -84,29 +81,13 @@ fn twins() -> Vec<Twin> {
     all
 }
 
-/// Drops the file's cached pages and reads it whole again (see the module's notes).
-fn prime(path: &Path) {
-    use std::io::Read;
+/// Drops the file's cached pages, then reads it with `read` (see the module's notes).
+fn prime(path: &Path, read: Reader) {
     use std::os::unix::io::AsRawFd;
-    let fail = |e: std::io::Error| format!("{}: {e}", path.display());
-    let mut file = std::fs::File::open(path).unwrap_or_else(|e| panic!("{}", fail(e)));
+    let file = std::fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     // SAFETY: advice on an open descriptor; it only drops clean cached pages.
     unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
-    if std::env::var("STACKBENCH_BENCH_CACHE").is_ok_and(|v| v == "huge") {
-        // SAFETY: a read-only private mapping of a fixture nothing writes to.
-        let map = unsafe { memmap2::Mmap::map(&file) }.unwrap_or_else(|e| panic!("{}", fail(e)));
-        map.advise(memmap2::Advice::HugePage)
-            .unwrap_or_else(|e| panic!("{}", fail(e)));
-        let touched = (0..map.len()).step_by(4096).fold(0u8, |x, at| x ^ map[at]);
-        std::hint::black_box(touched);
-        return;
-    }
-    let mut buf = vec![0u8; 1 << 20];
-    while file
-        .read(&mut buf)
-        .unwrap_or_else(|e| panic!("{}", fail(e)))
-        > 0
-    {}
+    read(path);
 }
 
 fn read(c: &mut Criterion) {
@@ -127,7 +108,7 @@ fn read(c: &mut Criterion) {
             let mut primed = !timed;
             group.bench_function(format!("{name}/{format}"), |b| {
                 if !primed {
-                    prime(&path);
+                    prime(&path, read);
                     primed = true;
                 }
                 b.iter(|| read(&path))
