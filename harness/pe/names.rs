@@ -23,21 +23,6 @@ pub fn collect_dll_names(data: &[u8], out: &mut Vec<String>) {
     collect(data, Ends::BOTH, out);
 }
 
-/// Which ends of the bytes searched are ends of the section, and so may end a string; the
-/// others are seams between chunks, across which the chunk before or after reads whole.
-#[derive(Clone, Copy)]
-struct Ends {
-    start: bool,
-    end: bool,
-}
-
-impl Ends {
-    const BOTH: Ends = Ends {
-        start: true,
-        end: true,
-    };
-}
-
 /// The same for the `len` bytes of `file` at `offset`, read in chunks.
 pub fn collect_dll_names_from_file(
     file: &File,
@@ -62,6 +47,21 @@ pub fn collect_dll_names_from_file(
         buf.copy_within(filled - carried..filled, 0);
     }
     Ok(())
+}
+
+/// Which ends of the bytes searched are ends of the section, and so may end a string; the
+/// others are seams between chunks, across which the chunk before or after reads whole.
+#[derive(Clone, Copy)]
+struct Ends {
+    start: bool,
+    end: bool,
+}
+
+impl Ends {
+    const BOTH: Ends = Ends {
+        start: true,
+        end: true,
+    };
 }
 
 /// The search; a name that touches an end of `data` that is not an end of `ends` is not taken.
