@@ -135,46 +135,12 @@ fn a_windows_cudnn_carries_the_sass_of_its_linux_build(
     assert_eq!(linux.ptx, linux_ptx);
 }
 
-/// Every DLL of both Windows venvs reads the same from its file, of which only the headers and
-/// the sections the facts are in are read, as from all of its bytes.
-#[test]
-fn every_dll_reads_the_same_from_its_file_as_from_its_bytes() {
-    // By name: the broken venv's cuDNN is the first venv's, hard-linked.
-    let mut dlls = std::collections::BTreeMap::new();
-    for venv in [WIN_VENV, WIN_VENV_BROKEN] {
-        let packages = windows_toolkits().join(venv).join("nvidia");
-        for package in std::fs::read_dir(packages).unwrap() {
-            let Ok(files) = std::fs::read_dir(package.unwrap().path().join("bin")) else {
-                continue;
-            };
-            for file in files {
-                let path = file.unwrap().path();
-                if path.extension().is_some_and(|e| e == "dll") {
-                    dlls.insert(path.file_name().unwrap().to_owned(), path);
-                }
-            }
-        }
-    }
-    assert_eq!(dlls.len(), 20, "{dlls:?}");
-    for dll in dlls.into_values() {
-        let file = std::fs::File::open(&dll).unwrap();
-        // SAFETY: a read-only private mapping of a fixture nothing writes to.
-        let bytes = unsafe { memmap2::Mmap::map(&file) }.unwrap();
-        let whole = stackbench::pe::read_bytes(&bytes).unwrap();
-        assert_eq!(
-            stackbench::pe::read_path(&dll).unwrap(),
-            whole,
-            "{}",
-            dll.display()
-        );
-    }
-}
-
 proptest::proptest! {
-    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
 
     /// cuDNN's dispatcher DLL with bytes of its headers, tables and resources changed reads
-    /// the same, or fails the same, from a file as from its bytes.
+    /// the same, or fails the same, from a file (its parts, or the whole file again when they
+    /// do not suffice) as from its bytes.
     #[test]
     fn a_changed_dll_reads_the_same_from_its_file_as_from_its_bytes(
         changes in proptest::collection::vec((0usize..288_296, proptest::prelude::any::<u8>()), 1..8),

@@ -71,10 +71,17 @@ impl Image {
         if !image.from(0).is_some_and(super::is_pe) {
             return Ok(image);
         }
-        let table_end = image.section_table_end().unwrap_or(0).min(len);
-        if table_end > HEAD {
+        // The NT headers can lie past the first bytes read, and the section table past them:
+        // the head is read again, longer, until it holds both (twice at most).
+        let mut head = HEAD.min(len);
+        while let Some(end) = image
+            .headers_end(head)
+            .map(|end| end.min(len))
+            .filter(|&end| end > head)
+        {
+            head = end;
             image.parts.clear();
-            image.add(file, 0..table_end)?;
+            image.add(file, 0..head)?;
         }
         let wanted = match object::read::pe::optional_header_magic(&image) {
             Ok(object::pe::IMAGE_NT_OPTIONAL_HDR32_MAGIC) => {
@@ -91,16 +98,23 @@ impl Image {
         Ok(image)
     }
 
-    /// The end of the section table, from the offsets the headers give.
-    fn section_table_end(&self) -> Option<u64> {
+    /// Where the headers end, read from the `head` bytes read so far: the end of the NT
+    /// signature and file header when `head` does not hold them, else the end of the section
+    /// table; `None` when `head` ends before the DOS header's pointer to the NT headers.
+    fn headers_end(&self, head: u64) -> Option<u64> {
         let at = |offset: u64, size: u64| self.read_bytes_at(offset, size).ok();
         let u16_at = |offset| at(offset, 2).map(|b| u64::from(u16::from_le_bytes([b[0], b[1]])));
         let nt = at(0x3c, 4).map(|b| u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])))?;
-        // The file header follows the 4-byte signature: NumberOfSections at 2, then
-        // SizeOfOptionalHeader at 16; the table follows the optional header, 40 bytes a section.
+        // The 4-byte signature, then the file header: NumberOfSections at 2 and
+        // SizeOfOptionalHeader at 16 of its 20 bytes; the table follows the optional header,
+        // 40 bytes a section.
+        let file_header_end = nt + 4 + 20;
+        if file_header_end > head {
+            return Some(file_header_end);
+        }
         let sections = u16_at(nt + 4 + 2)?;
         let optional = u16_at(nt + 4 + 16)?;
-        Some(nt + 4 + 20 + optional + 40 * sections)
+        Some(file_header_end + optional + 40 * sections)
     }
 
     /// The file ranges of the sections the reader looks at that lie within the file.
@@ -214,20 +228,41 @@ impl<'a> ReadRef<'a> for &'a Image {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{read_bytes, read_path};
+    use super::super::{read, read_bytes, read_path};
+    use super::Image;
+    use std::path::{Path, PathBuf};
 
-    /// A PE32+ DLL of `sections` empty sections and then `.rdata` at file offset `rdata_at`
-    /// (`rdata_len` bytes) holding `zlibwapi.dll` at its end, the way a linker lays one out.
-    fn dll(sections: u16, rdata_at: u32, rdata_len: u32) -> Vec<u8> {
+    /// `path` read through its parts alone, without `read_path`'s whole-file retry, which must
+    /// succeed and equal `read_bytes` of the whole file.
+    fn read_parts(path: &Path) -> crate::pe::PeInfo {
+        let file = std::fs::File::open(path).unwrap();
+        let len = file.metadata().unwrap().len();
+        let from_parts = read(&Image::read(&file, len).unwrap(), Some(&file))
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        // SAFETY: a read-only private mapping of a file nothing writes to.
+        let whole = unsafe { memmap2::Mmap::map(&file) }.unwrap();
+        assert_eq!(
+            from_parts,
+            read_bytes(&whole).unwrap(),
+            "{}",
+            path.display()
+        );
+        from_parts
+    }
+
+    /// A PE32+ DLL with its NT headers at `nt`, `sections` empty sections and then `.rdata` at
+    /// file offset `rdata_at` (`rdata_len` bytes) holding `zlibwapi.dll` at its end, the way a
+    /// linker lays one out.
+    fn dll(nt: usize, sections: u16, rdata_at: u32, rdata_len: u32) -> Vec<u8> {
         let mut b = vec![0u8; (rdata_at + rdata_len) as usize];
         let put16 =
             |b: &mut Vec<u8>, at: usize, v: u16| b[at..at + 2].copy_from_slice(&v.to_le_bytes());
         let put32 =
             |b: &mut Vec<u8>, at: usize, v: u32| b[at..at + 4].copy_from_slice(&v.to_le_bytes());
         b[..2].copy_from_slice(b"MZ");
-        put32(&mut b, 0x3c, 0x40);
-        b[0x40..0x44].copy_from_slice(b"PE\0\0");
-        let file_header = 0x44;
+        put32(&mut b, 0x3c, nt as u32);
+        b[nt..nt + 4].copy_from_slice(b"PE\0\0");
+        let file_header = nt + 4;
         put16(&mut b, file_header, 0x8664);
         put16(&mut b, file_header + 2, sections + 1);
         put16(&mut b, file_header + 16, 240);
@@ -258,24 +293,94 @@ mod tests {
         b
     }
 
-    /// `read_path` of `bytes` written to a file, which must equal `read_bytes` of them.
+    /// The DLL names that [`read_parts`] finds in `bytes` written to a file.
     fn read_as_file(bytes: &[u8]) -> Vec<String> {
         let mut file = tempfile::NamedTempFile::new().unwrap();
         std::io::Write::write_all(&mut file, bytes).unwrap();
-        let from_file = read_path(file.path()).unwrap();
-        assert_eq!(from_file, read_bytes(bytes).unwrap());
-        from_file.runtime_names
+        read_parts(file.path()).runtime_names
+    }
+
+    /// Every DLL of the Windows fixture venvs (`ci/fetch-windows-toolkits`): its parts alone
+    /// say what all its bytes say. The broken venv's cuDNN is the first venv's, hard-linked.
+    #[test]
+    fn every_fixture_dll_reads_from_its_parts_what_its_bytes_say() {
+        let root = match std::env::var_os("STACKBENCH_WINDOWS_TOOLKITS") {
+            Some(dir) if !dir.is_empty() => PathBuf::from(dir),
+            _ => Path::new(env!("CARGO_MANIFEST_DIR")).join(".toolkits-windows"),
+        };
+        let mut dlls = Vec::new();
+        for venv in ["venv-cu11", "venv-cudnn8-cu11-cublas12"] {
+            let packages = root.join(venv).join("Lib/site-packages/nvidia");
+            let packages = std::fs::read_dir(&packages).unwrap_or_else(|e| {
+                panic!("Windows fixtures missing: run ci/fetch-windows-toolkits ({e})")
+            });
+            for package in packages {
+                let package = package.unwrap().path();
+                if venv != "venv-cu11" && package.ends_with("cudnn") {
+                    continue;
+                }
+                for file in std::fs::read_dir(package.join("bin")).into_iter().flatten() {
+                    let path = file.unwrap().path();
+                    if path.extension().is_some_and(|e| e == "dll") {
+                        dlls.push(path);
+                    }
+                }
+            }
+        }
+        assert_eq!(dlls.len(), 20, "{dlls:?}");
+        for dll in dlls {
+            read_parts(&dll);
+        }
     }
 
     #[test]
     fn a_section_table_past_the_first_4_kb_is_read_whole() {
         // 120 sections: the table ends at byte 5,172.
-        assert_eq!(read_as_file(&dll(119, 0x1600, 0x400)), ["zlibwapi.dll"]);
+        assert_eq!(
+            read_as_file(&dll(0x40, 119, 0x1600, 0x400)),
+            ["zlibwapi.dll"]
+        );
     }
 
     #[test]
     fn a_section_starting_among_the_headers_bytes_is_read_to_its_end() {
         // `.rdata` from byte 512 to byte 8,704: its start lies in the first 4 KB read.
-        assert_eq!(read_as_file(&dll(0, 0x200, 0x2000)), ["zlibwapi.dll"]);
+        assert_eq!(read_as_file(&dll(0x40, 0, 0x200, 0x2000)), ["zlibwapi.dll"]);
+    }
+
+    #[test]
+    fn nt_headers_past_the_first_4_kb_are_read() {
+        // The DOS stub runs to byte 4,352: the NT headers and the table follow it.
+        assert_eq!(
+            read_as_file(&dll(0x1100, 0, 0x1400, 0x400)),
+            ["zlibwapi.dll"]
+        );
+    }
+
+    #[test]
+    fn import_names_in_another_section_are_read_from_the_whole_file() {
+        // Descriptors in `.rdata`, the DLL's name in `.text` (past the first 4 KB), which the
+        // parts leave out: they cannot name it; `read_path` reads the whole file again.
+        let mut bytes = dll(0x40, 1, 0x1400, 0x200);
+        let section = |i: usize| 0x40 + 24 + 240 + 40 * i;
+        bytes[section(0)..section(0) + 8].copy_from_slice(b".text\0\0\0");
+        bytes[section(0) + 8..section(0) + 12].copy_from_slice(&0x100u32.to_le_bytes());
+        bytes[section(0) + 16..section(0) + 20].copy_from_slice(&0x100u32.to_le_bytes());
+        bytes[section(0) + 20..section(0) + 24].copy_from_slice(&0x1200u32.to_le_bytes());
+        bytes[0x1200..0x120d].copy_from_slice(b"nvcuda.dll\0\0\0");
+        // The import directory (data directory 1) at `.rdata`'s RVA 0x2000: one descriptor
+        // naming RVA 0x1000 (`.text`), then a null one.
+        let directories = 0x40 + 24 + 112;
+        bytes[directories + 8..directories + 12].copy_from_slice(&0x2000u32.to_le_bytes());
+        bytes[directories + 12..directories + 16].copy_from_slice(&40u32.to_le_bytes());
+        bytes[0x1400 + 12..0x1400 + 16].copy_from_slice(&0x1000u32.to_le_bytes());
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        std::io::Write::write_all(&mut file, &bytes).unwrap();
+        let whole = read_bytes(&bytes).unwrap();
+        assert_eq!(whole.imports, ["nvcuda.dll"]);
+        let opened = std::fs::File::open(file.path()).unwrap();
+        let parts = Image::read(&opened, bytes.len() as u64).unwrap();
+        assert!(read(&parts, Some(&opened)).is_err());
+        assert_eq!(read_path(file.path()).unwrap(), whole);
     }
 }

@@ -77,6 +77,10 @@ pub fn read_bytes(bytes: &[u8]) -> Result<PeInfo, PeError> {
 
 /// Reads a DLL from a file: only its headers and the sections the facts are in (see
 /// [`image`]), not the whole file.
+///
+/// A DLL whose tables point outside those sections (damaged, or laid out as no linker lays
+/// one out: import names in another section than the imports) is read again through a mapping
+/// of the whole file, so that what is said of it is what its bytes say.
 pub fn read_path(path: &Path) -> Result<PeInfo, PeError> {
     let io = |source| PeError::Io {
         path: path.to_path_buf(),
@@ -89,7 +93,13 @@ pub fn read_path(path: &Path) -> Result<PeInfo, PeError> {
     let image = image::Image::read(&file, len).map_err(io)?;
     let head = image.read_bytes_at(0, 2.min(len)).unwrap_or_default();
     check_magic(head)?;
-    read(&image, Some(&file))
+    if let Ok(info) = read(&image, Some(&file)) {
+        return Ok(info);
+    }
+    drop(image);
+    // SAFETY: as for `elf::map_file`: read-only and private, every read bounds-checked.
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
+    crate::elf::with_aligned(&map, |data| read(data, None))
 }
 
 /// `head`, the first two bytes (or fewer) of a file, must be `MZ`.
