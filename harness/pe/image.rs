@@ -102,18 +102,20 @@ impl Image {
     /// signature and file header when `head` does not hold them, else the end of the section
     /// table; `None` when `head` ends before the DOS header's pointer to the NT headers.
     fn headers_end(&self, head: u64) -> Option<u64> {
-        let at = |offset: u64, size: u64| self.read_bytes_at(offset, size).ok();
-        let u16_at = |offset| at(offset, 2).map(|b| u64::from(u16::from_le_bytes([b[0], b[1]])));
-        let nt = at(0x3c, 4).map(|b| u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])))?;
-        // The 4-byte signature, then the file header: NumberOfSections at 2 and
-        // SizeOfOptionalHeader at 16 of its 20 bytes; the table follows the optional header,
-        // 40 bytes a section.
-        let file_header_end = nt + 4 + 20;
+        let nt = u64::from(
+            object::pe::ImageDosHeader::parse(self)
+                .ok()?
+                .nt_headers_offset(),
+        );
+        // The 4-byte signature, then the file header; the section table follows the optional
+        // header, 40 bytes a section.
+        let file_header_end = nt + 4 + std::mem::size_of::<object::pe::ImageFileHeader>() as u64;
         if file_header_end > head {
             return Some(file_header_end);
         }
-        let sections = u16_at(nt + 4 + 2)?;
-        let optional = u16_at(nt + 4 + 16)?;
+        let header = self.read_at::<object::pe::ImageFileHeader>(nt + 4).ok()?;
+        let optional = u64::from(header.size_of_optional_header.get(object::LittleEndian));
+        let sections = u64::from(header.number_of_sections.get(object::LittleEndian));
         Some(file_header_end + optional + 40 * sections)
     }
 

@@ -138,15 +138,16 @@ fn read<'data, R: ReadRef<'data>>(data: R, file: Option<&File>) -> Result<PeInfo
 /// A parse error: truncated when the file is shorter than the headers it declares
 /// (`SizeOfHeaders`), else malformed.
 fn malformed<'data, R: ReadRef<'data>>(data: R, error: object::read::Error) -> PeError {
-    let u32_at = |at: u64| {
-        data.read_bytes_at(at, 4)
-            .ok()
-            .map(|b| u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])))
-    };
     let len = data.len().unwrap_or(0);
     // SizeOfHeaders sits 60 bytes into the optional header, after the 4-byte signature and the
     // 20-byte file header, in PE32 and PE32+ alike.
-    let headers = u32_at(0x3c).and_then(|nt| u32_at(nt + 24 + 60));
+    let headers = pe::ImageDosHeader::parse(data).ok().and_then(|dos| {
+        let at = u64::from(dos.nt_headers_offset()) + 24 + 60;
+        let size = data.read_bytes_at(at, 4).ok()?;
+        Some(u64::from(u32::from_le_bytes([
+            size[0], size[1], size[2], size[3],
+        ])))
+    });
     match headers {
         Some(size) if len >= size => PeError::Malformed(error.to_string()),
         _ => PeError::Truncated(format!("{len} bytes: {error}")),
