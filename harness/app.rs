@@ -78,8 +78,8 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> anyhow::Result<ExitCode>
                 let files = history::files_in(&args.results)?;
                 (files, args.results.display().to_string())
             } else {
-                let given = format!("the {} file(s) given", args.files.len());
-                (args.files, given)
+                let given = format!("the {} path(s) given", args.files.len());
+                (history::expand(&args.files)?, given)
             };
             let history = history::gather(&files);
             if history.runs.is_empty() {

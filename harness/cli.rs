@@ -238,7 +238,8 @@ pub struct MergeArgs {
 /// Arguments of `report`.
 #[derive(Debug, Args)]
 pub struct HistoryArgs {
-    /// Result files (JSON) to report on; without them, every JSON file directly in --results.
+    /// Result files (JSON) or directories of them to report on; without them, every JSON file
+    /// directly in --results.
     pub files: Vec<PathBuf>,
     /// Where the runs are, when no files are given.
     #[arg(

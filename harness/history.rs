@@ -148,6 +148,25 @@ pub fn files_in(dir: &Path) -> Result<Vec<PathBuf>, HistoryError> {
     Ok(files)
 }
 
+/// The files `report` was given, each directory among them standing for the JSON files
+/// directly in it (as `--results` does); a file named twice is read once.
+pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, HistoryError> {
+    let mut files: Vec<PathBuf> = Vec::new();
+    for path in paths {
+        let found = if path.is_dir() {
+            files_in(path)?
+        } else {
+            vec![path.clone()]
+        };
+        for file in found {
+            if !files.contains(&file) {
+                files.push(file);
+            }
+        }
+    }
+    Ok(files)
+}
+
 /// Reads every file in `paths` that is a run; the others are passed over with the reason.
 pub fn gather(paths: &[PathBuf]) -> History {
     let mut runs: Vec<(String, PathBuf, Run)> = Vec::new();

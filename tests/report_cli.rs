@@ -254,6 +254,34 @@ fn no_runs_is_a_clear_error_with_exit_2() {
     assert!(String::from_utf8_lossy(&missing.stderr).contains("cannot read the results directory"));
 }
 
+#[test]
+fn a_directory_given_as_a_path_is_read_as_its_results() {
+    let page = |args: &[&str]| {
+        let mut all = vec!["report", "--format", "json"];
+        all.extend_from_slice(args);
+        let output = run_stackbench(&all);
+        let mut page: Value = serde_json::from_slice(&output.stdout).unwrap();
+        page.as_object_mut().unwrap().remove("generated");
+        (output.status.code(), page)
+    };
+    let dir = results().to_str().unwrap();
+    let (code, given) = page(&[dir]);
+    assert_eq!(code, Some(1), "the same files are passed over");
+    assert!(!given["runs"].as_array().unwrap().is_empty());
+    assert_eq!((code, given.clone()), page(&["--results", dir]));
+    // A directory and a file of it: the file is one run, read once.
+    let night = results().join("bench-night-1.json");
+    assert_eq!(page(&[dir, night.to_str().unwrap()]).1, given);
+    let empty = tempfile::tempdir().unwrap();
+    let output = run_stackbench(&["report", empty.path().to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("the 1 path(s) given held no readable"),
+        "{stderr}"
+    );
+}
+
 /// Chromium renders the page headless; the screenshot is kept for a person to look at, and
 /// its pixels hold the charts' first colour and the failed checks' red.
 #[test]
