@@ -1,9 +1,10 @@
 //! `stackbench compare` on real runs over the fixture toolkits: a run compared with itself is
-//! `same` on every row, and so is a second run of the same build; a run beside a CPU load is
-//! `slower` and exits 1; the same run with every sample three times as long (far beyond this
-//! machine's noise, so the verdict cannot depend on it) is `slower` and exits 1; `check` with
-//! the fixture driver against `check` without one is a conformance regression; doctor runs of
-//! two trees show the libraries that went; bad input exits 2 saying why. And `stackbench merge`
+//! `same` on every row; the interleaved halves of one run are never `slower` or `faster`, and a
+//! second run of the same build is matched row for row (no verdict asserted: nothing here may
+//! depend on how busy the machine is); the same run with every sample three times as long is
+//! `slower` and exits 1; `check` with the fixture driver against `check` without one is a
+//! conformance regression, its environment showing the driver that went; doctor runs of two
+//! trees show the libraries that went; bad input exits 2 saying why. And `stackbench merge`
 //! of one real run as five nodes, one of them slow, and of check runs, one node without its
 //! driver: the outliers come first and exit 1.
 
@@ -15,35 +16,15 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::sync::{Mutex, OnceLock};
 
-/// Runs `stackbench` with `args`, one run at a time in this test binary: the bench runs'
-/// figures are compared, so no other run may load the CPU beside them.
+/// Runs `stackbench` with `args`, one run at a time in this test binary, with a HOME of its own.
 fn stackbench(args: &[&str]) -> Output {
-    alone(args, 0)
-}
-
-/// Runs `stackbench` with `args` when no other run of this binary is going, with `spinners`
-/// threads of this process keeping the CPU busy beside it for the whole run.
-fn alone(args: &[&str], spinners: usize) -> Output {
     static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let stop = std::sync::atomic::AtomicBool::new(false);
-    std::thread::scope(|scope| {
-        for _ in 0..spinners {
-            scope.spawn(|| {
-                let mut x = 1u64;
-                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
-                }
-            });
-        }
-        let home = tempfile::tempdir().expect("temporary HOME");
-        let output = isolated_stackbench(home.path())
-            .args(args)
-            .output()
-            .expect("run stackbench");
-        stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        output
-    })
+    let home = tempfile::tempdir().expect("temporary HOME");
+    isolated_stackbench(home.path())
+        .args(args)
+        .output()
+        .expect("run stackbench")
 }
 
 /// The directory every test writes its files into, kept for the whole run.
@@ -56,32 +37,28 @@ fn scratch() -> &'static Path {
 /// A real quick bench run of one fixture combination (its CPU-side figures), as a file.
 fn bench_run() -> &'static PathBuf {
     static RUN: OnceLock<PathBuf> = OnceLock::new();
-    RUN.get_or_init(|| fresh_bench_run("bench-run.json", 0))
+    RUN.get_or_init(|| fresh_bench_run("bench-run.json"))
 }
 
-/// A new quick bench run of one fixture combination with `spinners` threads loading the CPU
-/// beside it, written to `name`.
-fn fresh_bench_run(name: &str, spinners: usize) -> PathBuf {
+/// A new quick bench run of one fixture combination, written to `name`.
+fn fresh_bench_run(name: &str) -> PathBuf {
     let (root, driver) = (toolkits(), fixture(DRIVER_AMD64));
-    let output = alone(
-        &[
-            "bench",
-            "--quick",
-            "--allow-skip",
-            "--no-system",
-            "--root",
-            root.to_str().unwrap(),
-            "--driver-dir",
-            driver.to_str().unwrap(),
-            "--combination",
-            "pip:venv-cu12",
-            "--format",
-            "json",
-            "--results",
-            scratch().join("bench").to_str().unwrap(),
-        ],
-        spinners,
-    );
+    let output = stackbench(&[
+        "bench",
+        "--quick",
+        "--allow-skip",
+        "--no-system",
+        "--root",
+        root.to_str().unwrap(),
+        "--driver-dir",
+        driver.to_str().unwrap(),
+        "--combination",
+        "pip:venv-cu12",
+        "--format",
+        "json",
+        "--results",
+        scratch().join("bench").to_str().unwrap(),
+    ]);
     assert_eq!(output.status.code(), Some(0));
     let path = scratch().join(name);
     std::fs::write(&path, &output.stdout).unwrap();
@@ -116,45 +93,68 @@ fn a_run_compared_with_itself_is_the_same_on_every_row() {
     assert_eq!(report["environment"], serde_json::json!([]));
 }
 
-/// The threshold for comparing two real runs of this suite's CPU-side benchmarks on a shared
-/// 2-core VM: between two quick runs a minute apart, the median NVRTC compile and library load
-/// times were seen to move by up to 40% (a host whose other tenants come and go), so at the
-/// default 2% two runs of the same build are rightly told apart. A run beside a CPU load that
-/// leaves it a fraction of a core is several times slower, far beyond this.
+/// The threshold for comparing halves of one real run of this suite's CPU-side benchmarks on a
+/// shared 2-core VM, where single samples of an NVRTC compile or a library load were seen to
+/// move by up to 40% as other tenants come and go.
 const SHARED_VM_THRESHOLD: &str = "60";
 
+/// The run with only every other sample of each benchmark, starting at `first`: two such
+/// halves of one run saw the same machine, whatever else it was doing, sample by sample.
+fn half_of(run: &Path, first: usize, name: &str) -> PathBuf {
+    let mut half: Value = serde_json::from_slice(&std::fs::read(run).unwrap()).unwrap();
+    for row in half["benchmarks"].as_array_mut().unwrap() {
+        if let Some(samples) = row["samples_ns"].as_array_mut() {
+            *samples = samples.iter().skip(first).step_by(2).cloned().collect();
+        }
+    }
+    let path = scratch().join(name);
+    std::fs::write(&path, serde_json::to_vec(&half).unwrap()).unwrap();
+    path
+}
+
+/// An A/A comparison that holds under any load: the interleaved halves of one run are never
+/// `slower` or `faster` (a load that came and went during the run fell on both halves alike).
 #[test]
-fn two_runs_of_the_same_build_are_the_same_on_every_row() {
+fn the_interleaved_halves_of_one_run_are_never_slower_or_faster() {
+    let run = bench_run();
+    let (even, odd) = (
+        half_of(run, 0, "bench-run-even.json"),
+        half_of(run, 1, "bench-run-odd.json"),
+    );
+    for (old, new) in [(&even, &odd), (&odd, &even)] {
+        let output = compare(old, new, &["--threshold", SHARED_VM_THRESHOLD]);
+        let report = stdout_json(&output);
+        let rows = report["benchmarks"].as_array().unwrap();
+        assert_eq!(rows.len(), 3, "two compile rows and the load row: {rows:?}");
+        for row in rows {
+            assert!(
+                row["verdict"] == "same" || row["verdict"] == "unclear",
+                "{row}"
+            );
+        }
+        assert_eq!(output.status.code(), Some(0), "{report}");
+    }
+}
+
+/// Two runs of the same build, minutes apart, are matched row for row with nothing changed in
+/// their environment. Their verdicts are not asserted: with one run a side, the interval carries
+/// only the noise within each run, so a neighbour's load between them can move it (issue 20's
+/// repeated runs are what make a verdict on two runs safe).
+#[test]
+fn two_runs_of_the_same_build_are_matched_row_for_row() {
     let first = bench_run();
-    let second = fresh_bench_run("bench-run-again.json", 0);
+    let second = fresh_bench_run("bench-run-again.json");
     let output = compare(first, &second, &["--threshold", SHARED_VM_THRESHOLD]);
     let report = stdout_json(&output);
     let rows = report["benchmarks"].as_array().unwrap();
     assert_eq!(rows.len(), 3, "two compile rows and the load row: {rows:?}");
     for row in rows {
-        assert_eq!(row["verdict"], "same", "{row}");
+        let ratio = row["ratio"]["ratio"].as_f64().unwrap();
+        assert!(ratio.is_finite() && ratio > 0.0, "{row}");
+        assert_eq!(row["old_status"], "measured", "{row}");
+        assert_eq!(row["new_status"], "measured", "{row}");
     }
-    assert_eq!(output.status.code(), Some(0), "{report}");
-}
-
-#[test]
-fn a_run_beside_a_cpu_load_is_slower_and_exits_1() {
-    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let quiet = bench_run();
-    let loaded = fresh_bench_run("bench-run-loaded.json", 4 * cores);
-    let output = compare(quiet, &loaded, &["--threshold", SHARED_VM_THRESHOLD]);
-    let report = stdout_json(&output);
-    assert_eq!(output.status.code(), Some(1), "{report}");
-    let rows = report["benchmarks"].as_array().unwrap();
-    let compiles: Vec<&Value> = rows
-        .iter()
-        .filter(|r| r["id"].as_str().unwrap().starts_with("nvrtc_compile/"))
-        .collect();
-    assert_eq!(compiles.len(), 2, "{rows:?}");
-    for row in compiles {
-        assert_eq!(row["verdict"], "slower", "{row}");
-    }
-    assert!(rows.iter().all(|r| r["verdict"] != "faster"), "{rows:?}");
+    assert_eq!(report["environment"], serde_json::json!([]));
 }
 
 #[test]
@@ -213,6 +213,7 @@ fn check_run(with_driver: bool, name: &str) -> PathBuf {
 
 #[test]
 fn losing_the_driver_is_a_conformance_regression() {
+    let driver = fixture(DRIVER_AMD64);
     let with = check_run(true, "check-with-driver.json");
     let without = check_run(false, "check-without-driver.json");
     let output = compare(&with, &without, &[]);
@@ -236,6 +237,26 @@ fn losing_the_driver_is_a_conformance_regression() {
         .unwrap()
         .iter()
         .any(|r| r == "pip:venv-cu12 driver.library: fails now"));
+    // The environment says where the driver went: --driver-dir, and the file the combination
+    // used, on both sides.
+    let changes = report["environment"].as_array().unwrap();
+    let changed = |what: &str| {
+        changes
+            .iter()
+            .find(|c| c["what"] == what)
+            .unwrap_or_else(|| panic!("no {what} change in {changes:?}"))
+    };
+    let dir = changed("driver directory (--driver-dir)");
+    assert_eq!(dir["old"], driver.to_str().unwrap(), "{dir}");
+    assert_eq!(dir["new"], Value::Null, "{dir}");
+    let file = changed("pip:venv-cu12 driver library path");
+    assert!(
+        file["old"].as_str().unwrap().contains("libcuda.so.535"),
+        "{file}"
+    );
+    assert_eq!(file["new"], Value::Null, "{file}");
+    let version = changed("pip:venv-cu12 driver library version");
+    assert_eq!(version["old"], "535.261.03", "{version}");
     // Getting the driver back fixes it, and that is no regression.
     let back = stdout_json(&compare(&without, &with, &[]));
     let fixed = back["checks"]
@@ -276,6 +297,11 @@ fn losing_the_driver_is_a_conformance_regression() {
     let shown = String::from_utf8_lossy(&terminal.stdout);
     assert!(
         shown.contains("driver.library: regression (pass → fail)"),
+        "{shown}"
+    );
+    assert!(!shown.contains("environment unchanged"), "{shown}");
+    assert!(
+        shown.contains("pip:venv-cu12 driver library version"),
         "{shown}"
     );
     let text = String::from_utf8_lossy(&markdown.stdout);

@@ -9,6 +9,7 @@ use crate::diagnose::finding::Finding;
 use crate::gpu::GpuInfo;
 use crate::model::{HostInfo, Installation};
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
 
 /// `old` and `new` as a change, when they differ.
 fn change(what: impl Into<String>, old: Option<String>, new: Option<String>) -> Option<Change> {
@@ -47,6 +48,25 @@ pub fn host_changes(
     changes
 }
 
+/// The component name under which a combination's driver library (`libcuda.so.1`) is compared
+/// beside its CUDA libraries: a run with another `--driver-dir`, or whose driver no longer loads,
+/// is a changed environment.
+const DRIVER: &str = "driver library";
+
+/// A path as the environment table shows it.
+fn shown(path: &Path) -> String {
+    path.display().to_string()
+}
+
+/// `--driver-dir`, when the runs took the driver from different places.
+fn driver_dir_change(old: &Option<PathBuf>, new: &Option<PathBuf>) -> Option<Change> {
+    change(
+        "driver directory (--driver-dir)",
+        old.as_deref().map(shown),
+        new.as_deref().map(shown),
+    )
+}
+
 /// Each library's version and path per combination, where they differ.
 fn library_changes(
     old: BTreeMap<(String, String), (Option<String>, Option<String>)>,
@@ -77,16 +97,27 @@ pub fn bench_environment(old: &BenchReport, new: &BenchReport) -> Vec<Change> {
         r.combinations
             .iter()
             .flat_map(|c| {
-                c.libraries.iter().map(|l| {
+                let driver = (
+                    (c.name.clone(), DRIVER.to_owned()),
                     (
-                        (c.name.clone(), l.component.clone()),
-                        (l.version.clone(), Some(l.path.display().to_string())),
-                    )
-                })
+                        c.driver_cuda_version.clone(),
+                        c.driver.as_deref().map(shown),
+                    ),
+                );
+                c.libraries
+                    .iter()
+                    .map(|l| {
+                        (
+                            (c.name.clone(), l.component.clone()),
+                            (l.version.clone(), Some(shown(&l.path))),
+                        )
+                    })
+                    .chain([driver])
             })
             .collect()
     };
     let mut changes = host_changes((&old.host, Some(&old.gpu)), (&new.host, Some(&new.gpu)));
+    changes.extend(driver_dir_change(&old.driver_dir, &new.driver_dir));
     changes.extend(library_changes(libraries(old), libraries(new)));
     changes
 }
@@ -97,17 +128,27 @@ pub fn check_environment(old: &CheckReport, new: &CheckReport) -> Vec<Change> {
         r.combinations
             .iter()
             .flat_map(|c| {
-                c.libraries.iter().map(|l| {
-                    let path = l.mapped.as_ref().or(l.resolved.as_ref());
-                    (
-                        (c.name.clone(), l.component.clone()),
-                        (l.version.clone(), path.map(|p| p.display().to_string())),
-                    )
-                })
+                let driver = (
+                    (c.name.clone(), DRIVER.to_owned()),
+                    c.driver.as_ref().map_or((None, None), |d| {
+                        (d.version.clone(), Some(shown(&d.real_path)))
+                    }),
+                );
+                c.libraries
+                    .iter()
+                    .map(|l| {
+                        let path = l.mapped.as_deref().or(l.resolved.as_deref());
+                        (
+                            (c.name.clone(), l.component.clone()),
+                            (l.version.clone(), path.map(shown)),
+                        )
+                    })
+                    .chain([driver])
             })
             .collect()
     };
     let mut changes = host_changes((&old.host, Some(&old.gpu)), (&new.host, Some(&new.gpu)));
+    changes.extend(driver_dir_change(&old.driver_dir, &new.driver_dir));
     changes.extend(library_changes(libraries(old), libraries(new)));
     changes
 }
