@@ -203,8 +203,10 @@ fn crashing_and_hanging_constructors_are_findings_and_the_rest_is_still_probed()
 
     let run = doctor(&root, &["--timeout", "1"]);
     assert_eq!(run.code, 1, "{}", run.stderr);
+    // The hang waits forever: any bound proves the timeout cut it off. This one is far above
+    // what the run needs on a loaded 2-core machine, so it holds however busy the machine is.
     assert!(
-        run.took < Duration::from_secs(8),
+        run.took < Duration::from_secs(60),
         "--timeout 1 bounds the hang; took {:?}",
         run.took
     );
@@ -440,9 +442,9 @@ __attribute__((constructor)) static void mark(void) {{
     tree.build("libcurand.so.10", &hang(&pid_file));
     tree.build("libcufft.so.11", SEGFAULT);
 
-    // Static only: quick even with the default 10 s timeout, nothing ran.
+    // Static only: nothing ran, so not even the hang's default 10 s timeout was waited for.
     let run = doctor(&tree.root(), &["--no-load"]);
-    assert!(run.took < Duration::from_secs(5), "took {:?}", run.took);
+    assert!(run.took < Duration::from_secs(10), "took {:?}", run.took);
     assert!(!marker.exists(), "a constructor ran under --no-load");
     assert!(!pid_file.exists(), "a constructor ran under --no-load");
     assert_eq!(run.report["loaded"], false);
