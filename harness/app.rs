@@ -36,8 +36,13 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> anyhow::Result<ExitCode>
             report.has_errors()
         }
         Command::Check(args) => {
-            let (check_options, report_options) = options::check(args, cli.color)?;
-            let report = check::check(&check_options, &Host::current())?;
+            let (source, report_options) = options::check(args, cli.color)?;
+            let report = match source {
+                options::CheckSource::Run(check_options) => {
+                    check::check(&check_options, &Host::current())?
+                }
+                options::CheckSource::Saved(path) => saved_check(&path)?,
+            };
             let bytes = report::exporter_for(&report_options).check(&report)?;
             output::write(&report_options.destination, &bytes)?;
             report.has_failures()
@@ -106,6 +111,18 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> anyhow::Result<ExitCode>
     } else {
         EXIT_CLEAN
     }))
+}
+
+/// The check run saved in `path` as JSON, for `check --from`.
+fn saved_check(path: &std::path::Path) -> anyhow::Result<check::model::CheckReport> {
+    match compare::load::read(path)? {
+        compare::load::Run::Check(report) => Ok(report),
+        other => anyhow::bail!(
+            "--from {}: a {} run, not a check run; give the JSON file `stackbench check --format json` wrote",
+            path.display(),
+            other.kind()
+        ),
+    }
 }
 
 /// Writes the bench report as JSON, CSV and Markdown into `dir` (created if need be), each file

@@ -170,6 +170,14 @@ pub struct CheckArgs {
     /// Seconds one check may take before it counts as hung.
     #[arg(long, value_name = "SECONDS", default_value_t = 120.0)]
     pub timeout: f64,
+    /// Run nothing: report the check run saved in FILE (what `check --format json` wrote) in
+    /// --format, with the exit status that run had; one run gives JSON, Markdown and JUnit.
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with_all = ["roots", "driver_dir", "combinations", "config", "target", "device", "timeout"]
+    )]
+    pub from: Option<PathBuf>,
 }
 
 /// Arguments of `bench`.

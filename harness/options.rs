@@ -90,17 +90,30 @@ fn target(text: Option<&str>) -> Result<Option<ComputeCapability>, OptionsError>
         .transpose()
 }
 
+/// Where `check`'s report comes from.
+#[derive(Debug, Clone)]
+pub enum CheckSource {
+    /// A run on this host, now.
+    Run(CheckOptions),
+    /// A run saved as JSON (`--from FILE`), only reported again.
+    Saved(PathBuf),
+}
+
 /// `check`'s options. The combinations themselves are chosen when the host has been scanned.
 pub fn check(
     args: CheckArgs,
     color: ColorChoice,
-) -> Result<(CheckOptions, ReportOptions), OptionsError> {
+) -> Result<(CheckSource, ReportOptions), OptionsError> {
+    let report = report(args.report, color);
+    if let Some(saved) = args.from {
+        return Ok((CheckSource::Saved(saved), report));
+    }
     let options = CheckOptions {
         selection: selection(args.search, args.combinations)?,
         timeout: timeout(args.timeout)?,
         worker: std::env::current_exe().map_err(OptionsError::NoExecutable)?,
     };
-    Ok((options, report(args.report, color)))
+    Ok((CheckSource::Run(options), report))
 }
 
 /// The combinations `check` and `bench` run, checked.
