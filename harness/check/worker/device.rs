@@ -71,11 +71,16 @@ impl<T: Plain> DeviceBuffer<T> {
         })
     }
 
-    /// A copy of `data` on the device (`cuMemAlloc`, `cuMemcpyHtoD`).
+    /// A copy of `data` on the device (`cuMemAlloc`, `cuMemcpyHtoD`), complete when this
+    /// returns. From pageable memory `cuMemcpyHtoD` may return once `data` is staged, before
+    /// the DMA has landed, and work on a non-blocking stream does not wait for the null stream
+    /// the copy went to; so the context is synchronised after it, and a kernel on any stream
+    /// reads what was uploaded.
     pub fn from_slice(data: &[T]) -> Result<DeviceBuffer<T>, Outcome> {
         let buffer = DeviceBuffer::alloc(data.len())?;
         // SAFETY: the buffer holds exactly data.len() elements of T.
         unsafe { cu::memcpy_htod_sync(buffer.ptr, data) }.call("cuMemcpyHtoD")?;
+        synchronize()?;
         Ok(buffer)
     }
 
