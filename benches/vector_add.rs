@@ -1,6 +1,7 @@
 //! `vector_add/<combination>/<elements>`: f32 `c = a + b` through the NVRTC-compiled kernel,
 //! 1 Mi to 256 Mi elements, GPU time from CUDA events (batch: criterion's iterations back to
-//! back), bandwidth counted as 12 bytes per element. Each size's output is verified against the
+//! back), bandwidth counted as 12 bytes per element in decimal GB/s, as `stackbench bench`
+//! gives it. Each size's output is verified against the
 //! CPU once before it is timed. Registered only on a host whose GPU came up.
 //! Target: at 64 Mi elements and above, at least 90% of the device-to-device copy bandwidth
 //! (`stackbench bench` measures both in one run).
@@ -24,7 +25,7 @@ fn bench(c: &mut Criterion) {
                 eprintln!("vector_add/{id}: not registered: {why}");
                 continue;
             }
-            group.throughput(Throughput::Bytes(12 * elements));
+            group.throughput(Throughput::BytesDecimal(12 * elements));
             group.bench_function(&id, |b| {
                 b.iter_custom(|iters| support::time(&mut target.client, &workload, iters))
             });
