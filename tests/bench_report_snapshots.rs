@@ -136,6 +136,21 @@ fn cu12_rows() -> Vec<BenchResult> {
         launches: 30,
     });
     add.host_median_ns = Some(401_000.0);
+    // 1 Mi elements: 12 MiB, within an L2 of 50 MiB, faster than the DRAM copy.
+    let mut small = measured(
+        key(
+            CU12,
+            "vector_add",
+            Side::Gpu,
+            gpu_parameters(1 << 20, "f32", "nvrtc", Mode::Batch),
+        ),
+        4_000.0,
+        Some((3145.7, "GB/s")),
+        None,
+    );
+    small.in_l2 = true;
+    small.samples_taken = Some(41_250);
+    small.verified = Some(verification("f32", true, 0.0, 1e-4));
     let mut cold = measured(
         key(
             CU12,
@@ -181,6 +196,7 @@ fn cu12_rows() -> Vec<BenchResult> {
             None,
         ),
         copy,
+        small,
         add,
         cold,
         bf16,
@@ -263,6 +279,7 @@ fn report() -> BenchReport {
                     copy_gbps: Some(2000.0),
                     gemm_tflops: BTreeMap::from([("bf16".into(), 500.0)]),
                 },
+                l2_bytes: Some(50 << 20),
                 gpu_unavailable: None,
             },
             CombinationRun {
@@ -272,6 +289,7 @@ fn report() -> BenchReport {
                 driver_cuda_version: Some("13.0".into()),
                 libraries: Vec::new(),
                 peaks: Peaks::default(),
+                l2_bytes: None,
                 gpu_unavailable: Some(NO_GPU.into()),
             },
         ],
@@ -314,7 +332,7 @@ fn terminal_color_only_adds_escapes() {
 #[test]
 fn terminal_colors_failures_red_and_skips_dim() {
     let colored = render(Format::Terminal, true);
-    assert!(colored.contains("\x1b[31m7 measured, 4 skipped, 1 failed\x1b[0m"));
+    assert!(colored.contains("\x1b[31m8 measured, 4 skipped, 1 failed\x1b[0m"));
     assert!(colored.contains("\x1b[31m1 failed: matmul/pip:venv-cu12/nvrtc/f32/8192/batch"));
     assert!(colored.contains("\x1b[2m4 skipped: 4 benchmarks of pip:venv-cu11"));
     assert!(colored.contains("\x1b[33m  GPU benchmarks not run: no GPU"));

@@ -1,6 +1,7 @@
 //! The bench report's data model: the canonical shape of `stackbench.bench/v1`, which every
-//! exporter renders. Every sample is kept; summaries are derived from them. Fields are only ever
-//! added.
+//! exporter renders. Each benchmark keeps its samples (an evenly spread subsample when it took
+//! more than [`crate::bench::stats::KEPT_SAMPLES`], with the count taken); summaries are derived
+//! from them, the noise from every sample. Fields are only ever added.
 
 use crate::gpu::GpuInfo;
 use crate::model::HostInfo;
@@ -46,6 +47,10 @@ pub struct CombinationRun {
     pub libraries: Vec<LibraryVersion>,
     /// The card's own limits, measured in this combination's run.
     pub peaks: Peaks,
+    /// The device's L2 cache, bytes (`CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE`): vector adds whose
+    /// working set fits in a small multiple of it are not set against the DRAM copy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub l2_bytes: Option<u64>,
     /// Why its GPU benchmarks could not run, when they could not (from the setup checks).
     pub gpu_unavailable: Option<String>,
 }
@@ -187,12 +192,34 @@ pub struct Throughput {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Verification {
     pub passed: bool,
-    /// `f32`, `tf32`, `f16`, `bf16`.
+    /// `f32`, `tf32`, `f16`, `bf16`; or `bits` for a copy, compared bit for bit.
     pub precision: String,
+    /// The largest relative error; for `bits`, the share of words that differ.
     pub max_relative_error: f64,
     pub tolerance: f64,
-    /// Outputs compared with the CPU's float64 result (a spread sample of large outputs).
+    /// Outputs compared with the CPU's float64 result (a spread sample of large outputs), or
+    /// words compared (every one of a copy).
     pub compared: usize,
+}
+
+/// The precision name of an exact, bit-for-bit comparison.
+pub const BITS: &str = "bits";
+
+impl Verification {
+    /// What a failed verification found, in words.
+    pub fn failure(&self) -> String {
+        if self.precision == BITS {
+            let differing = (self.max_relative_error * self.compared as f64).round();
+            return format!(
+                "the copy differs from its source in {differing} of {} words",
+                self.compared
+            );
+        }
+        format!(
+            "the output differs from the CPU's: relative error {:.2e} beyond {:.0e}",
+            self.max_relative_error, self.tolerance
+        )
+    }
 }
 
 /// NVML's view of the GPU while a benchmark ran.
@@ -236,14 +263,22 @@ pub struct BenchResult {
     /// Why it was skipped or failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
-    /// Every sample: GPU time per launch (CUDA events) or host time (CPU-side), ns.
+    /// The samples kept: GPU time per launch (CUDA events) or host time (CPU-side), ns; every
+    /// one taken, or an evenly spread subsample of them when `samples_taken` is larger.
     pub samples_ns: Vec<f64>,
+    /// Samples taken, kept or not (absent in runs before subsampling: all were kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub samples_taken: Option<u64>,
     pub summary: Option<Summary>,
     /// Host wall-clock time per sample's launch, median, ns (GPU benchmarks).
     pub host_median_ns: Option<f64>,
     pub throughput: Option<Throughput>,
     /// The throughput as a percentage of the card's ceiling measured in the same run.
     pub pct_of_peak: Option<f64>,
+    /// The working set stayed in L2 between runs (a batch-mode vector add within twice the L2):
+    /// its rate is the cache's, and has no percentage of the DRAM copy.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub in_l2: bool,
     pub verified: Option<Verification>,
     pub cupti: Option<CuptiCheck>,
     pub telemetry: Option<Telemetry>,
@@ -280,10 +315,12 @@ impl BenchResult {
             status: Status::Measured,
             reason: None,
             samples_ns: Vec::new(),
+            samples_taken: None,
             summary: None,
             host_median_ns: None,
             throughput: None,
             pct_of_peak: None,
+            in_l2: false,
             verified: None,
             cupti: None,
             telemetry: None,

@@ -162,10 +162,15 @@ pub enum Reply {
 /// The samples of one `Measure`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Measurement {
-    /// Time per run, one per sample, ns: CUDA events for GPU work, the host clock for CPU work.
+    /// Time per run, ns, of the samples kept (an evenly spread subsample of at most
+    /// [`super::stats::KEPT_SAMPLES`]): CUDA events for GPU work, the host clock for CPU work.
     pub samples_ns: Vec<f64>,
-    /// Host wall-clock time per run, one per sample, ns.
+    /// Host wall-clock time per run of the same samples, ns.
     pub host_ns: Vec<f64>,
+    /// Every sample taken, kept or not.
+    pub samples_taken: u64,
+    /// Relative noise over every sample taken.
+    pub noise: Option<f64>,
     /// Runs per sample (batch mode).
     pub batch: u64,
     pub stopped_by: super::model::StopReason,

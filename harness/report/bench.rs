@@ -81,6 +81,15 @@ pub fn percent(value: Option<f64>) -> String {
     value.map_or("-".to_owned(), |v| format!("{v:.1}%"))
 }
 
+/// A result's share of its ceiling: `87.5%`, `in L2` (its working set never left the cache,
+/// so the DRAM ceiling says nothing of it), or `-`.
+pub fn of_peak(result: &BenchResult) -> String {
+    if result.in_l2 {
+        return "in L2".to_owned();
+    }
+    percent(result.pct_of_peak)
+}
+
 /// `yes`, `NO`, or `-` for work with nothing to verify.
 pub fn verified(result: &BenchResult) -> &'static str {
     match &result.verified {

@@ -95,6 +95,7 @@ const BENCH_HEADER: &[&str] = &[
     "driver_version",
     "cuda_version",
     "started",
+    "in_l2",
 ];
 
 const COMPARE_HEADER: &[&str] = &[
@@ -342,7 +343,9 @@ fn bench_row(report: &BenchReport, r: &BenchResult) -> Vec<String> {
         opt(s.map(|s| s.min_ns)),
         opt(s.map(|s| s.max_ns)),
         opt(s.map(|s| s.noise)),
-        r.samples_ns.len().to_string(),
+        r.samples_taken
+            .unwrap_or(r.samples_ns.len() as u64)
+            .to_string(),
         opt(r.throughput.as_ref().map(|t| t.value)),
         opt(r.throughput.as_ref().map(|t| t.unit.clone())),
         opt(r.pct_of_peak),
@@ -360,6 +363,7 @@ fn bench_row(report: &BenchReport, r: &BenchResult) -> Vec<String> {
         opt(report.gpu.driver_version.as_ref()),
         opt(cuda),
         report.started.clone(),
+        r.in_l2.to_string(),
     ]
 }
 

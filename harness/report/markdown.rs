@@ -136,7 +136,7 @@ impl Exporter for Markdown {
                     bench::size(r),
                     bench::variant(r),
                     bench::noise(r),
-                    bench::percent(r.pct_of_peak),
+                    bench::of_peak(r),
                     bench::verified(r),
                     bench::stopped(r),
                     bench::throttled(r)

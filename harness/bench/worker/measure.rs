@@ -1,44 +1,73 @@
-//! Taking samples: GPU work timed with CUDA events on the benchmark's stream, cold (L2 flushed
-//! with a write of the device's L2 size before each sample, one run per sample) or batch (runs
-//! back to back between one pair of events, the time divided by their number); CPU work timed
-//! with the host clock. Sampling stops by [`StopRule`].
+//! Taking samples: GPU work timed with CUDA events on the benchmark's stream, held at its gate
+//! while a sample is enqueued, cold (L2 flushed before each sample, one run per sample) or
+//! batch (runs back to back between one pair of events, the time divided by their number); CPU
+//! work timed with the host clock. Sampling stops by [`StopRule`]; the noise it watches covers
+//! every sample, and a capped, evenly spread subsample is kept ([`Kept`]).
 
 use super::stream::{Stream, Timer};
 use super::telemetry::{self, Reading, Sampler};
 use super::workloads::Run;
 use crate::bench::model::{Mode, StopReason, Telemetry};
-use crate::bench::stats::StopRule;
+use crate::bench::stats::{Kept, Running, StopRule, KEPT_SAMPLES};
 use crate::check::worker::device::DeviceBuffer;
 use crate::check::worker::outcome::{Call, Outcome};
 use cudarc::driver::result as cu;
 use std::time::{Duration, Instant};
 
 /// How long one batch-mode sample should take at least, so the events' resolution (about half
-/// a microsecond) and launch gaps stay out of the figure.
+/// a microsecond) stays out of the figure.
 const BATCH_SAMPLE: Duration = Duration::from_millis(1);
 
-/// The most runs in one batch-mode sample.
-const MAX_BATCH: u64 = 10_000;
+/// The most runs in one batch-mode sample: what is enqueued behind a held stream must fit in
+/// the launch queue.
+pub const MAX_BATCH: u64 = 1000;
+
+/// One sample: time per run (GPU or host), host time per run, and when it ran.
+#[derive(Debug, Clone, Copy)]
+pub struct Sample {
+    pub time_ns: f64,
+    pub host_ns: f64,
+    pub window: (Instant, Instant),
+}
 
 /// Samples of one workload.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Samples {
-    /// Time per run, ns.
-    pub times_ns: Vec<f64>,
-    /// Host time per run, ns.
-    pub host_ns: Vec<f64>,
-    /// When each sample ran.
-    pub windows: Vec<(Instant, Instant)>,
+    pub kept: Kept<Sample>,
+    /// Every sample's time per run.
+    pub running: Running,
     pub batch: u64,
     pub stopped_by: Option<StopReason>,
+    /// What the figures should be read with (a gate that could not hold, a batch cut short).
+    pub notes: Vec<String>,
 }
 
 impl Samples {
+    fn new(batch: u64) -> Samples {
+        Samples {
+            kept: Kept::new(KEPT_SAMPLES),
+            running: Running::default(),
+            batch,
+            stopped_by: None,
+            notes: Vec::new(),
+        }
+    }
+
     fn push(&mut self, time: Duration, host: Duration, window: (Instant, Instant)) {
         let runs = self.batch as f64;
-        self.times_ns.push(time.as_secs_f64() * 1e9 / runs);
-        self.host_ns.push(host.as_secs_f64() * 1e9 / runs);
-        self.windows.push(window);
+        let time_ns = time.as_secs_f64() * 1e9 / runs;
+        self.running.push(time_ns);
+        self.kept.push(Sample {
+            time_ns,
+            host_ns: host.as_secs_f64() * 1e9 / runs,
+            window,
+        });
+    }
+
+    /// Whether `rule` says stop now, noting why when it does.
+    fn stop(&mut self, rule: &StopRule, elapsed: Duration) -> bool {
+        self.stopped_by = rule.verdict(&self.running, elapsed);
+        self.stopped_by.is_some()
     }
 }
 
@@ -57,8 +86,23 @@ pub fn enqueue_runs(run: &dyn Run, stream: &Stream, runs: u64) -> Result<(), Out
     (0..runs).try_for_each(|_| run.enqueue(stream))
 }
 
+/// The GPU time of `runs` runs, timed in gated samples of at most [`MAX_BATCH`] runs.
+pub fn gpu_time(run: &dyn Run, stream: &Stream, runs: u64) -> Result<Duration, Outcome> {
+    let timer = Timer::new()?;
+    let mut total = Duration::ZERO;
+    let mut left = runs;
+    while left > 0 {
+        let chunk = left.min(MAX_BATCH);
+        total += timer.time(stream, || enqueue_runs(run, stream, chunk))?.gpu;
+        left -= chunk;
+    }
+    Ok(total)
+}
+
 /// Samples GPU work until `rule` says stop, with NVML readings alongside when a sampler is
-/// given. `flush` is the L2-sized buffer cold mode writes before each sample.
+/// given. `flush` is the buffer cold mode writes before each sample to evict L2. A sample
+/// whose gate the watchdog had to open (the launch queue filled behind it) is dropped and
+/// the batch halved.
 pub fn gpu(
     run: &dyn Run,
     stream: &Stream,
@@ -70,13 +114,15 @@ pub fn gpu(
     let timer = Timer::new()?;
     // A warm run, timed, sizes the batch.
     let one = timer.time(stream, || run.enqueue(stream))?.gpu;
-    let mut samples = Samples {
-        batch: match mode {
-            Mode::Cold => 1,
-            Mode::Batch => batch_size(one),
-        },
-        ..Samples::default()
-    };
+    let mut samples = Samples::new(match mode {
+        Mode::Cold => 1,
+        Mode::Batch => batch_size(one),
+    });
+    if let Some(why) = stream.ungated() {
+        samples.notes.push(format!(
+            "the stream could not be held while samples were enqueued ({why}): launch gaps count as GPU time"
+        ));
+    }
     if let Some(sampler) = sampler {
         sampler.begin();
     }
@@ -84,7 +130,7 @@ pub fn gpu(
     let sampled = loop {
         if mode == Mode::Cold {
             if let Some(flush) = flush {
-                let value = (samples.times_ns.len() % 251) as u8 + 1;
+                let value = (samples.running.count() % 251) as u8 + 1;
                 // SAFETY: the buffer is live and holds that many bytes; stream-ordered before the
                 // sample's start event.
                 if let Err(e) =
@@ -96,18 +142,32 @@ pub fn gpu(
             }
         }
         let begin = Instant::now();
-        match timer.time(stream, || enqueue_runs(run, stream, samples.batch)) {
-            Ok(timed) => samples.push(timed.gpu, timed.host, (begin, Instant::now())),
+        let timed = match timer.time(stream, || enqueue_runs(run, stream, samples.batch)) {
+            Ok(timed) => timed,
             Err(e) => break Err(e),
+        };
+        if timed.held || stream.ungated().is_some() {
+            samples.push(timed.gpu, timed.host, (begin, Instant::now()));
+        } else if samples.batch > 1 {
+            samples.notes.push(format!(
+                "the launch queue filled behind the held stream: batch cut from {} to {}",
+                samples.batch,
+                samples.batch / 2
+            ));
+            samples.batch /= 2;
+        } else {
+            break Err(Outcome::fail(
+                "the stream's gate did not hold for a single launch: its sample cannot be timed",
+            ));
         }
-        if let Some(reason) = rule.verdict(&samples.times_ns, started.elapsed()) {
-            samples.stopped_by = Some(reason);
+        if samples.stop(rule, started.elapsed()) {
             break Ok(());
         }
     };
     let readings: Vec<Reading> = sampler.map(Sampler::end).unwrap_or_default();
     sampled?;
-    let telemetry = sampler.map(|_| telemetry::summarize(&readings, &samples.windows));
+    let windows: Vec<(Instant, Instant)> = samples.kept.items().iter().map(|s| s.window).collect();
+    let telemetry = sampler.map(|_| telemetry::summarize(&readings, &windows));
     Ok((samples, telemetry))
 }
 
@@ -118,18 +178,14 @@ pub fn cpu(
     mut work: impl FnMut() -> Result<(), Outcome>,
 ) -> Result<Samples, Outcome> {
     work()?;
-    let mut samples = Samples {
-        batch: 1,
-        ..Samples::default()
-    };
+    let mut samples = Samples::new(1);
     let started = Instant::now();
     loop {
         let begin = Instant::now();
         work()?;
         let took = begin.elapsed();
         samples.push(took, took, (begin, Instant::now()));
-        if let Some(reason) = rule.verdict(&samples.times_ns, started.elapsed()) {
-            samples.stopped_by = Some(reason);
+        if samples.stop(rule, started.elapsed()) {
             return Ok(samples);
         }
     }
@@ -143,6 +199,7 @@ mod tests {
     fn batches_last_a_millisecond() {
         assert_eq!(batch_size(Duration::from_micros(10)), 100);
         assert_eq!(batch_size(Duration::from_millis(3)), 1);
+        assert_eq!(batch_size(Duration::from_micros(1)), MAX_BATCH);
         assert_eq!(batch_size(Duration::from_nanos(1)), MAX_BATCH);
         assert_eq!(batch_size(Duration::ZERO), MAX_BATCH);
     }
@@ -161,7 +218,8 @@ mod tests {
             Ok(())
         })
         .unwrap();
-        assert_eq!(samples.times_ns.len(), 3);
+        assert_eq!(samples.kept.items().len(), 3);
+        assert_eq!(samples.running.count(), 3);
         assert_eq!(runs, 4, "one warm-up run, then the samples");
         assert_eq!(samples.stopped_by, Some(StopReason::Noise));
     }

@@ -9,6 +9,7 @@
 //! reply; the worker goes on. One workload is prepared at a time: preparing the next frees the
 //! last one's memory.
 
+mod gate;
 mod measure;
 mod stream;
 mod telemetry;
@@ -20,12 +21,13 @@ use crate::check::protocol::Component;
 use crate::check::worker::device::DeviceBuffer;
 use crate::check::worker::outcome::{Call, Outcome};
 use crate::check::worker::session::Session;
-use crate::check::worker::{cupti, nvrtc, run_one};
+use crate::check::worker::{cupti, nvrtc, panicked, run_one};
 use crate::probe::worker::{leave, plain_crashes, protocol_channel, send};
 use cudarc::driver::result as cu;
 use cudarc::driver::sys::CUdevice_attribute;
 use std::collections::HashSet;
 use std::io::BufRead;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::process::ExitCode;
 use std::time::Instant;
 use stream::Stream;
@@ -61,7 +63,7 @@ pub fn run() -> ExitCode {
     for line in lines {
         let Ok(line) = line else { break };
         let reply = match serde_json::from_str::<Command>(&line) {
-            Ok(command) => bench.answer(command),
+            Ok(command) => guarded(|| bench.answer(command)),
             Err(e) => Reply::Failed {
                 reason: format!("not a command: {e}"),
             },
@@ -71,6 +73,14 @@ pub fn run() -> ExitCode {
         }
     }
     leave(0)
+}
+
+/// The reply `answer` gives; a panic in it (a library's, or ours) is a failed reply, as a
+/// panicking check is a failed check, and the worker goes on to the next command.
+fn guarded(answer: impl FnOnce() -> Reply) -> Reply {
+    catch_unwind(AssertUnwindSafe(answer)).unwrap_or_else(|panic| Reply::Failed {
+        reason: panicked(panic.as_ref()),
+    })
 }
 
 /// The worker's state: the checks' session (libraries, device, handles, kernels), the
@@ -181,10 +191,9 @@ impl Bench {
             });
         }
         let (run, stream) = self.prepared(workload)?;
-        let timed = stream::Timer::new()?
-            .time(stream, || measure::enqueue_runs(run, stream, iterations))?;
+        let gpu = measure::gpu_time(run, stream, iterations)?;
         Ok(Reply::Timed {
-            time_ns: timed.gpu.as_secs_f64() * 1e9,
+            time_ns: gpu.as_secs_f64() * 1e9,
         })
     }
 
@@ -197,32 +206,33 @@ impl Bench {
         let rule = limits.rule();
         if let Workload::Compile { kernel, arch } = workload {
             let samples = measure::cpu(&rule, || nvrtc::build(*kernel, arch).map(drop))?;
-            return Ok(measurement(samples, None, None, Vec::new()));
+            return Ok(measurement(samples, None, None));
         }
-        let mut notes = Vec::new();
         if mode == Mode::Cold && self.flush.is_none() {
-            self.flush = Some(DeviceBuffer::alloc(self.l2_bytes()?)?);
+            self.flush = Some(DeviceBuffer::alloc(flush_bytes(self.l2_bytes()?))?);
         }
         self.start_sampler();
-        let sampler = match &self.sampler {
-            Some(Ok(sampler)) => Some(sampler),
-            Some(Err(why)) => {
-                notes.push(why.clone());
-                None
-            }
-            None => None,
+        let (sampler, no_telemetry) = match &self.sampler {
+            Some(Ok(sampler)) => (Some(sampler), None),
+            Some(Err(why)) => (None, Some(why.clone())),
+            None => (None, None),
         };
         let (run, stream) = self.prepared(workload)?;
-        let (samples, telemetry) =
+        let (mut samples, telemetry) =
             measure::gpu(run, stream, mode, &rule, self.flush.as_ref(), sampler)?;
+        samples.notes.extend(no_telemetry);
         let cupti = match (mode, workload) {
             (Mode::Batch, Workload::VectorAdd { .. } | Workload::Matmul { .. }) => self
                 .cross_check(workload, samples.batch)
-                .map_err(|e| notes.push(format!("CUPTI cross-check: {}", e.reason)))
+                .map_err(|e| {
+                    samples
+                        .notes
+                        .push(format!("CUPTI cross-check: {}", e.reason))
+                })
                 .ok(),
             _ => None,
         };
-        Ok(measurement(samples, telemetry, cupti, notes))
+        Ok(measurement(samples, telemetry, cupti))
     }
 
     /// The device's L2 cache size (`CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE`).
@@ -309,19 +319,70 @@ impl Bench {
     }
 }
 
+/// The bytes cold mode writes before each sample to evict L2: twice the device's L2, and at
+/// least 256 MiB (a write of exactly the L2's size leaves part of it in a cache that is not
+/// strictly LRU).
+pub fn flush_bytes(l2_bytes: usize) -> usize {
+    (2 * l2_bytes).max(256 << 20)
+}
+
 fn measurement(
     samples: measure::Samples,
     telemetry: Option<crate::bench::model::Telemetry>,
     cupti: Option<CuptiCheck>,
-    notes: Vec<String>,
 ) -> Measurement {
+    let kept = samples.kept.items();
     Measurement {
-        samples_ns: samples.times_ns,
-        host_ns: samples.host_ns,
+        samples_ns: kept.iter().map(|s| s.time_ns).collect(),
+        host_ns: kept.iter().map(|s| s.host_ns).collect(),
+        samples_taken: samples.running.count(),
+        noise: samples.running.noise(),
         batch: samples.batch,
         stopped_by: samples.stopped_by.unwrap_or(StopReason::TimeLimit),
         telemetry,
         cupti,
-        notes,
+        notes: samples.notes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_command_that_panics_is_a_failed_reply() {
+        let reply = guarded(|| panic!("cudarc: Unable to dynamically load cuStreamWaitValue32_v2"));
+        assert_eq!(
+            reply,
+            Reply::Failed {
+                reason: "panicked: cudarc: Unable to dynamically load cuStreamWaitValue32_v2"
+                    .into()
+            }
+        );
+        assert_eq!(guarded(|| Reply::Ready), Reply::Ready);
+    }
+
+    #[test]
+    fn cold_samples_flush_twice_the_l2_and_never_less_than_256_mib() {
+        // H100: 50 MiB of L2.
+        assert_eq!(flush_bytes(50 << 20), 256 << 20);
+        // A (future) 200 MiB L2.
+        assert_eq!(flush_bytes(200 << 20), 400 << 20);
+    }
+
+    #[test]
+    fn what_is_kept_of_many_samples_is_capped_and_counted() {
+        let rule = crate::bench::stats::StopRule {
+            min_samples: 20_000,
+            min_time: std::time::Duration::ZERO,
+            max_noise: f64::INFINITY,
+            time_limit: std::time::Duration::from_secs(600),
+        };
+        let samples = measure::cpu(&rule, || Ok(())).unwrap();
+        let m = measurement(samples, None, None);
+        assert_eq!(m.samples_taken, 20_000);
+        assert!(m.samples_ns.len() <= crate::bench::stats::KEPT_SAMPLES);
+        assert!(m.samples_ns.len() >= crate::bench::stats::KEPT_SAMPLES / 2);
+        assert_eq!(m.host_ns.len(), m.samples_ns.len());
     }
 }

@@ -1,36 +1,59 @@
-//! The benchmark's own stream and the CUDA events that time work on it (driver API, cudarc's
-//! `result` layer), each destroyed when dropped.
+//! The benchmark's own stream, its gate, and the CUDA events that time work on it (driver API,
+//! cudarc's `result` layer), each destroyed when dropped.
 
+use super::gate::Gate;
 use crate::check::worker::outcome::{Call, Outcome};
 use cudarc::driver::result::{self as cu, stream::StreamKind};
 use cudarc::driver::sys::{CUevent, CUevent_flags, CUstream};
 use std::time::{Duration, Instant};
 
-/// A non-blocking stream in the current context.
-pub struct Stream(CUstream);
+/// A non-blocking stream in the current context, with the gate that holds it while a sample is
+/// enqueued, when the device has one.
+pub struct Stream {
+    raw: CUstream,
+    gate: Result<Gate, String>,
+}
 
 impl Stream {
+    /// A new stream; its gate is tried once (held and opened on an empty sample) and left out,
+    /// with the reason, where the driver refuses it.
     pub fn new() -> Result<Stream, Outcome> {
-        cu::stream::create(StreamKind::NonBlocking)
-            .map(Stream)
-            .call("cuStreamCreate")
+        let raw = cu::stream::create(StreamKind::NonBlocking).call("cuStreamCreate")?;
+        let mut stream = Stream {
+            raw,
+            gate: Err(String::new()),
+        };
+        stream.gate = Gate::new()
+            .and_then(|gate| {
+                gate.hold(&stream, || ())?;
+                stream.synchronize()?;
+                Ok(gate)
+            })
+            .map_err(|e| e.reason);
+        Ok(stream)
     }
 
     pub fn raw(&self) -> CUstream {
-        self.0
+        self.raw
+    }
+
+    /// Why samples on this stream are timed without a gate (launch gaps then count as GPU
+    /// time), if they are.
+    pub fn ungated(&self) -> Option<&str> {
+        self.gate.as_ref().err().map(String::as_str)
     }
 
     /// Waits for everything enqueued so far (`cuStreamSynchronize`).
     pub fn synchronize(&self) -> Result<(), Outcome> {
         // SAFETY: a live stream of this context.
-        unsafe { cu::stream::synchronize(self.0) }.call("cuStreamSynchronize")
+        unsafe { cu::stream::synchronize(self.raw) }.call("cuStreamSynchronize")
     }
 }
 
 impl Drop for Stream {
     fn drop(&mut self) {
-        // SAFETY: created in `new` and destroyed once, here.
-        let _ = unsafe { cu::stream::destroy(self.0) };
+        // SAFETY: created in `new` and destroyed once, here; every hold of its gate was opened.
+        let _ = unsafe { cu::stream::destroy(self.raw) };
     }
 }
 
@@ -63,12 +86,14 @@ pub struct Timer {
     stop: Event,
 }
 
-/// The GPU time between the events and the host time from just before the first was recorded
-/// to the moment the second was reached.
+/// The GPU time between the events, the host time from just before the first was recorded to
+/// the moment the second was reached, and whether the stream was held at its gate until
+/// everything between them was enqueued.
 #[derive(Debug, Clone, Copy)]
 pub struct Timed {
     pub gpu: Duration,
     pub host: Duration,
+    pub held: bool,
 }
 
 impl Timer {
@@ -79,17 +104,30 @@ impl Timer {
         })
     }
 
-    /// Records the start event, lets `enqueue` put work on `stream`, records the stop event and
-    /// waits for it.
+    /// With the stream held at its gate: records the start event, lets `enqueue` put work on
+    /// `stream`, records the stop event; then opens the gate and waits for the stop event.
     pub fn time(
         &self,
         stream: &Stream,
         enqueue: impl FnOnce() -> Result<(), Outcome>,
     ) -> Result<Timed, Outcome> {
         let began = Instant::now();
-        self.start.record(stream)?;
-        enqueue()?;
-        self.stop.record(stream)?;
+        let sample = || {
+            self.start.record(stream)?;
+            enqueue()?;
+            self.stop.record(stream)
+        };
+        let held = match &stream.gate {
+            Ok(gate) => {
+                let (enqueued, held) = gate.hold(stream, sample)?;
+                enqueued?;
+                held
+            }
+            Err(_) => {
+                sample()?;
+                false
+            }
+        };
         // SAFETY: a live event just recorded.
         unsafe { cu::event::synchronize(self.stop.0) }.call("cuEventSynchronize")?;
         let host = began.elapsed();
@@ -99,6 +137,7 @@ impl Timer {
         Ok(Timed {
             gpu: Duration::from_secs_f64(f64::from(ms.max(0.0)) / 1e3),
             host,
+            held,
         })
     }
 }

@@ -6,7 +6,7 @@
 //! reference of one matmul element costs `size` multiply-adds on the CPU, of all of them `size³`.
 
 use super::stream::Stream;
-use crate::bench::model::Verification;
+use crate::bench::model::{Verification, BITS};
 use crate::bench::protocol::{Implementation, Workload};
 use crate::check::worker::cublas::kept_handle;
 use crate::check::worker::device::{DeviceBuffer, Plain};
@@ -232,8 +232,21 @@ fn copy(bytes: usize, stream: &Stream) -> Result<(Box<dyn Run>, Verification), O
         bytes: words * 4,
     };
     let copied = run_once(&run, &run.target, stream)?;
-    let verified = check_elements(words, |i| f64::from(copied[i]), |i| f64::from(data[i]))?;
-    Ok((Box::new(run), verified))
+    Ok((Box::new(run), check_bits(&copied, &data)))
+}
+
+/// A copy's verification: every word, bit for bit.
+fn check_bits(copied: &[u32], source: &[u32]) -> Verification {
+    let differing = copied.iter().zip(source).filter(|(a, b)| a != b).count()
+        + copied.len().abs_diff(source.len());
+    let compared = source.len().max(copied.len());
+    Verification {
+        passed: differing == 0,
+        precision: BITS.to_owned(),
+        max_relative_error: differing as f64 / compared.max(1) as f64,
+        tolerance: 0.0,
+        compared,
+    }
 }
 
 /// The reference of the sampled elements of the row-major `n x n` product of `a` and `b`.
@@ -313,11 +326,11 @@ struct Gemm<T: Plain> {
 }
 
 impl<T: Plain> Run for Gemm<T> {
-    fn enqueue(&self, stream: &Stream) -> Result<(), Outcome> {
+    /// cuBLAS enqueues on the stream its handle was given when the workload was prepared: the
+    /// benchmark's own, which every caller passes.
+    fn enqueue(&self, _stream: &Stream) -> Result<(), Outcome> {
         let n = self.n as i32;
         let (alpha, beta) = (1.0f32, 0.0f32);
-        // SAFETY: a live handle and stream of this context.
-        unsafe { blas::set_stream(self.handle, stream.raw() as _) }.call("cublasSetStream")?;
         let (op, data, compute) = (
             cublasOperation_t::CUBLAS_OP_N,
             data_type(self.precision),
@@ -408,6 +421,10 @@ fn gemm<T: Plain + 'static>(
         .into_iter()
         .map(&to)
         .collect();
+    // Once per workload: every run goes to the benchmark's stream (the handle is the worker's,
+    // and the stream lives as long as the worker).
+    // SAFETY: a live handle and stream of this context.
+    unsafe { blas::set_stream(handle, stream.raw() as _) }.call("cublasSetStream")?;
     let run = Gemm {
         handle,
         precision,
@@ -431,6 +448,31 @@ mod tests {
         let at = sample_indices(1000, 5);
         assert_eq!(at, vec![0, 250, 500, 749, 999]);
         assert!(sample_indices(1 << 28, VERIFIED_ELEMENTS).len() == VERIFIED_ELEMENTS);
+    }
+
+    #[test]
+    fn a_copy_verifies_bit_for_bit() {
+        let source: Vec<u32> = kernels::random_f32(1000, 3)
+            .into_iter()
+            .map(f32::to_bits)
+            .collect();
+        assert!(check_bits(&source, &source).passed);
+        // One ulp off in one word: a float tolerance would pass it, a copy must not.
+        let mut copied = source.clone();
+        copied[500] ^= 1;
+        let v = check_bits(&copied, &source);
+        assert!(!v.passed);
+        assert_eq!(v.compared, 1000);
+        assert_eq!(
+            v.failure(),
+            "the copy differs from its source in 1 of 1000 words"
+        );
+        // The payload of a NaN differs as much as any other bits.
+        let (mut nan, quiet) = (source.clone(), f32::NAN.to_bits());
+        nan[0] = quiet;
+        let mut other = nan.clone();
+        other[0] = quiet | 1;
+        assert!(!check_bits(&other, &nan).passed);
     }
 
     #[test]

@@ -166,7 +166,7 @@ pub fn devices(s: &mut Session) -> Checked {
         let name = device::get_name(dev).call("cuDeviceGetName")?;
         let uuid = device::get_uuid(dev).call("cuDeviceGetUuid")?;
         // SAFETY: `dev` came from cuDeviceGet.
-        let (major, minor, memory) = unsafe {
+        let (major, minor, l2, memory) = unsafe {
             (
                 device::get_attribute(
                     dev,
@@ -178,6 +178,8 @@ pub fn devices(s: &mut Session) -> Checked {
                     CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
                 )
                 .call("cuDeviceGetAttribute")?,
+                device::get_attribute(dev, CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)
+                    .call("cuDeviceGetAttribute")?,
                 device::total_mem(dev).call("cuDeviceTotalMem")?,
             )
         };
@@ -189,6 +191,7 @@ pub fn devices(s: &mut Session) -> Checked {
             "uuid": uuid,
             "compute_capability": format!("{major}.{minor}"),
             "memory_bytes": memory,
+            "l2_bytes": l2,
         }));
         if ordinal as u32 == s.request.device {
             chosen = Some((dev, name, cc, uuid, memory));

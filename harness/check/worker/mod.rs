@@ -154,7 +154,7 @@ fn restore(
 }
 
 /// A panic's message as a failure's reason.
-fn panicked(panic: &(dyn std::any::Any + Send)) -> String {
+pub(crate) fn panicked(panic: &(dyn std::any::Any + Send)) -> String {
     let message = panic
         .downcast_ref::<String>()
         .map(String::as_str)
