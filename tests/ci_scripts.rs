@@ -5,7 +5,12 @@
 //! and `ci/torch-matmul.py` runs on a stand-in for PyTorch (a virtual GPU clock, no GPU needed),
 //! writing what `ci/torch-compare.py` reads. The nightly workflow and the Kubernetes Job parse as
 //! YAML with what they promise (a self-hosted GPU runner; one GPU per pod, a results volume), and
-//! their shell steps parse.
+//! their shell steps parse. `ci/gpu-pack --list` ships the two GPU benches and exactly the test
+//! targets that hold GPU tests; `ci/gpu-run` runs on stand-ins for the packed binaries, for
+//! Python and for nvidia-smi: `--dry-run` says what it found (no GPU, a GPU, a venv, a conda
+//! environment) and each step, running nothing; a visit runs `check` once and renders it with
+//! `check --from`, passes Python's environment, and cuts a hung step off at the visit's end; and
+//! `check --from` renders a saved run exactly as the run's own exporters did.
 
 use serde_json::{json, Value};
 use std::os::unix::fs::PermissionsExt;
@@ -637,4 +642,513 @@ fn the_slurm_script_runs_one_task_per_node_then_merges() {
     assert!(script.contains("#SBATCH --gres=gpu:1"));
     assert!(script.contains("srun"));
     assert!(script.contains("merge \"$RESULTS\"/*/bench-*.json"));
+}
+
+// ---- ci/gpu-pack, ci/gpu-run and the check conversion they rely on -------------------------------
+
+/// `ci/gpu-pack --list`: the executables a GPU host gets, as `(kind, name)`.
+fn gpu_pack_list() -> Vec<(String, String)> {
+    let output = run(ci().join("gpu-pack").to_str().unwrap(), &["--list"]);
+    let stdout = text(&output.stdout);
+    assert!(output.status.success(), "{stdout}{}", text(&output.stderr));
+    stdout
+        .lines()
+        .map(|line| {
+            let fields: Vec<&str> = line.split(' ').collect();
+            assert_eq!(fields.len(), 3, "<kind> <name> <source>: {line:?}");
+            (fields[0].to_owned(), fields[1].to_owned())
+        })
+        .collect()
+}
+
+/// Whether a test source holds a GPU test: a line that is the GPU test's ignore attribute.
+fn holds_gpu_test(source: &str) -> bool {
+    source
+        .lines()
+        .any(|l| l.trim() == concat!("#[ignore = ", "\"needs an NVIDIA GPU\"]"))
+}
+
+#[test]
+fn gpu_pack_ships_the_two_gpu_benches_and_only_the_test_executables_with_gpu_tests() {
+    let listed = gpu_pack_list();
+    let of = |kind: &str| -> Vec<String> {
+        let mut names: Vec<String> = listed
+            .iter()
+            .filter(|(k, _)| k == kind)
+            .map(|(_, n)| n.clone())
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(of("bench"), ["matmul", "vector_add"], "{listed:?}");
+    // Every test target whose source holds a GPU test, and no other.
+    let tests_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    let mut expected: Vec<String> = std::fs::read_dir(&tests_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "rs"))
+        .filter(|p| holds_gpu_test(&std::fs::read_to_string(p).unwrap()))
+        .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
+        .collect();
+    expected.sort();
+    assert!(!expected.is_empty(), "some test target holds a GPU test");
+    assert_eq!(of("test"), expected);
+    assert!(
+        !expected.iter().any(|n| n == "ci_scripts"),
+        "this file names the marker without holding a GPU test"
+    );
+    assert_eq!(
+        listed.len(),
+        of("bench").len() + expected.len(),
+        "{listed:?}"
+    );
+}
+
+/// A directory of stand-ins for what ci/gpu-pack ships and the Python ci/gpu-run uses, each
+/// logging how it was run (and in what environment) to `log`; running none of them is the
+/// proof of a dry run.
+struct Visit {
+    dir: tempfile::TempDir,
+}
+
+impl Visit {
+    const TESTS: [&'static str; 2] = ["doctor_cli", "gpu_only"];
+    const BENCHES: [&'static str; 2] = ["matmul", "vector_add"];
+
+    fn new() -> Visit {
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("bin");
+        std::fs::create_dir_all(bin.join("tests")).unwrap();
+        std::fs::create_dir_all(bin.join("benches")).unwrap();
+        // stackbench: doctor hangs when HANG is set; check writes its -o file and finds a
+        // failure (exit 1); bench writes its files and says so as the real one does.
+        let stackbench = r#"#!/usr/bin/env bash
+echo "stackbench $* | VIRTUAL_ENV=${VIRTUAL_ENV:-} CONDA_PREFIX=${CONDA_PREFIX:-}" >>"$FAKE_LOG"
+command=$1 out="" results=""
+while (($#)); do
+    case $1 in
+        -o) out=$2; shift ;;
+        --results) results=$2; shift ;;
+    esac
+    shift
+done
+case $command in
+    doctor) [[ -n ${HANG:-} ]] && exec sleep 1000; echo '{}' >"$out" ;;
+    check) echo '{}' >"$out"; exit 1 ;;
+    bench) : >"$results/bench-host-gpu-day.json"; echo "bench: wrote $results/bench-host-gpu-day" >&2 ;;
+esac
+"#;
+        let logger = "#!/usr/bin/env bash\necho \"$(basename \"$0\") $* | STACKBENCH_BIN=$STACKBENCH_BIN CRITERION_HOME=$CRITERION_HOME\" >>\"$FAKE_LOG\"\n";
+        let mut files = vec![(bin.join("stackbench"), stackbench.to_owned())];
+        for name in Self::TESTS {
+            files.push((bin.join("tests").join(name), logger.to_owned()));
+        }
+        for name in Self::BENCHES {
+            files.push((bin.join("benches").join(name), logger.to_owned()));
+        }
+        // A Python whose sys.prefix is FAKE_PREFIX (base prefix /usr), with PyTorch.
+        let python = r#"#!/usr/bin/env bash
+if [[ $1 == -c ]]; then printf '%s\n' "$FAKE_PREFIX" /usr 3.12.3 "PyTorch 2.9.0+cu130"; exit 0; fi
+echo "python $(basename "$1") ${*:2}" >>"$FAKE_LOG"
+"#;
+        files.push((dir.path().join("python3"), python.to_owned()));
+        for (path, script) in files {
+            std::fs::write(&path, script).unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        std::fs::create_dir_all(dir.path().join("venv")).unwrap();
+        Visit { dir }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// ci/gpu-run with `args`, no GPU unless `nvidia_smi` is given, the venv as PYTHON's
+    /// environment and `env` on top.
+    fn run(&self, args: &[&str], nvidia_smi: Option<&Path>, env: &[(&str, &str)]) -> Output {
+        let mut command = Command::new(ci().join("gpu-run"));
+        command
+            .args(args)
+            .env("BIN", self.path("bin"))
+            .env("OUT", self.path("out"))
+            .env("PYTHON", self.path("python3"))
+            .env("FAKE_PREFIX", self.path("venv"))
+            .env("FAKE_LOG", self.path("log"))
+            .env(
+                "NVIDIA_SMI",
+                nvidia_smi.map_or(self.path("no-such-nvidia-smi"), Path::to_path_buf),
+            )
+            .env_remove("VIRTUAL_ENV")
+            .env_remove("CONDA_PREFIX")
+            .env_remove("VISIT_S")
+            .env_remove("HANG");
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        command.output().expect("run ci/gpu-run")
+    }
+
+    /// What the stand-ins logged, one run a line.
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.path("log")).unwrap_or_default()
+    }
+
+    fn summary(&self) -> String {
+        std::fs::read_to_string(self.path("out").join("summary.txt")).unwrap()
+    }
+}
+
+/// The planned steps of a dry run, as (name, budget in seconds, command).
+fn planned_steps(stdout: &str) -> Vec<(String, u64, String)> {
+    stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("would run"))
+        .skip(1)
+        .filter_map(|l| {
+            let mut fields = l.split_whitespace();
+            let name = fields.next()?.to_owned();
+            let budget = fields.next()?.parse().ok()?;
+            Some((name, budget, fields.collect::<Vec<_>>().join(" ")))
+        })
+        .collect()
+}
+
+#[test]
+fn gpu_run_dry_run_without_a_gpu_says_what_it_found_and_each_step_and_runs_nothing() {
+    let visit = Visit::new();
+    let output = visit.run(&["--dry-run"], None, &[]);
+    let stdout = text(&output.stdout);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{stdout}{}",
+        text(&output.stderr)
+    );
+    let venv = visit.path("venv").display().to_string();
+    let bin = visit.path("bin").display().to_string();
+    for line in [
+        "  GPU:          none found: ".to_owned(),
+        format!(
+            "  Python:       {} (Python 3.12.3, PyTorch 2.9.0+cu130)",
+            visit.path("python3").display()
+        ),
+        format!("  environment:  VIRTUAL_ENV={venv}"),
+        "  GPU tests:    doctor_cli gpu_only".to_owned(),
+        "  GPU benches:  matmul vector_add".to_owned(),
+    ] {
+        assert!(
+            stdout.lines().any(|l| l.starts_with(&line)),
+            "{line:?} in:\n{stdout}"
+        );
+    }
+    assert!(
+        stdout.contains("no-such-nvidia-smi is not on PATH"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!("  binaries:     {bin}/stackbench (")),
+        "{stdout}"
+    );
+
+    let steps = planned_steps(&stdout);
+    let names: Vec<&str> = steps.iter().map(|(n, _, _)| n.as_str()).collect();
+    let expected_prefixes = [
+        "doctor-nogpu-",
+        "check-nogpu-",
+        "check-nogpu-",
+        "check-nogpu-",
+        "bench-nogpu-",
+        "torch-matmul-nogpu-",
+        "torch-compare-nogpu-",
+        "test-doctor_cli",
+        "test-gpu_only",
+        "criterion-matmul",
+        "criterion-vector_add",
+    ];
+    assert_eq!(steps.len(), expected_prefixes.len(), "{stdout}");
+    for (name, prefix) in names.iter().zip(expected_prefixes) {
+        assert!(name.starts_with(prefix), "{name} is {prefix}...:\n{stdout}");
+    }
+    let command = |prefix: &str, suffix: &str| -> &str {
+        &steps
+            .iter()
+            .find(|(n, _, _)| n.starts_with(prefix) && n.ends_with(suffix))
+            .unwrap_or_else(|| panic!("{prefix}*{suffix} in {names:?}"))
+            .2
+    };
+    let sb = format!("{bin}/stackbench");
+    assert!(command("doctor-", "").starts_with(&format!("{sb} doctor --format json -o ")));
+    let check = command("check-", ".json");
+    assert!(
+        check.starts_with(&format!("{sb} check --format json -o ")),
+        "{check}"
+    );
+    let json = check.rsplit(' ').next().unwrap();
+    // Check runs once; Markdown and JUnit are rendered from its JSON.
+    for (ext, format) in [(".md", "markdown"), (".xml", "junit")] {
+        let convert = command("check-", ext);
+        assert!(
+            convert.starts_with(&format!("{sb} check --from {json} --format {format} -o ")),
+            "{convert}"
+        );
+    }
+    assert_eq!(
+        steps
+            .iter()
+            .filter(|(_, _, c)| c.contains(" check --format"))
+            .count(),
+        1,
+        "one check run"
+    );
+    assert!(command("bench-", "").starts_with(&format!("{sb} bench --quick --results ")));
+    assert!(command("torch-matmul-", "").contains("ci/torch-matmul.py --quick --output "));
+    assert!(command("test-gpu_only", "").ends_with("/tests/gpu_only --ignored --test-threads=1"));
+    assert!(command("criterion-matmul", "")
+        .ends_with("/benches/matmul --bench --warm-up-time 1 --sample-size 50 --noplot"));
+
+    // The budgets fit the 20-minute visit with the kill's grace to spare, and the total says so.
+    let total: u64 = steps.iter().map(|(_, b, _)| b).sum();
+    assert!(total <= 1200 - 10, "{total} s of steps:\n{stdout}");
+    assert!(
+        stdout.contains(&format!("in all: {total} s of 1200")),
+        "{stdout}"
+    );
+
+    // Nothing ran and nothing was written.
+    assert_eq!(visit.log(), "", "a dry run runs nothing");
+    assert!(!visit.path("out").exists(), "a dry run writes nothing");
+}
+
+#[test]
+fn gpu_run_dry_run_names_the_gpu_and_passes_a_conda_environment_as_conda_prefix() {
+    let visit = Visit::new();
+    std::fs::create_dir_all(visit.path("venv").join("conda-meta")).unwrap();
+    let smi = visit.path("nvidia-smi");
+    std::fs::write(
+        &smi,
+        "#!/usr/bin/env bash\necho 'NVIDIA H100 80GB HBM3, 580.95.05'\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&smi, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let output = visit.run(&["--dry-run"], Some(&smi), &[]);
+    let stdout = text(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("  GPU:          NVIDIA H100 80GB HBM3, driver 580.95.05\n"),
+        "{stdout}"
+    );
+    let conda = format!(
+        "  environment:  CONDA_PREFIX={} (a conda environment: PYTHON's sys.prefix)\n",
+        visit.path("venv").display()
+    );
+    assert!(stdout.contains(&conda), "{stdout}");
+    let steps = planned_steps(&stdout);
+    assert!(steps[0].0.starts_with("doctor-h100-"), "{stdout}");
+    assert!(steps[1].2.contains("/check-h100-"), "{stdout}");
+    assert_eq!(visit.log(), "");
+}
+
+#[test]
+fn gpu_run_runs_each_step_once_in_python_s_environment_and_sums_them_up() {
+    let visit = Visit::new();
+    let output = visit.run(&[], None, &[]);
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let log = visit.log();
+    let venv = format!("VIRTUAL_ENV={}", visit.path("venv").display());
+    let out = visit.path("out").display().to_string();
+    let stackbench: Vec<&str> = log
+        .lines()
+        .filter(|l| l.starts_with("stackbench "))
+        .collect();
+    assert_eq!(
+        stackbench.len(),
+        5,
+        "doctor, check, two renderings, bench:\n{log}"
+    );
+    for line in &stackbench {
+        assert!(line.ends_with(&format!("| {venv} CONDA_PREFIX=")), "{line}");
+    }
+    let checks: Vec<&&str> = stackbench
+        .iter()
+        .filter(|l| l.starts_with("stackbench check"))
+        .collect();
+    assert!(
+        checks[0].starts_with("stackbench check --format json -o "),
+        "{log}"
+    );
+    assert!(
+        checks[1].contains(" --from ") && checks[1].contains("--format markdown"),
+        "{log}"
+    );
+    assert!(
+        checks[2].contains(" --from ") && checks[2].contains("--format junit"),
+        "{log}"
+    );
+    assert!(
+        log.contains(&format!(
+            "python torch-compare.py {out}/bench-host-gpu-day.json "
+        )),
+        "torch-compare reads the file bench wrote:\n{log}"
+    );
+    let bin = visit.path("bin").display().to_string();
+    for name in Visit::TESTS {
+        let ran = format!("{name} --ignored --test-threads=1 | STACKBENCH_BIN={bin}/stackbench ");
+        assert!(log.contains(&ran), "{ran} in:\n{log}");
+    }
+    for name in Visit::BENCHES {
+        let ran = format!("{name} --bench --warm-up-time 1 --sample-size 50 --noplot | STACKBENCH_BIN={bin}/stackbench CRITERION_HOME={out}/criterion");
+        assert!(log.contains(&ran), "{ran} in:\n{log}");
+    }
+
+    let summary = visit.summary();
+    assert!(summary.starts_with("gpu: none found: "), "{summary}");
+    assert!(
+        summary.contains(&format!(
+            "environment: {venv} (a venv: PYTHON's sys.prefix)\n"
+        )),
+        "{summary}"
+    );
+    let status = |prefix: &str, suffix: &str| -> i32 {
+        let line = summary
+            .lines()
+            .find(|l| {
+                l.starts_with(prefix) && l.split_whitespace().next().unwrap().ends_with(suffix)
+            })
+            .unwrap_or_else(|| panic!("{prefix}*{suffix} in:\n{summary}"));
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(fields[1], "exit", "{line}");
+        assert!(fields[3].ends_with('s'), "its time: {line}");
+        fields[2].parse().unwrap()
+    };
+    assert_eq!(status("doctor-nogpu-", ""), 0);
+    assert_eq!(status("check-nogpu-", ".json"), 1, "the check's own status");
+    assert_eq!(status("bench-nogpu-", ""), 0);
+    assert_eq!(status("test-gpu_only", ""), 0);
+    assert_eq!(status("criterion-vector_add", ""), 0);
+    assert!(
+        summary.lines().last().unwrap().starts_with("visit: "),
+        "{summary}"
+    );
+}
+
+#[test]
+fn gpu_run_cuts_off_a_hung_step_at_the_visit_s_end_and_skips_what_has_no_time_left() {
+    let visit = Visit::new();
+    // 15 s less the 10 s kill grace: the hung doctor gets what is left of 5 s (bash counts
+    // whole seconds, so 4 or 5), whatever the machine's load, and the steps after it none.
+    let started = std::time::Instant::now();
+    let output = visit.run(&[], None, &[("VISIT_S", "15"), ("HANG", "1")]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(600),
+        "the hung step was cut off"
+    );
+    let summary = visit.summary();
+    let doctor = summary.lines().find(|l| l.starts_with("doctor-")).unwrap();
+    assert!(doctor.contains("exit 124"), "{summary}");
+    assert!(doctor.contains("(cut off at its "), "{summary}");
+    let skipped = summary
+        .lines()
+        .filter(|l| l.contains("skipped: no time left of the 15 s visit"))
+        .count();
+    // check, its two renderings, bench, torch-matmul, torch-compare, 2 tests, 2 benches
+    assert_eq!(skipped, 10, "{summary}");
+    assert_eq!(
+        visit.log().lines().count(),
+        1,
+        "only the doctor ran:\n{}",
+        visit.log()
+    );
+}
+
+/// The body of an insta snapshot under tests/snapshots/ (what follows its header).
+fn snapshot(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/snapshots")
+        .join(name);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let body = text.splitn(3, "---\n").nth(2).expect("an insta header");
+    body.trim_end().to_owned()
+}
+
+#[test]
+fn check_from_renders_a_saved_run_as_a_run_would_be_rendered_without_running_anything() {
+    // check_report_snapshots keeps one hand-built check report in every format: its JSON is a
+    // saved run, and its Markdown and JUnit are what that run's own exporters gave.
+    let dir = tempfile::tempdir().unwrap();
+    let saved = dir.path().join("check.json");
+    std::fs::write(&saved, snapshot("check_report_snapshots__json.snap")).unwrap();
+    let stackbench = env!("CARGO_BIN_EXE_stackbench");
+    for (format, snap) in [
+        ("markdown", "check_report_snapshots__markdown.snap"),
+        ("junit", "check_report_snapshots__junit.snap"),
+        ("json", "check_report_snapshots__json.snap"),
+    ] {
+        let out = dir.path().join(format!("check.{format}"));
+        let output = run(
+            stackbench,
+            &[
+                "check",
+                "--from",
+                saved.to_str().unwrap(),
+                "--format",
+                format,
+                "-o",
+                out.to_str().unwrap(),
+            ],
+        );
+        // The saved run has failed checks: the same exit status as that run.
+        assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+        let written = std::fs::read_to_string(&out).unwrap();
+        assert_eq!(written.trim_end(), snapshot(snap), "{format}");
+    }
+
+    // Not a check run: exit 2, saying what it is.
+    let scan = dir.path().join("scan.json");
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let wrote = run(
+        stackbench,
+        &[
+            "scan",
+            "--root",
+            empty.to_str().unwrap(),
+            "--no-system",
+            "--format",
+            "json",
+            "-o",
+            scan.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        wrote.status.code().is_some_and(|c| c < 2),
+        "{}",
+        text(&wrote.stderr)
+    );
+    let refused = run(stackbench, &["check", "--from", scan.to_str().unwrap()]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        text(&refused.stderr).contains("a scan run, not a check run"),
+        "{}",
+        text(&refused.stderr)
+    );
+    // What only a run uses cannot be given with it.
+    let both = run(
+        stackbench,
+        &[
+            "check",
+            "--from",
+            saved.to_str().unwrap(),
+            "--combination",
+            "x",
+        ],
+    );
+    assert_eq!(both.status.code(), Some(2));
+    assert!(
+        text(&both.stderr).contains("cannot be used with"),
+        "{}",
+        text(&both.stderr)
+    );
 }
