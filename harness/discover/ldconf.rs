@@ -5,14 +5,15 @@ use std::path::{Path, PathBuf};
 /// Nesting limit for `include` lines, so a file that includes itself cannot loop.
 const MAX_INCLUDE_DEPTH: usize = 8;
 
-/// The directories named by `conf` and its includes, in order, without duplicates.
-pub fn directories(conf: &Path) -> Vec<PathBuf> {
+/// The directories named by `conf` and its includes, in order, without duplicates; every
+/// absolute path they name (an included file, a directory) read below `sysroot`.
+pub fn directories(conf: &Path, sysroot: &Path) -> Vec<PathBuf> {
     let mut dirs = Vec::new();
-    collect(conf, 0, &mut dirs);
+    collect(conf, sysroot, 0, &mut dirs);
     dirs
 }
 
-fn collect(conf: &Path, depth: usize, dirs: &mut Vec<PathBuf>) {
+fn collect(conf: &Path, sysroot: &Path, depth: usize, dirs: &mut Vec<PathBuf>) {
     let Ok(text) = std::fs::read_to_string(conf) else {
         return;
     };
@@ -21,12 +22,21 @@ fn collect(conf: &Path, depth: usize, dirs: &mut Vec<PathBuf>) {
         let line = line.split('#').next().unwrap_or("").trim();
         if let Some(pattern) = line.strip_prefix("include") {
             if depth < MAX_INCLUDE_DEPTH {
-                for included in expand_glob(&base.join(pattern.trim())) {
-                    collect(&included, depth + 1, dirs);
+                let pattern = Path::new(pattern.trim());
+                let pattern = if pattern.is_absolute() {
+                    super::under(sysroot, pattern)
+                } else {
+                    base.join(pattern)
+                };
+                for included in expand_glob(&pattern) {
+                    collect(&included, sysroot, depth + 1, dirs);
                 }
             }
         } else if line.starts_with('/') {
-            let dir = PathBuf::from(line.split_whitespace().next().unwrap_or(line));
+            let dir = super::under(
+                sysroot,
+                Path::new(line.split_whitespace().next().unwrap_or(line)),
+            );
             if !dirs.contains(&dir) {
                 dirs.push(dir);
             }
@@ -78,7 +88,7 @@ mod tests {
         let conf = dir.path().join("ld.so.conf");
         std::fs::write(&conf, "include ld.so.conf.d/*.conf\n/usr/lib\n").unwrap();
         assert_eq!(
-            directories(&conf),
+            directories(&conf, Path::new("/")),
             vec![
                 PathBuf::from("/usr/local/cuda/lib64"),
                 PathBuf::from("/opt/b/lib"),
@@ -88,8 +98,22 @@ mod tests {
     }
 
     #[test]
+    fn below_a_sysroot_absolute_includes_and_directories_stay_inside_it() {
+        let root = tempfile::tempdir().unwrap();
+        let d = root.path().join("etc/ld.so.conf.d");
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("cuda.conf"), "/usr/local/cuda/lib64\n").unwrap();
+        let conf = root.path().join("etc/ld.so.conf");
+        std::fs::write(&conf, "include /etc/ld.so.conf.d/*.conf\n").unwrap();
+        assert_eq!(
+            directories(&conf, root.path()),
+            [root.path().join("usr/local/cuda/lib64")]
+        );
+    }
+
+    #[test]
     fn missing_file_gives_nothing() {
-        assert!(directories(Path::new("/nonexistent/ld.so.conf")).is_empty());
+        assert!(directories(Path::new("/nonexistent/ld.so.conf"), Path::new("/")).is_empty());
     }
 
     proptest::proptest! {
@@ -99,7 +123,7 @@ mod tests {
             let dir = tempfile::tempdir().unwrap();
             let conf = dir.path().join("ld.so.conf");
             std::fs::write(&conf, text).unwrap();
-            let _ = directories(&conf);
+            let _ = directories(&conf, Path::new("/"));
         }
     }
 }

@@ -1,6 +1,7 @@
 //! Where CUDA installations are: the places a host keeps them, walked safely, giving every
 //! library file found and how it was found.
 
+pub mod envwalk;
 pub mod layout;
 pub mod ldcache;
 pub mod ldconf;
@@ -26,6 +27,13 @@ const INSTALL: Limits = Limits {
     max_entries: 500_000,
     report_depth_cut: false,
 };
+/// Places people keep environments in: deep enough for `/home/<user>/<group>/<project>/.venv`
+/// with room to spare, not so wide that a home full of data costs the scan its second.
+const ENVIRONMENTS: Limits = Limits {
+    max_depth: 8,
+    max_entries: 200_000,
+    report_depth_cut: false,
+};
 /// `/opt` holds anything; look a few levels down only.
 const OPT: Limits = Limits {
     max_depth: 5,
@@ -49,8 +57,12 @@ pub struct Options {
 }
 
 /// The host facts discovery reads, gathered in one place so tests can give their own.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Host {
+    /// The directory that stands for `/`: every absolute place the host's search names, fixed
+    /// (`/opt`, `/etc/ld.so.cache`) or taken from the environment (`VIRTUAL_ENV`), is read
+    /// under it. `/` for the host itself.
+    pub sysroot: PathBuf,
     pub env: HashMap<String, String>,
     pub home: Option<PathBuf>,
     pub ld_so_cache: PathBuf,
@@ -70,7 +82,34 @@ pub struct Host {
 const WSL_TOOLKITS: &str = "/mnt/c/Program Files/NVIDIA GPU Computing Toolkit/CUDA";
 const WSL_SYSTEM32: &str = "/mnt/c/Windows/System32";
 
+impl Default for Host {
+    /// No environment, no home, and the loader's files where glibc keeps them, under `/`.
+    fn default() -> Host {
+        Host {
+            sysroot: PathBuf::from("/"),
+            env: HashMap::new(),
+            home: None,
+            ld_so_cache: PathBuf::from("/etc/ld.so.cache"),
+            ld_so_conf: PathBuf::from("/etc/ld.so.conf"),
+            python_sites: None,
+            wsl: false,
+            cargo_search_path: Vec::new(),
+        }
+    }
+}
+
 impl Host {
+    /// `path` as this host's root holds it: under the sysroot when that is not `/`; a relative
+    /// path as given.
+    pub fn place(&self, path: impl AsRef<Path>) -> PathBuf {
+        under(&self.sysroot, path.as_ref())
+    }
+
+    /// Whether the sysroot is this machine's own `/`.
+    pub fn is_own_root(&self) -> bool {
+        self.sysroot == Path::new("/")
+    }
+
     /// This host as it is.
     pub fn current() -> Host {
         // Lossy: a variable that is not UTF-8 must not stop the scan.
@@ -92,10 +131,17 @@ impl Host {
             wsl: env.contains_key("WSL_DISTRO_NAME")
                 || osrelease.to_ascii_lowercase().contains("microsoft"),
             env,
-            ld_so_cache: PathBuf::from("/etc/ld.so.cache"),
-            ld_so_conf: PathBuf::from("/etc/ld.so.conf"),
-            python_sites: None,
+            ..Host::default()
         }
+    }
+}
+
+/// `path` below `root` when it is absolute (`/opt` under `/tmp/t` is `/tmp/t/opt`), else as
+/// given.
+pub fn under(root: &Path, path: &Path) -> PathBuf {
+    match path.strip_prefix("/") {
+        Ok(inside) if root != Path::new("/") => root.join(inside),
+        _ => path.to_path_buf(),
     }
 }
 
@@ -226,16 +272,17 @@ pub fn search_plan(options: &Options, host: &Host) -> (Vec<(SearchRoot, Limits)>
             .into_iter()
             .filter(|e| !e.is_empty())
         {
-            add(PathBuf::from(entry), Source::LdLibraryPath, FLAT);
+            add(host.place(entry), Source::LdLibraryPath, FLAT);
         }
     }
-    if let Ok(bytes) = std::fs::read(&host.ld_so_cache) {
+    let ld_so_cache = host.place(&host.ld_so_cache);
+    if let Ok(bytes) = std::fs::read(&ld_so_cache) {
         match ldcache::parse(&bytes) {
             Ok(entries) => {
                 let mut dirs: Vec<PathBuf> = entries
                     .iter()
                     .filter(|e| catalog::classify(&e.soname).is_some())
-                    .filter_map(|e| e.path.parent().map(Path::to_path_buf))
+                    .filter_map(|e| e.path.parent().map(|dir| host.place(dir)))
                     .collect();
                 dirs.dedup();
                 for dir in dirs {
@@ -244,26 +291,34 @@ pub fn search_plan(options: &Options, host: &Host) -> (Vec<(SearchRoot, Limits)>
             }
             Err(e) => problems.push(Problem {
                 kind: ProblemKind::MalformedMetadata,
-                path: host.ld_so_cache.clone(),
+                path: ld_so_cache,
                 message: e.to_string(),
             }),
         }
     }
-    for dir in ldconf::directories(&host.ld_so_conf) {
+    for dir in ldconf::directories(&host.place(&host.ld_so_conf), &host.sysroot) {
         add(dir, Source::LdSoConf, FLAT);
     }
     for dir in crate::resolve::X86_64_DEFAULT_DIRS {
-        add(PathBuf::from(dir), Source::SystemDefault, FLAT);
+        add(host.place(dir), Source::SystemDefault, FLAT);
     }
     for var in ["CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"] {
         if let Some(dir) = host.env.get(var).filter(|v| !v.is_empty()) {
-            add(PathBuf::from(dir), Source::CudaEnv, INSTALL);
+            add(host.place(dir), Source::CudaEnv, INSTALL);
         }
     }
-    for dir in children_matching(Path::new("/usr/local"), |n| n.starts_with("cuda")) {
+    for dir in children_matching(&host.place("/usr/local"), |n| n.starts_with("cuda")) {
         add(dir, Source::UsrLocal, INSTALL);
     }
-    for dir in python::environments(host) {
+    let mut environments = python::environments(host);
+    let walked = envwalk::environments(host, ENVIRONMENTS);
+    problems.extend(walked.problems);
+    for dir in walked.environments {
+        if !environments.contains(&dir) {
+            environments.push(dir);
+        }
+    }
+    for dir in environments {
         let source = if dir.join("conda-meta").is_dir() {
             Source::Conda
         } else {
@@ -271,10 +326,10 @@ pub fn search_plan(options: &Options, host: &Host) -> (Vec<(SearchRoot, Limits)>
         };
         add(dir, source, INSTALL);
     }
-    add(PathBuf::from("/opt"), Source::Opt, OPT);
+    add(host.place("/opt"), Source::Opt, OPT);
     if host.wsl {
-        add(PathBuf::from(WSL_TOOLKITS), Source::Windows, INSTALL);
-        add(PathBuf::from(WSL_SYSTEM32), Source::Windows, FLAT);
+        add(host.place(WSL_TOOLKITS), Source::Windows, INSTALL);
+        add(host.place(WSL_SYSTEM32), Source::Windows, FLAT);
     }
     (plan, problems)
 }
@@ -361,6 +416,43 @@ mod tests {
         env.insert("LD_LIBRARY_PATH".into(), "/work/main/target/release".into());
         assert!(strip_cargo_search_path(&mut env, Some(exe)).is_empty());
         assert_eq!(env["LD_LIBRARY_PATH"], "/work/main/target/release");
+    }
+
+    #[test]
+    fn under_a_sysroot_every_place_is_inside_it_and_venvs_are_found_by_their_markers() {
+        let root = tempfile::tempdir().unwrap();
+        let venv = root.path().join("opt/torch/.venv");
+        std::fs::create_dir_all(&venv).unwrap();
+        std::fs::write(venv.join("pyvenv.cfg"), "home = /usr/bin\n").unwrap();
+        let env = [
+            ("LD_LIBRARY_PATH", "/usr/lib/extra"),
+            ("CUDA_HOME", "/usr/local/cuda"),
+            ("VIRTUAL_ENV", "/opt/torch/.venv"),
+        ];
+        let host = Host {
+            sysroot: root.path().to_path_buf(),
+            env: env.map(|(k, v)| (k.to_owned(), v.to_owned())).into(),
+            home: Some(PathBuf::from("/home/me")),
+            wsl: true,
+            ..Host::default()
+        };
+        let options = Options {
+            roots: Vec::new(),
+            system: true,
+        };
+        let (plan, problems) = search_plan(&options, &host);
+        assert!(problems.is_empty(), "{problems:?}");
+        let outside: Vec<_> = plan
+            .iter()
+            .filter(|(r, _)| !r.path.starts_with(root.path()))
+            .collect();
+        assert!(outside.is_empty(), "{outside:?}");
+        let venvs: Vec<_> = plan
+            .iter()
+            .filter(|(r, _)| r.path == venv)
+            .map(|(r, limits)| (r.source, limits.max_depth))
+            .collect();
+        assert_eq!(venvs, [(Source::Python, INSTALL.max_depth)]);
     }
 
     #[test]

@@ -24,23 +24,31 @@ pub fn interpreter_sites() -> Vec<PathBuf> {
         .collect()
 }
 
-/// Every Python or conda environment prefix (or site directory) this host shows, in order.
+/// Every Python or conda environment prefix (or site directory) this host names, in order:
+/// its interpreter's (asked only when the sysroot is this machine's own `/`), the environment
+/// variables', the current directory's, and those kept where their tools keep them.
 pub fn environments(host: &Host) -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = host.python_sites.clone().unwrap_or_else(interpreter_sites);
+    let mut dirs: Vec<PathBuf> = match &host.python_sites {
+        Some(sites) => sites.iter().map(|d| host.place(d)).collect(),
+        None if host.is_own_root() => interpreter_sites(),
+        None => Vec::new(),
+    };
     for var in ["VIRTUAL_ENV", "CONDA_PREFIX"] {
         if let Some(dir) = host.env.get(var).filter(|v| !v.is_empty()) {
-            dirs.push(PathBuf::from(dir));
+            dirs.push(host.place(dir));
         }
     }
     if let Ok(cwd) = std::env::current_dir() {
+        let cwd = host.place(cwd);
         dirs.extend(
             [cwd.join(".venv"), cwd.join("venv")]
                 .into_iter()
                 .filter(|d| d.join("pyvenv.cfg").is_file()),
         );
     }
-    let mut conda_bases = vec![PathBuf::from("/opt/conda")];
+    let mut conda_bases = vec![host.place("/opt/conda")];
     if let Some(home) = &host.home {
+        let home = host.place(home);
         for holder in [
             ".virtualenvs",
             ".local/share/virtualenvs",
@@ -57,9 +65,8 @@ pub fn environments(host: &Host) -> Vec<PathBuf> {
         ] {
             conda_bases.push(home.join(base));
         }
-        dirs.extend(conda_environments_txt(
-            &home.join(".conda/environments.txt"),
-        ));
+        let listed = conda_environments_txt(&home.join(".conda/environments.txt"));
+        dirs.extend(listed.iter().map(|d| host.place(d)));
     }
     for base in conda_bases {
         if base.join("conda-meta").is_dir() {

@@ -1,0 +1,279 @@
+//! Python environments wherever people keep them: below `/opt`, `/srv`, `/home`, ... every
+//! virtualenv and conda environment, known by its own markers (`pyvenv.cfg`, `conda-meta/`), and
+//! every `site-packages` outside one that holds NVIDIA wheels. Bounded in depth and entries,
+//! each directory read once (so links cannot loop); unreadable directories are passed over,
+//! since these places are guesses (another user's home is private, not broken).
+
+use super::walk::Limits;
+use super::Host;
+use crate::model::{Problem, ProblemKind};
+use std::collections::{HashSet, VecDeque};
+use std::fs;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+/// The places, below the host's root, walked for environments.
+pub const HOLDERS: &[&str] = &[
+    "/opt",
+    "/srv",
+    "/usr/local",
+    "/home",
+    "/root",
+    "/workspace",
+    "/workspaces",
+    "/app",
+];
+
+/// Trees that never hold an environment but can hold very many files.
+const SKIPPED: &[&str] = &[
+    ".git",
+    "node_modules",
+    "__pycache__",
+    ".cache",
+    ".cargo",
+    ".rustup",
+    ".npm",
+    ".nvm",
+    ".m2",
+    ".gradle",
+    ".vscode-server",
+    "proc",
+    "sys",
+    "dev",
+    "include",
+    "man",
+];
+
+/// A directory a Python's packages are installed in.
+fn is_site(name: &str) -> bool {
+    name == "site-packages" || name == "dist-packages"
+}
+
+/// A Python's `lib/pythonX.Y`: its standard library, of which only the site matters.
+fn is_python_lib(name: &str) -> bool {
+    name.strip_prefix("python")
+        .is_some_and(|v| v.starts_with(|c: char| c.is_ascii_digit()))
+}
+
+/// Whether `dir` is an environment by its markers, looked up directly (for directories that
+/// are not walked).
+pub fn is_environment(dir: &Path) -> bool {
+    dir.join("pyvenv.cfg").is_file() || dir.join("conda-meta").is_dir()
+}
+
+/// Every environment on `host` below the places people keep them: its root's own children
+/// that are one (`/venv`), then each of [`HOLDERS`] and the home directory, walked within
+/// `limits`.
+pub fn environments(host: &Host, limits: Limits) -> EnvWalk {
+    let mut walk = EnvWalk::default();
+    let top = super::children_matching(&host.sysroot, |_| true);
+    walk.environments
+        .extend(top.into_iter().filter(|d| is_environment(d)));
+    let mut holders: Vec<PathBuf> = HOLDERS.iter().map(|h| host.place(h)).collect();
+    if let Some(home) = host.home.as_ref().map(|h| host.place(h)) {
+        if !holders.iter().any(|h| home.starts_with(h)) {
+            holders.push(home);
+        }
+    }
+    for holder in holders {
+        walk.visit(&holder, limits);
+    }
+    walk
+}
+
+/// Environments found, in the order walked, and the places whose walk stopped early.
+#[derive(Debug, Default)]
+pub struct EnvWalk {
+    pub environments: Vec<PathBuf>,
+    pub problems: Vec<Problem>,
+    /// Directories read, by (device, inode), across every place walked.
+    seen: HashSet<(u64, u64)>,
+}
+
+impl EnvWalk {
+    /// Walks `holder` breadth first within `limits`, so that a large tree deep down cannot
+    /// hide an environment near the top.
+    pub fn visit(&mut self, holder: &Path, limits: Limits) {
+        let mut queue = VecDeque::from([(holder.to_path_buf(), 0)]);
+        let mut entries = 0;
+        while let Some((dir, depth)) = queue.pop_front() {
+            let Some(listing) = self.read(&dir) else {
+                continue;
+            };
+            entries += listing.entries;
+            if entries > limits.max_entries {
+                self.problems.push(Problem {
+                    kind: ProblemKind::TooManyEntries,
+                    path: holder.to_path_buf(),
+                    message: format!(
+                        "stopped looking for Python environments after {} directory entries; \
+                         activate one kept deeper (VIRTUAL_ENV) or give it with --root",
+                        limits.max_entries
+                    ),
+                });
+                return;
+            }
+            if listing.marked {
+                self.environments.push(dir);
+                // A conda installation's own environments are in its `envs`.
+                if let Some(envs) = listing.dirs.into_iter().find(|d| d.ends_with("envs")) {
+                    queue.push_back((envs, depth + 1));
+                }
+                continue;
+            }
+            if depth >= limits.max_depth {
+                continue;
+            }
+            let python_lib = dir
+                .file_name()
+                .is_some_and(|n| is_python_lib(&n.to_string_lossy()));
+            for sub in listing.dirs {
+                let name = sub.file_name().unwrap_or_default().to_string_lossy();
+                if is_site(&name) {
+                    if sub.join("nvidia").is_dir() {
+                        self.environments.push(sub);
+                    }
+                } else if !python_lib && !SKIPPED.contains(&name.as_ref()) {
+                    queue.push_back((sub, depth + 1));
+                }
+            }
+        }
+    }
+
+    /// `dir`'s subdirectories, sorted, and whether it is an environment; `None` when it was
+    /// read before (through another link) or cannot be read.
+    fn read(&mut self, dir: &Path) -> Option<Listing> {
+        let meta = fs::metadata(dir).ok()?;
+        if !meta.is_dir() || !self.seen.insert((meta.dev(), meta.ino())) {
+            return None;
+        }
+        let mut listing = Listing::default();
+        for entry in fs::read_dir(dir).ok()?.flatten() {
+            listing.entries += 1;
+            let path = entry.path();
+            let is_dir = match entry.file_type() {
+                Ok(t) if t.is_symlink() => path.is_dir(),
+                Ok(t) => t.is_dir(),
+                Err(_) => false,
+            };
+            let name = entry.file_name();
+            listing.marked |= (name == "pyvenv.cfg" && !is_dir) || (name == "conda-meta" && is_dir);
+            if is_dir {
+                listing.dirs.push(path);
+            }
+        }
+        listing.dirs.sort();
+        Some(listing)
+    }
+}
+
+/// One directory as read.
+#[derive(Default)]
+struct Listing {
+    entries: usize,
+    dirs: Vec<PathBuf>,
+    marked: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+    use std::os::unix::fs::{symlink, PermissionsExt};
+
+    const DEEP: Limits = Limits {
+        max_depth: 8,
+        max_entries: 10_000,
+        report_depth_cut: false,
+    };
+
+    fn tree(dirs: &[&str], files: &[&str]) -> tempfile::TempDir {
+        let root = tempfile::tempdir().unwrap();
+        for d in dirs {
+            fs::create_dir_all(root.path().join(d)).unwrap();
+        }
+        for f in files {
+            let path = root.path().join(f);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(path, b"home = /usr/bin\n").unwrap();
+        }
+        root
+    }
+
+    fn found(root: &Path, limits: Limits) -> Vec<String> {
+        let mut walk = EnvWalk::default();
+        walk.visit(root, limits);
+        walk.environments
+            .iter()
+            .map(|p| p.strip_prefix(root).unwrap().display().to_string())
+            .collect()
+    }
+
+    #[rstest]
+    #[case::venv_deep_in_a_project(&[], &["torch/.venv/pyvenv.cfg"], &["torch/.venv"])]
+    #[case::conda_base_and_its_envs(
+        &["conda/envs/cu13/conda-meta", "conda/pkgs/cudart/conda-meta"],
+        &["conda/conda-meta/history"],
+        &["conda", "conda/envs/cu13"]
+    )]
+    #[case::site_with_wheels_outside_a_venv(
+        &["py/lib/python3.12/site-packages/nvidia/cuda_runtime/lib", "py/lib/python3.12/dist-packages"],
+        &[],
+        &["py/lib/python3.12/site-packages"]
+    )]
+    fn finds_environments_by_their_markers(
+        #[case] dirs: &[&str],
+        #[case] files: &[&str],
+        #[case] expected: &[&str],
+    ) {
+        let root = tree(dirs, files);
+        assert_eq!(found(root.path(), DEEP), expected);
+    }
+
+    #[test]
+    fn does_not_look_inside_an_environment_or_a_standard_library() {
+        let root = tree(
+            &[
+                "v/lib/python3.12/site-packages/nvidia",
+                "lib/python3.12/test/inner",
+            ],
+            &[
+                "v/pyvenv.cfg",
+                "v/lib/python3.12/site-packages/x/pyvenv.cfg",
+                "lib/python3.12/test/inner/pyvenv.cfg",
+                "node_modules/a/pyvenv.cfg",
+            ],
+        );
+        assert_eq!(found(root.path(), DEEP), ["v"]);
+    }
+
+    #[test]
+    fn depth_and_entry_limits_hold() {
+        let root = tree(&[], &["a/b/c/d/e/f/g/h/i/pyvenv.cfg"]);
+        assert!(found(root.path(), DEEP).is_empty());
+        let deeper = Limits {
+            max_depth: 9,
+            ..DEEP
+        };
+        assert_eq!(found(root.path(), deeper), ["a/b/c/d/e/f/g/h/i"]);
+        let narrow = Limits {
+            max_entries: 3,
+            ..deeper
+        };
+        let mut walk = EnvWalk::default();
+        walk.visit(root.path(), narrow);
+        assert_eq!(walk.problems[0].kind, ProblemKind::TooManyEntries);
+    }
+
+    #[test]
+    fn link_loops_and_unreadable_directories_are_passed_over() {
+        let root = tree(&["locked/inner"], &["x/.venv/pyvenv.cfg"]);
+        symlink("..", root.path().join("x/up")).unwrap();
+        symlink("loop", root.path().join("loop")).unwrap();
+        let locked = root.path().join("locked");
+        fs::set_permissions(&locked, fs::Permissions::from_mode(0o000)).unwrap();
+        let envs = found(root.path(), DEEP);
+        fs::set_permissions(&locked, fs::Permissions::from_mode(0o755)).unwrap();
+        assert_eq!(envs, ["x/.venv"]);
+    }
+}
