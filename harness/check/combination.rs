@@ -214,8 +214,12 @@ fn library_dirs(libraries: &[&Library]) -> Vec<PathBuf> {
     dirs
 }
 
+/// Names a project's environment is given that say nothing of it: the directory above names
+/// it (`/opt/torch/.venv` is `torch`).
+const PLAIN_ENV_NAMES: &[&str] = &[".venv", "venv", ".env", "env"];
+
 /// A name for an installation's combination: `<layout>:<what people call it>` (`pip:venv-cu12`,
-/// `toolkit:cuda-12.9`, `conda:cu13`).
+/// `toolkit:cuda-12.9`, `conda:cu13`, `pip:torch` for `/opt/torch/.venv`).
 pub fn installation_name(installation: &Installation) -> String {
     let root = &installation.root;
     let short = match installation.layout {
@@ -227,7 +231,12 @@ pub fn installation_name(installation: &Installation) -> String {
                     .is_some_and(|n| n == "lib" || n == "lib64" || n == "Lib")
             })
             .and_then(Path::parent)
-            .and_then(Path::file_name)
+            .and_then(|env| match env.file_name() {
+                Some(n) if PLAIN_ENV_NAMES.iter().any(|p| n == *p) => {
+                    env.parent().and_then(Path::file_name).or(Some(n))
+                }
+                n => n,
+            })
             .or_else(|| root.file_name()),
         _ => root.file_name(),
     };
@@ -285,6 +294,12 @@ mod tests {
         "pip:torch"
     )]
     #[case("/usr/lib/python3/dist-packages", Layout::Pip, "pip:usr")]
+    #[case(
+        "/opt/torch/.venv/lib/python3.12/site-packages",
+        Layout::Pip,
+        "pip:torch"
+    )]
+    #[case("/venv/lib/python3.12/site-packages", Layout::Pip, "pip:venv")]
     #[case("/usr/local/cuda-12.9", Layout::Toolkit, "toolkit:cuda-12.9")]
     #[case("/opt/conda/envs/cu13", Layout::Conda, "conda:cu13")]
     #[case("/usr/lib/x86_64-linux-gnu", Layout::System, "system:x86_64-linux-gnu")]
