@@ -99,8 +99,8 @@ pub struct CheckOptions {
 /// Why `check` could not run at all (exit status 2).
 #[derive(Debug, thiserror::Error)]
 pub enum CheckError {
-    #[error("no CUDA combination to check: no installation with a CUDA runtime (libcudart) was found{searched}; give --root DIR, or name one in stackbench.toml")]
-    NothingToCheck { searched: String },
+    #[error("no CUDA runtime found: no libcudart in any of the {places} place(s) searched, so there is no combination to run; activate the Python or conda environment that holds one (VIRTUAL_ENV, CONDA_PREFIX), give its directory with --root DIR, or name a combination in stackbench.toml")]
+    NothingToCheck { places: usize },
     #[error("--combination {name}: no such combination; this host has: {available}")]
     NoSuchCombination { name: String, available: String },
 }
@@ -146,12 +146,9 @@ fn select(
     scan: &crate::model::ScanReport,
 ) -> Result<Vec<Combination>, CheckError> {
     if all.is_empty() {
-        let searched = if scan.searched.is_empty() {
-            String::new()
-        } else {
-            format!(" in {} places", scan.searched.len())
-        };
-        return Err(CheckError::NothingToCheck { searched });
+        return Err(CheckError::NothingToCheck {
+            places: scan.searched.len(),
+        });
     }
     if let Some(missing) = names.iter().find(|n| !all.iter().any(|c| &c.name == *n)) {
         return Err(CheckError::NoSuchCombination {
