@@ -21,8 +21,8 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> anyhow::Result<ExitCode>
     let cli = Cli::try_parse_from(args).unwrap_or_else(|e| e.exit());
     let findings = match cli.command {
         Command::Scan(args) => {
-            let (search, report_options) = options::scan(args, cli.color)?;
-            let report = scan::scan(&search, &Host::current());
+            let (search, host, report_options) = options::scan(args, cli.color)?;
+            let report = scan::scan(&search, &host);
             let bytes = report::exporter_for(&report_options).scan(&report)?;
             output::write(&report_options.destination, &bytes)?;
             let problems = report.all_problems().next().is_some();

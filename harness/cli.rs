@@ -82,6 +82,11 @@ pub struct ReportArgs {
 pub struct ScanArgs {
     #[command(flatten)]
     pub search: SearchArgs,
+    /// Read DIR as the host's `/`: every place the host's own search names (/etc/ld.so.cache,
+    /// /usr/local/cuda*, /opt, /home, VIRTUAL_ENV, ...) is read below it. For a copy of another
+    /// machine's file system.
+    #[arg(long, value_name = "DIR", conflicts_with = "no_system")]
+    pub sysroot: Option<PathBuf>,
     #[command(flatten)]
     pub report: ReportArgs,
 }

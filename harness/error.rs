@@ -8,6 +8,8 @@ use std::path::PathBuf;
 pub enum OptionsError {
     #[error("--root {}: {reason}; give an existing, readable directory", path.display())]
     BadRoot { path: PathBuf, reason: String },
+    #[error("--sysroot {}: {reason}; give the directory that stands for / (a copy of a host's file system)", path.display())]
+    BadSysroot { path: PathBuf, reason: String },
     #[error("--timeout {0}: give a number of seconds above 0 and at most 3600, e.g. --timeout 10")]
     BadTimeout(f64),
     #[error("--target {0}: give a GPU architecture such as sm_90, sm_86 or 9.0")]

@@ -7,11 +7,11 @@ use crate::cli::{
     SearchArgs,
 };
 use crate::compat::ComputeCapability;
-use crate::discover;
+use crate::discover::{self, Host};
 use crate::doctor::DoctorOptions;
 use crate::error::OptionsError;
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The longest `--timeout` accepted: an hour per library is already a hang.
@@ -67,12 +67,30 @@ fn report(args: ReportArgs, color: ColorChoice) -> ReportOptions {
     }
 }
 
-/// `scan`'s options.
+/// `scan`'s options, and the host it reads: this one, or the one `--sysroot` holds.
 pub fn scan(
     args: ScanArgs,
     color: ColorChoice,
-) -> Result<(discover::Options, ReportOptions), OptionsError> {
-    Ok((search(args.search)?, report(args.report, color)))
+) -> Result<(discover::Options, Host, ReportOptions), OptionsError> {
+    let host = match args.sysroot {
+        Some(dir) => Host {
+            sysroot: sysroot(&dir)?,
+            ..Host::current()
+        },
+        None => Host::current(),
+    };
+    Ok((search(args.search)?, host, report(args.report, color)))
+}
+
+/// A `--sysroot`: a readable directory, made canonical.
+fn sysroot(dir: &Path) -> Result<PathBuf, OptionsError> {
+    let bad = |e: std::io::Error| OptionsError::BadSysroot {
+        path: dir.to_path_buf(),
+        reason: e.to_string(),
+    };
+    let canonical = dir.canonicalize().map_err(bad)?;
+    std::fs::read_dir(&canonical).map_err(bad)?;
+    Ok(canonical)
 }
 
 /// A `--timeout` in seconds, checked.
