@@ -13,7 +13,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// The places, below the host's root, walked for environments.
-pub const HOLDERS: &[&str] = &[
+const HOLDERS: &[&str] = &[
     "/opt",
     "/srv",
     "/usr/local",
@@ -57,12 +57,12 @@ fn is_python_lib(name: &str) -> bool {
 
 /// Whether `dir` is an environment by its markers, looked up directly (for directories that
 /// are not walked).
-pub fn is_environment(dir: &Path) -> bool {
+fn is_environment(dir: &Path) -> bool {
     dir.join("pyvenv.cfg").is_file() || dir.join("conda-meta").is_dir()
 }
 
 /// Every environment on `host` below the places people keep them: its root's own children
-/// that are one (`/venv`), then each of [`HOLDERS`] and the home directory, walked within
+/// that are one (`/venv`), then each of the `HOLDERS` and the home directory, walked within
 /// `limits`.
 pub fn environments(host: &Host, limits: Limits) -> EnvWalk {
     let mut walk = EnvWalk::default();
@@ -231,6 +231,31 @@ mod tests {
     }
 
     #[test]
+    fn on_a_host_the_root_s_own_children_the_holders_and_a_home_elsewhere_are_looked_in() {
+        let root = tree(
+            &["usr/local/cuda-12.9/lib64"],
+            &[
+                "venv/pyvenv.cfg",
+                "opt/torch/.venv/pyvenv.cfg",
+                "data/me/src/app/.venv/pyvenv.cfg",
+                "data/other/.venv/pyvenv.cfg",
+            ],
+        );
+        let host = Host {
+            sysroot: root.path().to_path_buf(),
+            home: Some(PathBuf::from("/data/me")),
+            ..Host::default()
+        };
+        let walk = environments(&host, DEEP);
+        let found: Vec<_> = walk
+            .environments
+            .iter()
+            .map(|p| p.strip_prefix(root.path()).unwrap().display().to_string())
+            .collect();
+        assert_eq!(found, ["venv", "opt/torch/.venv", "data/me/src/app/.venv"]);
+    }
+
+    #[test]
     fn does_not_look_inside_an_environment_or_a_standard_library() {
         let root = tree(
             &[
@@ -270,6 +295,7 @@ mod tests {
         let root = tree(&["locked/inner"], &["x/.venv/pyvenv.cfg"]);
         symlink("..", root.path().join("x/up")).unwrap();
         symlink("loop", root.path().join("loop")).unwrap();
+        // Unreadable to anyone but root (who reads it, and finds nothing in it).
         let locked = root.path().join("locked");
         fs::set_permissions(&locked, fs::Permissions::from_mode(0o000)).unwrap();
         let envs = found(root.path(), DEEP);
