@@ -11,7 +11,7 @@ use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The binary under test, with `NO_COLOR` cleared so each test sets what it means.
 fn stackbench() -> Command {
@@ -740,9 +740,10 @@ fn unreadable_root_exits_2_and_says_what_to_do() {
 }
 
 /// 20,000 empty files in 200 directories, and a chain of 40 nested directories (deeper than
-/// the 32 levels a --root is read to) with a library at its bottom.
+/// the 32 levels a --root is read to) with a library at its bottom: the wide tree is read whole,
+/// the deep one to its limit, and the cut is said. (How fast is `benches/scan`'s to tell.)
 #[test]
-fn large_and_deep_trees_are_walked_quickly() {
+fn large_and_deep_trees_are_walked_to_the_depth_limit() {
     // In cargo's scratch directory: creating files in some hosts' /tmp is 30 times slower.
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let root = dir.path();
@@ -763,17 +764,15 @@ fn large_and_deep_trees_are_walked_quickly() {
     fs::create_dir_all(&deep).unwrap();
     fs::copy(&real, deep.join("libcudart.so.12")).unwrap();
 
-    let started = Instant::now();
     let output = stackbench()
         .args(["scan", "--no-system", "--format", "json", "--root"])
         .arg(root)
+        // A hang guard only: the scan takes well under a second here.
         .timeout(Duration::from_secs(120))
         .output()
         .unwrap();
-    let took = started.elapsed();
     let err = stderr(&output);
     assert!(!err.contains("panicked"), "{err}");
-    assert!(took < Duration::from_secs(30), "took {took:?}");
     assert_eq!(output.status.code(), Some(1), "{err}");
     let report: Value = serde_json::from_slice(&output.stdout).unwrap();
     let problems = all_problems(&report);
