@@ -3,7 +3,7 @@
 //! and symbol versions the resolved copy does not define.
 
 use super::finding::{Cause, Finding, Severity};
-use super::{display_name, requester, Context};
+use super::{display_name, requester, wheel, Context};
 use crate::catalog;
 use crate::compat;
 use crate::model::{Installation, Layout, Library};
@@ -205,7 +205,6 @@ fn not_found(
         .collect();
     let evidence: Vec<String> = resolution.attempts.iter().map(|a| a.describe()).collect();
     let needed_by = display_name(library);
-    let dep_major = compat::cuda_major_of_soname(name);
     let other_major = other_major_reachable(resolution, library, &ctx.search_for(installation));
     let (cause, severity, mut message) = if let Some(first) = wrong.first() {
         let cause = match first.result {
@@ -238,10 +237,9 @@ fn not_found(
             format!("{needed_by} opens {name} at run time and cannot find it: it loads, then fails at first use"),
         )
     };
-    if let (Some(major), Some((other, other_name))) = (dep_major, &other_major) {
-        message.push_str(&format!(
-            "; built for CUDA {major}, it finds only CUDA {other}'s {other_name}"
-        ));
+    // The name says the CUDA major it was built for; say which one it finds instead.
+    if let Some((other, other_name)) = &other_major {
+        message.push_str(&format!("; it finds only CUDA {other}'s {other_name}"));
     }
     let fix = fix_for(name, library, installation, &candidates);
     Finding::new(severity, cause, message, fix)
@@ -293,8 +291,9 @@ fn file_name_of(path: &Path) -> String {
 }
 
 /// The fix for a library `library` cannot find: the development link to create when the
-/// installation has the library under its versioned name only; the package to install in a pip
-/// or conda environment; a directory to add when a copy exists elsewhere; else what to install.
+/// installation has the library under its versioned name only; in a pip environment, the
+/// reinstall of the wheel that lists it and lost it; the package to install in a pip or conda
+/// environment; a directory to add when a copy exists elsewhere; else what to install.
 fn fix_for(
     name: &str,
     library: &Library,
@@ -316,6 +315,16 @@ fn fix_for(
             );
         }
     }
+    let root = &installation.root;
+    let wheels = match installation.layout {
+        Layout::Pip => wheel::wheels(root),
+        _ => Vec::new(),
+    };
+    if let Some((lost, file)) = wheel::shipping(&wheels, name) {
+        if !root.join(file).exists() {
+            return lost.reinstall(root);
+        }
+    }
     let consumer_major = compat::cuda_major_of_names(
         library
             .dlopen_deps
@@ -323,9 +332,12 @@ fn fix_for(
             .chain(&library.needed)
             .map(String::as_str),
     );
-    // What is missing, else the installation, else what the library needs or is: cuBLAS 11's
-    // libcublasLt.so.11 wants CUDA 11's NVRTC.
+    // What is missing, else the wheel the library came from, else the installation, else what
+    // the library needs or is: cuBLAS 11's libcublasLt.so.11 wants CUDA 11's NVRTC.
     let major = compat::cuda_major_of_soname(name)
+        .or_else(|| {
+            wheel::shipping(&wheels, &file_name_of(&library.path)).and_then(|(w, _)| w.cuda_major())
+        })
         .or_else(|| super::cuda_of(installation).map(|v| v.major))
         .or(consumer_major)
         .or_else(|| compat::cuda_major_of_soname(&super::display_name(library)));
@@ -334,7 +346,7 @@ fn fix_for(
             if let Some(package) = catalog::pip_package(&component, m) {
                 return format!(
                     "pip install {package}   (into the environment of {})",
-                    installation.root.display()
+                    root.display()
                 );
             }
         }
@@ -342,7 +354,7 @@ fn fix_for(
             if let Some(package) = catalog::conda_package(&component) {
                 return format!(
                     "conda install -p {} -c conda-forge {package} cuda-version={m}",
-                    installation.root.display()
+                    root.display()
                 );
             }
         }
@@ -352,13 +364,28 @@ fn fix_for(
         return super::export_search_path(&candidates[..1], &format!("a copy of {name}"));
     }
     match (installation.layout, major) {
+        (Layout::Pip, None) if catalog::pip_package(&component, WHEEL_MAJORS[0]).is_some() => {
+            let majors = match compat::cuda_majors_of_soname(name) {
+                majors if majors.is_empty() => WHEEL_MAJORS.to_vec(),
+                majors => majors,
+            };
+            let packages: Vec<String> = majors
+                .into_iter()
+                .filter_map(|m| catalog::pip_package(&component, m))
+                .collect();
+            format!(
+                "pip install {}, the one for the CUDA of the other nvidia-* packages here   (into the environment of {})",
+                packages.join(" or "),
+                root.display()
+            )
+        }
         (Layout::Pip, _) => format!(
             "pip install the nvidia-* package that ships {name}, for the CUDA of the other nvidia-* packages here   (into the environment of {})",
-            installation.root.display()
+            root.display()
         ),
         (Layout::Conda, _) => format!(
             "conda install -p {} the conda-forge package that ships {name}",
-            installation.root.display()
+            root.display()
         ),
         (_, Some(m)) => format!(
             "install {component} for CUDA {m} where this installation's programs can find it"
@@ -368,6 +395,9 @@ fn fix_for(
         }
     }
 }
+
+/// The CUDA majors NVIDIA publishes wheels for (`-cu11`, `-cu12`, and CUDA 13's unsuffixed).
+const WHEEL_MAJORS: [u32; 3] = [11, 12, 13];
 
 /// Symbol versions needed from `name` that the copy found does not define.
 fn symbol_versions(
@@ -426,4 +456,99 @@ fn symbol_versions(
             format!("resolved: {}", found.display()),
         ]),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+    use std::fs;
+
+    /// A pip environment holding `wheels` (name, version, the files its RECORD lists); each
+    /// file is on disk unless `gone` names it.
+    fn venv(wheels: &[(&str, &str, &[&str])], gone: &[&str]) -> (tempfile::TempDir, Installation) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().to_path_buf();
+        for (name, version, files) in wheels {
+            let dist_info = root.join(format!("{}-{version}.dist-info", name.replace('-', "_")));
+            fs::create_dir_all(&dist_info).unwrap();
+            fs::write(
+                dist_info.join("METADATA"),
+                format!("Name: {name}\nVersion: {version}\n"),
+            )
+            .unwrap();
+            let record: String = files.iter().map(|f| format!("{f},sha256=x,1\n")).collect();
+            fs::write(dist_info.join("RECORD"), record).unwrap();
+            for file in files
+                .iter()
+                .filter(|f| !gone.iter().any(|g| f.ends_with(g)))
+            {
+                fs::create_dir_all(root.join(file).parent().unwrap()).unwrap();
+                fs::write(root.join(file), "x").unwrap();
+            }
+        }
+        let installation = Installation {
+            root,
+            layout: Layout::Pip,
+            cuda_version: None,
+            driver_version: None,
+            sources: Vec::new(),
+            libraries: Vec::new(),
+            problems: Vec::new(),
+        };
+        (dir, installation)
+    }
+
+    const CUDNN: (&str, &str, &[&str]) = (
+        "nvidia-cudnn-cu12",
+        "8.9.2.26",
+        &[
+            "nvidia/cudnn/lib/libcudnn.so.8",
+            "nvidia/cudnn/lib/libcudnn_adv_infer.so.8",
+        ],
+    );
+
+    /// What libcudnn.so.8 of `wheels` misses, and the fix doctor gives for it.
+    fn fix_in(wheels: &[(&str, &str, &[&str])], gone: &[&str], missing: &str) -> String {
+        let (_dir, installation) = venv(wheels, gone);
+        let library = Library {
+            name: "cudnn".into(),
+            soname: Some("libcudnn.so.8".into()),
+            path: installation.root.join("nvidia/cudnn/lib/libcudnn.so.8"),
+            ..Library::default()
+        };
+        let root = installation.root.display().to_string();
+        fix_for(missing, &library, &installation, &[]).replace(&root, "VENV")
+    }
+
+    #[rstest]
+    // A library its wheel's RECORD lists and lost: reinstall that wheel.
+    #[case(&[CUDNN], &["libcudnn_adv_infer.so.8"], "libcudnn_adv_infer.so.8",
+        "pip install --force-reinstall --no-deps nvidia-cudnn-cu12==8.9.2.26   (into the environment of VENV)")]
+    // One no wheel lists, needed by a library of a CUDA 12 wheel: that family's CUDA 12 wheel.
+    #[case(&[CUDNN], &[], "libcudnn_cnn_infer.so.8",
+        "pip install nvidia-cudnn-cu12   (into the environment of VENV)")]
+    #[case(&[CUDNN], &[], "libnvrtc.so",
+        "pip install nvidia-cuda-nvrtc-cu12   (into the environment of VENV)")]
+    // Nothing tells the CUDA major: every wheel of the family, by name.
+    #[case(&[], &[], "libcudnn_cnn_infer.so.8",
+        "pip install nvidia-cudnn-cu11 or nvidia-cudnn-cu12 or nvidia-cudnn-cu13, the one for the CUDA of the other nvidia-* packages here   (into the environment of VENV)")]
+    #[case(&[], &[], "libnvrtc.so",
+        "pip install nvidia-cuda-nvrtc-cu11 or nvidia-cuda-nvrtc-cu12 or nvidia-cuda-nvrtc, the one for the CUDA of the other nvidia-* packages here   (into the environment of VENV)")]
+    #[case(&[], &[], "libcusolver.so.11",
+        "pip install nvidia-cusolver-cu11 or nvidia-cusolver-cu12, the one for the CUDA of the other nvidia-* packages here   (into the environment of VENV)")]
+    // The name tells it.
+    #[case(&[], &[], "libcublas.so.12",
+        "pip install nvidia-cublas-cu12   (into the environment of VENV)")]
+    // A family with no wheel of its own in the catalog.
+    #[case(&[], &[], "libnvjpeg.so",
+        "pip install the nvidia-* package that ships libnvjpeg.so, for the CUDA of the other nvidia-* packages here   (into the environment of VENV)")]
+    fn pip_fixes_name_the_wheel_that_ships_the_library(
+        #[case] wheels: &[(&str, &str, &[&str])],
+        #[case] gone: &[&str],
+        #[case] missing: &str,
+        #[case] fix: &str,
+    ) {
+        assert_eq!(fix_in(wheels, gone, missing), fix);
+    }
 }

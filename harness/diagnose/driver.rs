@@ -100,7 +100,7 @@ pub fn check(ctx: &Context) -> Vec<Finding> {
             .flat_map(|i| &i.libraries)
             .any(|l| l.name == "cudart");
         if !runtimes {
-            finding.message = "no NVIDIA driver library (libcuda.so.1) is reachable: no CUDA program can use a GPU on this host".into();
+            finding.message = "no NVIDIA driver library (libcuda.so.1) is reachable: no CUDA program can use a GPU here".into();
         }
         findings.push(finding);
         findings.extend(runtime_answers(ctx, None));

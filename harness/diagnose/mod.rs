@@ -11,6 +11,7 @@ mod load;
 pub mod program;
 mod record;
 mod shadow;
+mod wheel;
 pub mod windows;
 
 use crate::compat::{ComputeCapability, CudaVersion};
@@ -262,10 +263,10 @@ fn every_rule(ctx: &Context) -> Vec<Finding> {
     findings
 }
 
-/// Merged, folded and ordered.
+/// Merged, gathered under damaged wheels, folded and ordered.
 fn finish(mut findings: Vec<Finding>) -> Vec<Finding> {
     findings.sort_by(|a, b| identity(a).cmp(&identity(b)));
-    order(fold(merge(findings)))
+    order(fold(under_damaged_wheels(merge(findings))))
 }
 
 /// What makes a finding itself: severity, cause, installation, library, missing dependency.
@@ -304,6 +305,29 @@ fn merge(findings: Vec<Finding>) -> Vec<Finding> {
         }
     }
     merged
+}
+
+/// A finding whose fix is to reinstall a damaged wheel (a library the wheel's RECORD lists,
+/// missing) is folded into that wheel's `damaged_installation` finding: the damage is its root
+/// cause, and one reinstall fixes both.
+fn under_damaged_wheels(findings: Vec<Finding>) -> Vec<Finding> {
+    let damaged = |f: &Finding| f.cause == Cause::DamagedInstallation;
+    let roots: Vec<(Option<PathBuf>, String)> = findings
+        .iter()
+        .filter(|f| damaged(f))
+        .map(|f| (f.installation.clone(), f.fix.clone()))
+        .collect();
+    let (under, mut kept): (Vec<Finding>, Vec<Finding>) = findings
+        .into_iter()
+        .partition(|f| !damaged(f) && roots.contains(&(f.installation.clone(), f.fix.clone())));
+    for finding in under {
+        if let Some(root) = kept.iter_mut().find(|d| {
+            damaged(d) && (&d.installation, &d.fix) == (&finding.installation, &finding.fix)
+        }) {
+            root.fold(finding);
+        }
+    }
+    kept
 }
 
 /// One finding per (severity, cause, installation, library, fix): cuDNN's dispatcher missing
@@ -466,4 +490,85 @@ pub fn dirs_of(paths: &[PathBuf]) -> String {
         }
     }
     dirs.join(":")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn finding(cause: Cause, severity: Severity, root: &str, fix: &str, missing: &str) -> Finding {
+        let f = Finding::new(severity, cause, format!("{cause:?} {missing}"), fix.into())
+            .installation(root);
+        match missing {
+            "" => f,
+            name => f.missing(name, "libcudnn.so.8"),
+        }
+    }
+
+    #[test]
+    fn what_a_damaged_wheels_reinstall_fixes_is_folded_into_it() {
+        let reinstall = "pip install --force-reinstall --no-deps nvidia-cudnn-cu12==8.9.2.26";
+        let findings = finish(vec![
+            finding(
+                Cause::MissingRuntimeDependency,
+                Severity::Error,
+                "/venv",
+                reinstall,
+                "libcudnn_adv_infer.so.8",
+            ),
+            finding(
+                Cause::MissingRuntimeDependency,
+                Severity::Warning,
+                "/venv",
+                reinstall,
+                "libcudnn_cnn_infer.so.8",
+            ),
+            finding(
+                Cause::DamagedInstallation,
+                Severity::Error,
+                "/venv",
+                reinstall,
+                "",
+            ),
+            // Another environment's, and another fix: each stays a finding of its own.
+            finding(
+                Cause::MissingRuntimeDependency,
+                Severity::Error,
+                "/other",
+                reinstall,
+                "libcudnn_adv_infer.so.8",
+            ),
+            finding(
+                Cause::MissingRuntimeDependency,
+                Severity::Error,
+                "/venv",
+                "pip install nvidia-cublas-cu12",
+                "libcublas.so.12",
+            ),
+        ]);
+        let heads: Vec<(Cause, Option<&str>)> = findings
+            .iter()
+            .map(|f| (f.cause, f.missing.as_deref()))
+            .collect();
+        assert_eq!(
+            heads,
+            [
+                (
+                    Cause::MissingRuntimeDependency,
+                    Some("libcudnn_adv_infer.so.8")
+                ),
+                (Cause::MissingRuntimeDependency, Some("libcublas.so.12")),
+                (Cause::DamagedInstallation, None),
+            ]
+        );
+        let damaged = &findings[2];
+        let folded: Vec<_> = damaged.also.iter().map(|a| a.missing.as_deref()).collect();
+        assert_eq!(
+            folded,
+            [
+                Some("libcudnn_adv_infer.so.8"),
+                Some("libcudnn_cnn_infer.so.8")
+            ]
+        );
+    }
 }

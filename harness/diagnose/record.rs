@@ -4,8 +4,9 @@
 //! library leaves the package "installed" and broken, and `pip install` says it is satisfied.
 
 use super::finding::{Cause, Finding, Severity};
+use super::wheel::{self, Wheel};
 use super::Context;
-use crate::discover::metadata::{is_library_file, name_and_version, nvidia_dist_infos};
+use crate::discover::metadata::is_library_file;
 use crate::model::{Installation, Layout};
 use sha2::{Digest, Sha256};
 use std::fs;
@@ -32,31 +33,21 @@ enum Damage {
 
 fn damaged_wheels(installation: &Installation, verify_hashes: bool) -> Vec<Finding> {
     let site_packages = &installation.root;
-    let mut findings = Vec::new();
-    for dist_info in nvidia_dist_infos(site_packages) {
-        let Some((name, version)) = fs::read_to_string(dist_info.join("METADATA"))
-            .ok()
-            .as_deref()
-            .and_then(name_and_version)
-        else {
-            continue;
-        };
-        let Ok(record) = fs::read_to_string(dist_info.join("RECORD")) else {
-            continue;
-        };
-        let damaged: Vec<(String, Damage)> = record
-            .lines()
-            .filter_map(parse_line)
-            .filter_map(|entry| {
-                let damage = inspect(&site_packages.join(entry.file), &entry, verify_hashes)?;
-                Some((entry.file.to_string(), damage))
-            })
-            .collect();
-        if let Some(finding) = finding(installation, &name, &version, &damaged) {
-            findings.push(finding);
-        }
-    }
-    findings
+    wheel::wheels(site_packages)
+        .iter()
+        .filter_map(|wheel| {
+            let damaged: Vec<(String, Damage)> = wheel
+                .record
+                .lines()
+                .filter_map(parse_line)
+                .filter_map(|entry| {
+                    let damage = inspect(&site_packages.join(entry.file), &entry, verify_hashes)?;
+                    Some((entry.file.to_string(), damage))
+                })
+                .collect();
+            finding(installation, wheel, &damaged)
+        })
+        .collect()
 }
 
 /// One RECORD line: the file, its `sha256=` digest (URL-safe base64, unpadded) and size.
@@ -136,56 +127,81 @@ fn base64_url_unpadded(bytes: &[u8]) -> String {
     out
 }
 
-/// The finding for one wheel's damaged files: an error when a library is among them.
+/// The finding for one wheel's damaged files: an error when a library is among them. It names
+/// the first damaged library (else file); its evidence names every damaged file.
 fn finding(
     installation: &Installation,
-    package: &str,
-    version: &str,
+    wheel: &Wheel,
     damaged: &[(String, Damage)],
 ) -> Option<Finding> {
     let (first, _) = damaged.first()?;
-    let libraries: Vec<&str> = damaged
-        .iter()
-        .map(|(file, _)| file.as_str())
-        .filter(|f| is_library_file(f))
-        .collect();
+    let (libraries, others): (Vec<_>, Vec<_>) =
+        damaged.iter().partition(|(file, _)| is_library_file(file));
     let severity = if libraries.is_empty() {
         Severity::Warning
     } else {
         Severity::Error
     };
-    let named = libraries.first().copied().unwrap_or(first);
+    let named = libraries.first().map_or(first, |(file, _)| file);
     let name = named.rsplit('/').next().unwrap_or(named);
     let evidence = damaged
         .iter()
-        .map(|(file, damage)| match damage {
-            Damage::Missing => format!("{file}: listed in RECORD, missing"),
-            Damage::Size { recorded, found } => {
-                format!("{file}: {found} bytes, RECORD says {recorded}")
+        .map(|(file, damage)| {
+            let path = installation.root.join(file);
+            let path = path.display();
+            match damage {
+                Damage::Missing => format!("{path}: in RECORD, missing"),
+                Damage::Size { recorded, found } => {
+                    format!("{path}: {found} bytes, RECORD says {recorded}")
+                }
+                Damage::Hash => format!("{path}: SHA-256 differs from RECORD's"),
             }
-            Damage::Hash => format!("{file}: SHA-256 differs from RECORD's"),
         })
         .collect();
+    let what = match (libraries.is_empty(), others.is_empty()) {
+        (false, true) => told(&libraries, "of its libraries"),
+        (true, _) => told(&others, "of its files"),
+        (false, false) => format!(
+            "{} and {}",
+            told(&libraries, "of its libraries"),
+            told(
+                &others,
+                if others.len() == 1 {
+                    "other file"
+                } else {
+                    "other files"
+                }
+            )
+        ),
+    };
     Some(
         Finding::new(
             severity,
             Cause::DamagedInstallation,
-            format!(
-                "{package} {version} is damaged: {} of the files its wheel installed {} missing or changed{}",
-                damaged.len(),
-                if damaged.len() == 1 { "is" } else { "are" },
-                if libraries.is_empty() {
-                    String::new()
-                } else {
-                    format!(" ({} of them libraries)", libraries.len())
-                }
-            ),
-            format!("pip install --force-reinstall --no-deps {package}=={version}   (into the environment of {})", installation.root.display()),
+            format!("{} {} is damaged: {what}", wheel.name, wheel.version),
+            wheel.reinstall(&installation.root),
         )
         .library(name, installation.root.join(named))
         .installation(installation.root.clone())
         .evidence(evidence),
     )
+}
+
+/// How many of `damaged` (`5 of its libraries`) are missing, changed, or either.
+fn told(damaged: &[&(String, Damage)], what: &str) -> String {
+    let missing = damaged
+        .iter()
+        .filter(|(_, d)| *d == Damage::Missing)
+        .count();
+    let state = if missing == damaged.len() {
+        "missing"
+    } else if missing == 0 {
+        "changed"
+    } else {
+        "missing or changed"
+    };
+    let verb = if damaged.len() == 1 { "is" } else { "are" };
+    format!("{} {what} {verb} {state}", damaged.len())
 }
 
 #[cfg(test)]

@@ -561,8 +561,11 @@ fn missing_fix(name: &str, requester: &str, library: &Library) -> String {
             "put zlibwapi.dll (64-bit; conda: zlib-wapi) beside {requester} in {dir}, or upgrade to cuDNN 9, which no longer needs it"
         );
     }
+    // The DLL's number is its soname's (`cufft64_11.dll` is CUDA 12's cuFFT, `cudnn64_8.dll`
+    // is cuDNN 8, of either CUDA): the wheel only where that tells one CUDA major.
     match catalog::classify(name).and_then(|n| {
-        let major = n.version.split('.').next()?.parse().ok()?;
+        let number = n.version.split('.').next()?;
+        let major = compat::cuda_major_of_soname(&format!("lib{}.so.{number}", n.component))?;
         catalog::pip_package(&n.component, major)
     }) {
         Some(package) => format!(
@@ -631,6 +634,21 @@ fn driver_too_old(
 mod tests {
     use super::*;
     use rstest::rstest;
+
+    #[rstest]
+    #[case("cublasLt64_12.dll", "pip install nvidia-cublas-cu12 (its bin/ holds cublasLt64_12.dll), or put the directory holding cublasLt64_12.dll in the search")]
+    #[case("cudart64_110.dll", "pip install nvidia-cuda-runtime-cu11 (its bin/ holds cudart64_110.dll), or put the directory holding cudart64_110.dll in the search")]
+    #[case("cufft64_11.dll", "pip install nvidia-cufft-cu12 (its bin/ holds cufft64_11.dll), or put the directory holding cufft64_11.dll in the search")]
+    #[case(
+        "cudnn_ops_infer64_8.dll",
+        "install what ships cudnn_ops_infer64_8.dll, or put its directory in the search"
+    )]
+    fn a_missing_dll_names_the_wheel_of_the_cuda_its_number_tells(
+        #[case] name: &str,
+        #[case] fix: &str,
+    ) {
+        assert_eq!(missing_fix(name, "x.dll", &Library::default()), fix);
+    }
 
     #[rstest]
     #[case("31.0.15.3667", Some("536.67"))]
