@@ -232,9 +232,7 @@ fn cudnn8_for_cuda12_beside_cuda11_cublas_cannot_reach_cublaslt_12() {
             "{message}"
         );
         assert!(
-            message.contains(&format!(
-                "built for CUDA 12, it finds only CUDA 11's {cuda11}"
-            )),
+            message.ends_with(&format!("; it finds only CUDA 11's {cuda11}")),
             "{message}"
         );
         // The one CUDA 12 copy on the host, in the other environment.
@@ -1021,11 +1019,18 @@ fn terminal_prints_errors_before_warnings_with_their_fixes() {
         .iter()
         .position(|l| *l == "errors")
         .expect("an errors heading");
+    // Below errors, warnings say what and what to do; --verbose shows their evidence.
     let warnings = lines
         .iter()
-        .position(|l| *l == "warnings")
+        .position(|l| *l == "warnings  (evidence: -v)")
         .expect("a warnings heading");
     assert!(errors < warnings, "{out}");
+    assert!(
+        !lines[warnings..]
+            .iter()
+            .any(|l| l.trim_start().starts_with("seen:")),
+        "{out}"
+    );
     let fix = lines
         .iter()
         .position(|l| {
@@ -1241,8 +1246,8 @@ fn verbose_shows_all_evidence_and_the_library_tables() {
             .filter(|l| l.trim_start().starts_with("seen:"))
             .count()
     };
-    assert!(short.contains("more: --verbose)"), "{short}");
-    assert!(!long.contains("more: --verbose)"), "{long}");
+    assert!(short.contains("more: -v)"), "{short}");
+    assert!(!long.contains("more: -v)"), "{long}");
     assert!(seen(&long) > seen(&short) + 10, "{long}");
     assert!(!short.contains("opens at run time:"), "{short}");
     assert!(
@@ -1295,7 +1300,8 @@ fn a_damaged_wheel_is_named_with_its_reinstall_and_hashes_only_when_asked() {
     assert_eq!(f["library"], "libcudart.so.12");
     let message = text(f, "message");
     assert!(
-        message.starts_with("nvidia-cuda-runtime-cu12 12.9.79 is damaged: 2 of the files"),
+        message
+            == "nvidia-cuda-runtime-cu12 12.9.79 is damaged: 1 of its libraries is missing and 1 other file is changed",
         "{message}"
     );
     assert!(
@@ -1305,16 +1311,19 @@ fn a_damaged_wheel_is_named_with_its_reinstall_and_hashes_only_when_asked() {
         "{f}"
     );
     let evidence = strings(&f["evidence"]);
+    let runtime = venv.join("nvidia/cuda_runtime");
     assert!(
-        evidence.contains(
-            &"nvidia/cuda_runtime/lib/libcudart.so.12: listed in RECORD, missing".to_string()
-        ),
+        evidence.contains(&format!(
+            "{}: in RECORD, missing",
+            runtime.join("lib/libcudart.so.12").display()
+        )),
         "{evidence:?}"
     );
+    let header = runtime.join("include/cuComplex.h");
     assert!(
-        evidence.iter().any(
-            |e| e.starts_with("nvidia/cuda_runtime/include/cuComplex.h: 16 bytes, RECORD says")
-        ),
+        evidence
+            .iter()
+            .any(|e| e.starts_with(&format!("{}: 16 bytes, RECORD says", header.display()))),
         "{evidence:?}"
     );
     assert!(
@@ -1325,13 +1334,16 @@ fn a_damaged_wheel_is_named_with_its_reinstall_and_hashes_only_when_asked() {
     let hashed = doctor(&[venv], None, &["--no-load", "--verify-hashes"]);
     let f = &the(&hashed.report, "damaged_installation", |_| true);
     assert!(
-        strings(&f["evidence"]).contains(
-            &"nvidia/cuda_runtime/include/builtin_types.h: SHA-256 differs from RECORD's"
-                .to_string()
-        ),
+        strings(&f["evidence"]).contains(&format!(
+            "{}: SHA-256 differs from RECORD's",
+            runtime.join("include/builtin_types.h").display()
+        )),
         "{f}"
     );
-    assert!(text(f, "message").contains("3 of the files"), "{f}");
+    assert!(
+        text(f, "message").ends_with("is missing and 2 other files are changed"),
+        "{f}"
+    );
 }
 
 #[test]
@@ -1346,6 +1358,149 @@ fn an_intact_wheel_environment_is_not_damaged_even_with_hashes_checked() {
         "{}",
         summary(&run.report)
     );
+}
+
+/// The five libraries of the cuDNN 8.9.2 wheel for CUDA 12 that [`cudnn_venv_missing_five`]
+/// takes away: only `libcudnn.so.8` and `libcudnn_ops_infer.so.8` stay.
+const GONE: [&str; 5] = [
+    "libcudnn_adv_infer.so.8",
+    "libcudnn_adv_train.so.8",
+    "libcudnn_cnn_infer.so.8",
+    "libcudnn_cnn_train.so.8",
+    "libcudnn_ops_train.so.8",
+];
+
+/// A pip environment of the real cuDNN 8.9.2 wheel for CUDA 12 beside CUDA 11's cuBLAS wheel:
+/// every file their RECORDs list, from the fixture (hard links, where the file system allows,
+/// as the libraries are 1.8 GB), with their dist-info's METADATA and RECORD, but the five
+/// [`GONE`] libraries; with its site-packages.
+fn cudnn_venv_missing_five() -> (tempfile::TempDir, PathBuf) {
+    let source = fixture(VENV_CUDNN8);
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let site = dir.path().join("lib/python3.11/site-packages");
+    let dist_infos: Vec<PathBuf> = fs::read_dir(&source)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "dist-info"))
+        .collect();
+    assert_eq!(dist_infos.len(), 2, "cuDNN's and cuBLAS's: {dist_infos:?}");
+    for dist_info in dist_infos {
+        let record = fs::read_to_string(dist_info.join("RECORD")).unwrap();
+        for file in record.lines().filter_map(|l| l.split(',').next()) {
+            let (from, to) = (source.join(file), site.join(file));
+            if !from.is_file() || GONE.iter().any(|gone| file.ends_with(&format!("/{gone}"))) {
+                continue;
+            }
+            fs::create_dir_all(to.parent().unwrap()).unwrap();
+            if fs::hard_link(&from, &to).is_err() {
+                fs::copy(&from, &to).unwrap_or_else(|e| panic!("{}: {e}", from.display()));
+            }
+        }
+    }
+    let left: Vec<String> = fs::read_dir(site.join("nvidia/cudnn/lib"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".so"))
+        .collect();
+    assert_eq!(left.len(), 2, "{left:?}");
+    (dir, site)
+}
+
+/// On a host with no driver, a cuDNN wheel that lost five of its libraries is one finding, the
+/// reinstall of that wheel, which holds what libcudnn.so.8 says of each; beside it the one
+/// thing a reinstall does not mend, cuBLAS 12; and the report fits on one screen.
+#[test]
+fn a_cudnn_wheel_missing_libraries_is_one_damaged_wheel_after_no_driver() {
+    let (dir, venv) = cudnn_venv_missing_five();
+    let run = doctor(std::slice::from_ref(&venv), None, &[]);
+    let findings = run.report["findings"].as_array().unwrap();
+    let errors: Vec<&Value> = findings
+        .iter()
+        .filter(|f| f["severity"] == "error")
+        .collect();
+    let causes: Vec<&str> = errors.iter().map(|f| text(f, "cause")).collect();
+    assert_eq!(causes[0], "no_driver", "{}", summary(&run.report));
+    let mut rest = causes[1..].to_vec();
+    rest.sort_unstable();
+    assert_eq!(
+        rest,
+        ["damaged_installation", "missing_runtime_dependency"],
+        "{}",
+        summary(&run.report)
+    );
+
+    let damaged = errors[1..]
+        .iter()
+        .find(|f| f["cause"] == "damaged_installation")
+        .unwrap();
+    assert_eq!(
+        text(damaged, "message"),
+        "nvidia-cudnn-cu12 8.9.2.26 is damaged: 5 of its libraries are missing"
+    );
+    assert_eq!(
+        text(damaged, "fix"),
+        format!(
+            "pip install --force-reinstall --no-deps nvidia-cudnn-cu12==8.9.2.26   (into the environment of {})",
+            venv.display()
+        )
+    );
+    for gone in GONE {
+        let path = venv.join("nvidia/cudnn/lib").join(gone);
+        assert!(
+            has_line(
+                &damaged["evidence"],
+                &format!("{}: in RECORD, missing", path.display())
+            ),
+            "{damaged}"
+        );
+    }
+    // What libcudnn.so.8 says of each, folded in.
+    let folded: Vec<(&str, &str)> = damaged["also"]
+        .as_array()
+        .expect("folded findings")
+        .iter()
+        .map(|a| (text(a, "needed_by"), text(a, "missing")))
+        .collect();
+    assert_eq!(
+        folded,
+        GONE.map(|gone| ("libcudnn.so.8", gone)),
+        "{damaged}"
+    );
+    // No finding of its own for any of them.
+    for f in findings {
+        assert!(
+            !GONE.contains(&text(f, "missing")),
+            "{f}\n{}",
+            summary(&run.report)
+        );
+    }
+
+    let cublas = errors[1..]
+        .iter()
+        .find(|f| f["cause"] == "missing_runtime_dependency")
+        .unwrap();
+    assert_eq!(cublas["missing"], "libcublas.so.12");
+    assert_eq!(cublas["needed_by"], "libcudnn_ops_infer.so.8");
+    assert!(
+        text(cublas, "fix").starts_with("pip install nvidia-cublas-cu12   "),
+        "{cublas}"
+    );
+
+    // At a path as long as a project's venv, under 40 lines at 100 columns.
+    let output = doctor_output(std::slice::from_ref(&venv), None, &[("NO_COLOR", "1")], &[]);
+    assert_eq!(output.status.code(), Some(1));
+    let out = String::from_utf8(output.stdout)
+        .expect("UTF-8")
+        .replace(&display(dir.path()), "/home/user/project/.venv");
+    let screen_lines: usize = out
+        .lines()
+        .map(|l| l.chars().count().div_ceil(100).max(1))
+        .sum();
+    assert!(
+        screen_lines < 40,
+        "{screen_lines} lines at 100 columns:\n{out}"
+    );
+    insta::assert_snapshot!("damaged_cudnn_no_driver_terminal", out);
 }
 
 /// (cause, missing) of every finding, folded ones included, about the library `file`.

@@ -100,9 +100,16 @@ impl Exporter for Terminal {
             if findings.is_empty() {
                 continue;
             }
-            let _ = writeln!(out, "{}", self.paint(&format!("{BOLD};{colour}"), title));
+            // Below errors, the rest say what and what to do; --verbose shows what shows them.
+            let brief = errors > 0 && severity != Severity::Error && !self.verbose;
+            let heading = self.paint(&format!("{BOLD};{colour}"), title);
+            if brief {
+                let _ = writeln!(out, "{heading}  {}", self.paint(DIM, "(evidence: -v)"));
+            } else {
+                let _ = writeln!(out, "{heading}");
+            }
             for finding in findings {
-                self.finding(&mut out, finding, colour);
+                self.finding(&mut out, finding, colour, brief);
             }
             out.push('\n');
         }
@@ -403,6 +410,31 @@ fn library_versions(out: &mut String, installation: &Installation) {
     let _ = writeln!(out, "{}", wrap(&format!("  {}", listed.join("; ")), "    "));
 }
 
+/// What a finding's folded findings add, labelled: for a root cause (a damaged wheel) with
+/// dependency findings under it, the libraries that need what it took away; else each one's
+/// missing dependency, or its message.
+fn also(f: &Finding, short: impl Fn(&str) -> String) -> (&'static str, Vec<String>) {
+    let mut needed_by: Vec<String> = Vec::new();
+    for by in f.also.iter().filter_map(|a| a.needed_by.as_ref()) {
+        if !needed_by.contains(by) {
+            needed_by.push(by.clone());
+        }
+    }
+    if f.missing.is_none() && !f.also.is_empty() && f.also.iter().all(|a| a.needed_by.is_some()) {
+        return ("needed by:", needed_by);
+    }
+    let label = if f.missing.is_some() {
+        "also missing:"
+    } else {
+        "also:"
+    };
+    let also = f
+        .also
+        .iter()
+        .map(|a| a.missing.clone().unwrap_or_else(|| short(&a.message)));
+    (label, also.collect())
+}
+
 /// Where the check report wraps its long lines (reasons, library lists).
 const WIDTH: usize = 100;
 
@@ -622,8 +654,9 @@ impl Terminal {
     }
 
     /// One finding: what, where, what else shares its cause and fix, the evidence (two lines
-    /// unless verbose), the fix. Paths inside its installation are shown relative to it.
-    fn finding(&self, out: &mut String, f: &Finding, colour: &str) {
+    /// unless verbose; none when `brief`), the fix. Paths inside its installation are shown
+    /// relative to it.
+    fn finding(&self, out: &mut String, f: &Finding, colour: &str, brief: bool) {
         let inside = f
             .installation
             .as_ref()
@@ -652,21 +685,20 @@ impl Terminal {
                 line(out, "in:", &root);
             }
         }
-        if let Some(path) = &f.path {
-            line(out, "path:", &short(&path.display().to_string()));
+        // What was seen first says where the library is when it starts with its path.
+        let path = f.path.as_ref().map(|p| short(&p.display().to_string()));
+        let first_seen = f.evidence.first().map(|e| short(e));
+        let said = |p: &String| brief || first_seen.as_ref().is_some_and(|e| e.starts_with(p));
+        if let Some(path) = path.filter(|p| !said(p)) {
+            line(out, "path:", &path);
         }
-        let also: Vec<String> = f
-            .also
-            .iter()
-            .map(|a| a.missing.clone().unwrap_or_else(|| short(&a.message)))
-            .collect();
+        let (label, also) = also(f, short);
         if !also.is_empty() {
-            let label = if f.missing.is_some() {
-                "also missing:"
-            } else {
-                "also:"
-            };
             line(out, label, &also.join(", "));
+        }
+        if brief {
+            line(out, "fix:", &f.fix);
+            return;
         }
         let shown = if self.verbose {
             usize::MAX
@@ -691,7 +723,7 @@ impl Terminal {
             evidence.sort_by_key(|text| !text.contains(prefix.as_str()));
         }
         let hidden = evidence.len().saturating_sub(shown) + candidates.len().saturating_sub(shown);
-        let more = format!("(+{hidden} more: --verbose)");
+        let more = format!("(+{hidden} more: -v)");
         let mut seen: Vec<String> = evidence.iter().take(shown).map(|t| short(t)).collect();
         // The count of what is not shown ends the last line shown, where it fits.
         let fits = |text: &String| "      seen: ".len() + text.len() + 2 + more.len() <= WIDTH;
