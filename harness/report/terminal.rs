@@ -174,7 +174,7 @@ impl Exporter for Terminal {
                         iqr,
                         bench::noise(r),
                         bench::figure(r),
-                        bench::percent(r.pct_of_peak),
+                        bench::of_peak(r),
                         bench::verified(r).to_owned(),
                         bench::stopped(r).to_owned(),
                         bench::throttled(r),
