@@ -352,8 +352,8 @@ fn fold_key(f: &Finding) -> (Severity, Cause, &Option<PathBuf>, &Option<String>,
     (f.severity, f.cause, &f.installation, &f.library, &f.fix)
 }
 
-/// Root cause first: by severity; within one, the driver's causes, then the findings whose
-/// missing dependency breaks the most libraries; ties keep identity order.
+/// Root cause first: by severity; within one, the driver's causes, then damaged wheels, then
+/// the findings whose missing dependency breaks the most libraries; ties keep identity order.
 fn order(mut findings: Vec<Finding>) -> Vec<Finding> {
     // Which libraries miss each dependency, over every finding and what is folded into it.
     let mut missed_by: HashMap<&str, Vec<&str>> = HashMap::new();
@@ -382,7 +382,15 @@ fn order(mut findings: Vec<Finding>) -> Vec<Finding> {
     };
     let keys: Vec<_> = findings
         .iter()
-        .map(|f| (f.severity, !f.cause.is_root(), std::cmp::Reverse(reach(f))))
+        .map(|f| {
+            (
+                f.severity,
+                !f.cause.is_root(),
+                // A damaged wheel explains the missing libraries folded into it: next.
+                f.cause != Cause::DamagedInstallation,
+                std::cmp::Reverse(reach(f)),
+            )
+        })
         .collect();
     let mut ordered: Vec<(usize, Finding)> = findings.drain(..).enumerate().collect();
     ordered.sort_by_key(|(at, _)| keys[*at]);
