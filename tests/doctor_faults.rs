@@ -442,9 +442,8 @@ __attribute__((constructor)) static void mark(void) {{
     tree.build("libcurand.so.10", &hang(&pid_file));
     tree.build("libcufft.so.11", SEGFAULT);
 
-    // Static only: nothing ran, so not even the hang's default 10 s timeout was waited for.
+    // Static only: no constructor ran, so neither the hang nor the crash was reached.
     let run = doctor(&tree.root(), &["--no-load"]);
-    assert!(run.took < Duration::from_secs(10), "took {:?}", run.took);
     assert!(!marker.exists(), "a constructor ran under --no-load");
     assert!(!pid_file.exists(), "a constructor ran under --no-load");
     assert_eq!(run.report["loaded"], false);
