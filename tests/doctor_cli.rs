@@ -1210,10 +1210,7 @@ fn the_broken_cudnn_report_fits_on_one_screen_with_cublas_12_first() {
     let out = String::from_utf8(output.stdout).expect("UTF-8");
     let checkout = display(&toolkits());
     let out = out.replace(&checkout, "/home/user/stackbench/.toolkits");
-    let screen_lines: usize = out
-        .lines()
-        .map(|l| l.chars().count().div_ceil(100).max(1))
-        .sum();
+    let screen_lines = screen_lines(&out);
     assert!(
         screen_lines < 40,
         "{screen_lines} lines at 100 columns:\n{out}"
@@ -1491,10 +1488,7 @@ fn a_cudnn_wheel_missing_libraries_is_one_damaged_wheel_after_no_driver() {
     let out = String::from_utf8(output.stdout)
         .expect("UTF-8")
         .replace(&display(dir.path()), "/home/user/project/.venv");
-    let screen_lines: usize = out
-        .lines()
-        .map(|l| l.chars().count().div_ceil(100).max(1))
-        .sum();
+    let screen_lines = screen_lines(&out);
     assert!(
         screen_lines < 40,
         "{screen_lines} lines at 100 columns:\n{out}"
@@ -1616,4 +1610,11 @@ fn program_on_an_executable_follows_its_runpath() {
         text(f, "fix").contains(&display(&lib)),
         "a copy is there: {f}"
     );
+}
+
+/// The lines `out` takes on a terminal 100 columns wide, long lines wrapping.
+fn screen_lines(out: &str) -> usize {
+    out.lines()
+        .map(|l| l.chars().count().div_ceil(100).max(1))
+        .sum()
 }
