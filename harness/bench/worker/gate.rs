@@ -10,13 +10,19 @@
 
 use super::stream::Stream;
 use crate::check::worker::outcome::{Call, Outcome};
+use crate::check::worker::symbols::missing;
+use crate::probe::dl::Library;
 use cudarc::driver::result as cu;
 use cudarc::driver::sys::{self, CUdeviceptr, CUstreamWaitValue_flags};
 use std::cell::Cell;
-use std::ffi::c_void;
+use std::ffi::{c_void, CStr};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::Duration;
+
+/// The driver function the gate waits with.
+const WAIT: &CStr = c"cuStreamWaitValue32_v2";
 
 /// How long enqueueing one sample may take before the watchdog opens the gate.
 pub const WATCHDOG: Duration = Duration::from_secs(1);
@@ -32,8 +38,18 @@ pub struct Gate {
 
 impl Gate {
     /// A gate in the current context (`cuMemHostAlloc` with `DEVICEMAP`,
-    /// `cuMemHostGetDevicePointer`).
-    pub fn new() -> Result<Gate, Outcome> {
+    /// `cuMemHostGetDevicePointer`), where `driver` (the `libcuda.so.1` in use) has
+    /// `cuStreamWaitValue32_v2` (drivers since CUDA 11.7's); cudarc would panic on a driver
+    /// without it.
+    pub fn new(driver: &Path) -> Result<Gate, Outcome> {
+        let lib = Library::open(driver).map_err(Outcome::fail)?;
+        if !lib.exports(WAIT) {
+            return Err(missing(
+                "libcuda",
+                WAIT,
+                "a driver older than CUDA 11.7's cannot hold a stream at a gate",
+            ));
+        }
         let flags = sys::CU_MEMHOSTALLOC_DEVICEMAP | sys::CU_MEMHOSTALLOC_PORTABLE;
         // SAFETY: a plain pinned allocation of one word, freed in Drop.
         let host =
@@ -124,6 +140,21 @@ pub fn hold_open<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_driver_without_the_wait_has_no_gate_and_says_why() {
+        use crate::check::worker::fixtures::{fixture, DRIVER};
+        // The 535 driver has it; a library that is not a driver stands for one too old.
+        let driver = Library::open(&fixture(DRIVER).join("libcuda.so.1")).unwrap();
+        assert!(driver.exports(WAIT));
+        let nvml = fixture(DRIVER).join("libnvidia-ml.so.1");
+        let refused = Gate::new(&nvml).err().expect("no gate");
+        assert_eq!(
+            refused.reason,
+            "libcuda does not export cuStreamWaitValue32_v2: a driver older than CUDA 11.7's \
+             cannot hold a stream at a gate"
+        );
+    }
 
     #[test]
     fn the_gate_opens_once_everything_is_enqueued() {

@@ -139,7 +139,7 @@ impl Bench {
     fn ensure_stream(&mut self) -> Result<(), Outcome> {
         self.session.gpu()?;
         if self.stream.is_none() {
-            self.stream = Some(Stream::new()?);
+            self.stream = Some(Stream::new(self.session.request.driver.as_deref())?);
         }
         Ok(())
     }

@@ -5,6 +5,7 @@ use super::gate::Gate;
 use crate::check::worker::outcome::{Call, Outcome};
 use cudarc::driver::result::{self as cu, stream::StreamKind};
 use cudarc::driver::sys::{CUevent, CUevent_flags, CUstream};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// A non-blocking stream in the current context, with the gate that holds it while a sample is
@@ -16,14 +17,16 @@ pub struct Stream {
 
 impl Stream {
     /// A new stream; its gate is tried once (held and opened on an empty sample) and left out,
-    /// with the reason, where the driver refuses it.
-    pub fn new() -> Result<Stream, Outcome> {
+    /// with the reason, where `driver` (the `libcuda.so.1` in use) refuses it.
+    pub fn new(driver: Option<&Path>) -> Result<Stream, Outcome> {
         let raw = cu::stream::create(StreamKind::NonBlocking).call("cuStreamCreate")?;
         let mut stream = Stream {
             raw,
             gate: Err(String::new()),
         };
-        stream.gate = Gate::new()
+        let driver = driver.ok_or_else(|| Outcome::fail("no driver library was named"));
+        stream.gate = driver
+            .and_then(Gate::new)
             .and_then(|gate| {
                 gate.hold(&stream, || ())?;
                 stream.synchronize()?;

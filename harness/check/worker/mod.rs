@@ -21,13 +21,13 @@ mod curand;
 pub(crate) mod device;
 mod driver;
 #[cfg(test)]
-mod fixtures;
+pub(crate) mod fixtures;
 mod load;
 pub(crate) mod nvml;
 pub(crate) mod nvrtc;
 pub mod outcome;
 pub mod session;
-mod symbols;
+pub(crate) mod symbols;
 
 use super::model::CheckResult;
 use super::protocol::{CheckEvent, CheckRequest, Component};
