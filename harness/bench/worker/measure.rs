@@ -4,7 +4,7 @@
 //! work timed with the host clock. Sampling stops by [`StopRule`]; the noise it watches covers
 //! every sample, and a capped, evenly spread subsample is kept ([`Kept`]).
 
-use super::stream::{Stream, Timer};
+use super::stream::{Stream, Timed, Timer};
 use super::telemetry::{self, Reading, Sampler};
 use super::workloads::Run;
 use crate::bench::model::{Mode, StopReason, Telemetry};
@@ -19,8 +19,12 @@ use std::time::{Duration, Instant};
 const BATCH_SAMPLE: Duration = Duration::from_millis(1);
 
 /// The most runs in one batch-mode sample: what is enqueued behind a held stream must fit in
-/// the launch queue.
-pub const MAX_BATCH: u64 = 1000;
+/// its launch queue, which blocks the host at about a thousand pending launches.
+pub const MAX_BATCH: u64 = 256;
+
+/// How many samples in a row may have their gate opened by the watchdog at one run each
+/// before the workload counts as untimeable (a host stalled for a second now and then is not).
+const STALLS: u32 = 3;
 
 /// One sample: time per run (GPU or host), host time per run, and when it ran.
 #[derive(Debug, Clone, Copy)]
@@ -86,17 +90,54 @@ pub fn enqueue_runs(run: &dyn Run, stream: &Stream, runs: u64) -> Result<(), Out
     (0..runs).try_for_each(|_| run.enqueue(stream))
 }
 
-/// The GPU time of `runs` runs, timed in gated samples of at most [`MAX_BATCH`] runs.
+/// The GPU time of `runs` runs, timed in gated chunks of at most [`MAX_BATCH`] runs; a chunk
+/// whose gate the watchdog opened is timed again at half the size.
 pub fn gpu_time(run: &dyn Run, stream: &Stream, runs: u64) -> Result<Duration, Outcome> {
     let timer = Timer::new()?;
     let mut total = Duration::ZERO;
-    let mut left = runs;
+    let (mut left, mut most, mut stalls) = (runs, MAX_BATCH, 0);
     while left > 0 {
-        let chunk = left.min(MAX_BATCH);
-        total += timer.time(stream, || enqueue_runs(run, stream, chunk))?.gpu;
-        left -= chunk;
+        let chunk = left.min(most);
+        let timed = timer.time(stream, || enqueue_runs(run, stream, chunk))?;
+        if counts(&timed, stream, &mut most, &mut stalls)? {
+            total += timed.gpu;
+            left -= chunk;
+        }
     }
     Ok(total)
+}
+
+/// Whether a sample counts: held throughout, or taken on a stream with no gate. Where the
+/// watchdog opened its gate, the batch `most` is halved (or, at one run, the stall counted) and
+/// the caller times it again; too many stalls in a row at one run fail.
+fn counts(
+    timed: &Timed,
+    stream: &Stream,
+    most: &mut u64,
+    stalls: &mut u32,
+) -> Result<bool, Outcome> {
+    retry(timed.held || stream.ungated().is_some(), most, stalls)
+}
+
+/// [`counts`], given whether the sample was held.
+fn retry(held: bool, most: &mut u64, stalls: &mut u32) -> Result<bool, Outcome> {
+    if held {
+        *stalls = 0;
+        return Ok(true);
+    }
+    if *most > 1 {
+        *most /= 2;
+        return Ok(false);
+    }
+    *stalls += 1;
+    if *stalls >= STALLS {
+        return Err(Outcome::fail(format!(
+            "the stream's gate was opened by its watchdog {STALLS} times in a row at a single \
+             launch: the host could not enqueue one run within {} s",
+            super::gate::WATCHDOG.as_secs()
+        )));
+    }
+    Ok(false)
 }
 
 /// Samples GPU work until `rule` says stop, with NVML readings alongside when a sampler is
@@ -127,6 +168,7 @@ pub fn gpu(
         sampler.begin();
     }
     let started = Instant::now();
+    let mut stalls = 0;
     let sampled = loop {
         if mode == Mode::Cold {
             if let Some(flush) = flush {
@@ -146,19 +188,15 @@ pub fn gpu(
             Ok(timed) => timed,
             Err(e) => break Err(e),
         };
-        if timed.held || stream.ungated().is_some() {
-            samples.push(timed.gpu, timed.host, (begin, Instant::now()));
-        } else if samples.batch > 1 {
-            samples.notes.push(format!(
-                "the launch queue filled behind the held stream: batch cut from {} to {}",
-                samples.batch,
-                samples.batch / 2
-            ));
-            samples.batch /= 2;
-        } else {
-            break Err(Outcome::fail(
-                "the stream's gate did not hold for a single launch: its sample cannot be timed",
-            ));
+        let batch = samples.batch;
+        match counts(&timed, stream, &mut samples.batch, &mut stalls) {
+            Ok(true) => samples.push(timed.gpu, timed.host, (begin, Instant::now())),
+            Ok(false) if samples.batch < batch => samples.notes.push(format!(
+                "the launch queue filled behind the held stream: batch cut from {batch} to {}",
+                samples.batch
+            )),
+            Ok(false) => {}
+            Err(e) => break Err(e),
         }
         if samples.stop(rule, started.elapsed()) {
             break Ok(());
@@ -196,7 +234,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn batches_last_a_millisecond() {
+    fn a_gate_the_watchdog_opened_halves_the_batch_then_fails_after_repeated_stalls() {
+        let (mut most, mut stalls) = (8, 0);
+        assert!(retry(true, &mut most, &mut stalls).unwrap());
+        // The launch queue filled behind the gate: time again, at half the runs.
+        assert!(!retry(false, &mut most, &mut stalls).unwrap());
+        assert_eq!(most, 4);
+        (0..2).for_each(|_| assert!(!retry(false, &mut most, &mut stalls).unwrap()));
+        assert_eq!((most, stalls), (1, 0));
+        // At one run a stall is the host's; one held sample forgives it, three in a row fail.
+        assert!(!retry(false, &mut most, &mut stalls).unwrap());
+        assert!(retry(true, &mut most, &mut stalls).unwrap());
+        assert!(!retry(false, &mut most, &mut stalls).unwrap());
+        assert!(!retry(false, &mut most, &mut stalls).unwrap());
+        let failed = retry(false, &mut most, &mut stalls).unwrap_err();
+        assert!(
+            failed.reason.contains("3 times in a row"),
+            "{}",
+            failed.reason
+        );
+    }
+
+    #[test]
+    fn batches_last_a_millisecond_up_to_what_the_launch_queue_holds() {
         assert_eq!(batch_size(Duration::from_micros(10)), 100);
         assert_eq!(batch_size(Duration::from_millis(3)), 1);
         assert_eq!(batch_size(Duration::from_micros(1)), MAX_BATCH);

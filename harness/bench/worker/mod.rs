@@ -286,13 +286,18 @@ impl Bench {
         let (Some(prepared), Some(stream)) = (self.prepared.take(), self.stream.take()) else {
             return Err(Outcome::fail("not prepared"));
         };
-        let runs = batch.clamp(1, 1000);
+        let runs = batch.clamp(1, measure::MAX_BATCH);
         let timer = stream::Timer::new();
         let mut event = None;
         let records = cupti::kernel_records(&mut self.session, || {
             let timed = timer?.time(&stream, || {
                 measure::enqueue_runs(prepared.1.as_ref(), &stream, runs)
             })?;
+            if !timed.held && stream.ungated().is_none() {
+                return Err(Outcome::fail(
+                    "the launch queue filled behind the held stream: the events' time is not the kernels'",
+                ));
+            }
             event = Some(timed.gpu);
             Ok(())
         });

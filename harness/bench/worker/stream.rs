@@ -4,9 +4,12 @@
 use super::gate::Gate;
 use crate::check::worker::outcome::{Call, Outcome};
 use cudarc::driver::result::{self as cu, stream::StreamKind};
-use cudarc::driver::sys::{CUevent, CUevent_flags, CUstream};
+use cudarc::driver::sys::{self, CUevent, CUevent_flags, CUstream};
 use std::path::Path;
 use std::time::{Duration, Instant};
+
+/// How long the GPU may take to pass the gate once the host opened it, when it is tried.
+const PROBE: Duration = Duration::from_secs(1);
 
 /// A non-blocking stream in the current context, with the gate that holds it while a sample is
 /// enqueued, when the device has one.
@@ -17,22 +20,35 @@ pub struct Stream {
 
 impl Stream {
     /// A new stream; its gate is tried once (held and opened on an empty sample) and left out,
-    /// with the reason, where `driver` (the `libcuda.so.1` in use) refuses it.
+    /// with the reason, where `driver` (the `libcuda.so.1` in use) refuses it, or where the GPU
+    /// does not see it open within [`PROBE`] (then the stream stuck behind it is left, and its
+    /// word never freed, and a fresh stream is made).
     pub fn new(driver: Option<&Path>) -> Result<Stream, Outcome> {
         let raw = cu::stream::create(StreamKind::NonBlocking).call("cuStreamCreate")?;
+        let gate = match driver {
+            None => Err("no driver library was named".to_owned()),
+            Some(driver) => Gate::new(driver).map_err(|e| e.reason),
+        };
         let mut stream = Stream {
             raw,
             gate: Err(String::new()),
         };
-        let driver = driver.ok_or_else(|| Outcome::fail("no driver library was named"));
-        stream.gate = driver
-            .and_then(Gate::new)
-            .and_then(|gate| {
-                gate.hold(&stream, || ())?;
-                stream.synchronize()?;
-                Ok(gate)
-            })
-            .map_err(|e| e.reason);
+        stream.gate = match gate {
+            Err(why) => Err(why),
+            Ok(gate) => match gate.hold(&stream, || ()) {
+                Err(refused) => Err(refused.reason),
+                Ok(_) if stream.settles_within(PROBE)? => Ok(gate),
+                Ok(_) => {
+                    std::mem::forget(gate);
+                    let fresh = cu::stream::create(StreamKind::NonBlocking);
+                    stream.raw = fresh.call("cuStreamCreate")?;
+                    Err(format!(
+                        "the GPU did not see the stream's gate open within {} ms",
+                        PROBE.as_millis()
+                    ))
+                }
+            },
+        };
         Ok(stream)
     }
 
@@ -51,11 +67,30 @@ impl Stream {
         // SAFETY: a live stream of this context.
         unsafe { cu::stream::synchronize(self.raw) }.call("cuStreamSynchronize")
     }
+
+    /// Whether everything enqueued so far completes within `limit` (`cuStreamQuery`, polled).
+    fn settles_within(&self, limit: Duration) -> Result<bool, Outcome> {
+        let began = Instant::now();
+        loop {
+            // SAFETY: a live stream of this context.
+            match unsafe { sys::cuStreamQuery(self.raw) } {
+                sys::CUresult::CUDA_SUCCESS => return Ok(true),
+                sys::CUresult::CUDA_ERROR_NOT_READY if began.elapsed() < limit => {
+                    std::thread::sleep(Duration::from_micros(100))
+                }
+                sys::CUresult::CUDA_ERROR_NOT_READY => return Ok(false),
+                error => return error.result().call("cuStreamQuery").map(|()| true),
+            }
+        }
+    }
 }
 
 impl Drop for Stream {
     fn drop(&mut self) {
-        // SAFETY: created in `new` and destroyed once, here; every hold of its gate was opened.
+        // Every hold of the gate was opened; wait until the GPU has passed them all, so the
+        // gate's word (freed after this) is read no more.
+        let _ = self.synchronize();
+        // SAFETY: created in `new` and destroyed once, here.
         let _ = unsafe { cu::stream::destroy(self.raw) };
     }
 }
