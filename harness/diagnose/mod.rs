@@ -558,18 +558,19 @@ mod tests {
             .iter()
             .map(|f| (f.cause, f.missing.as_deref()))
             .collect();
+        // The damaged wheel first: it is the root of what it folds in.
         assert_eq!(
             heads,
             [
+                (Cause::DamagedInstallation, None),
                 (
                     Cause::MissingRuntimeDependency,
                     Some("libcudnn_adv_infer.so.8")
                 ),
                 (Cause::MissingRuntimeDependency, Some("libcublas.so.12")),
-                (Cause::DamagedInstallation, None),
             ]
         );
-        let damaged = &findings[2];
+        let damaged = &findings[0];
         let folded: Vec<_> = damaged.also.iter().map(|a| a.missing.as_deref()).collect();
         assert_eq!(
             folded,
