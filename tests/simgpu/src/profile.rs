@@ -1,0 +1,208 @@
+//! The simulated host: its devices and the faults they show, read from the TOML file
+//! `STACKBENCH_SIM_PROFILE` names, or one H100-like device without faults.
+
+use serde::Deserialize;
+use std::path::Path;
+
+/// The environment variable naming the profile.
+pub const PROFILE_VAR: &str = "STACKBENCH_SIM_PROFILE";
+
+/// Everything the simulator is told.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    #[serde(default = "default_devices")]
+    pub device: Vec<Device>,
+    #[serde(default)]
+    pub faults: Faults,
+}
+
+/// One simulated GPU.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Device {
+    pub name: String,
+    /// `"15.0"`: beyond every fixture NVRTC, so stackbench takes the PTX JIT path.
+    pub compute_capability: String,
+    pub memory_gib: u64,
+    pub multiprocessors: u32,
+    pub l2_mib: u64,
+    pub memory_bandwidth_gbs: f64,
+    pub fp32_tflops: f64,
+    pub tf32_tflops: f64,
+    pub fp16_tflops: f64,
+    pub bf16_tflops: f64,
+    /// The kernel driver's version, as NVML gives it (`580.95.05`).
+    pub driver_version: String,
+    /// The newest CUDA the driver supports (`cuDriverGetVersion`), `"13.0"`.
+    pub cuda_version: String,
+    /// Relative noise on every modelled duration (seeded: the same run gives the same times).
+    pub noise: f64,
+    /// Every modelled duration is multiplied by this.
+    pub slowdown: f64,
+    /// SM clock, MHz, when not throttled.
+    pub sm_clock_mhz: u32,
+    /// The seed of the noise.
+    pub seed: u64,
+}
+
+impl Default for Device {
+    fn default() -> Device {
+        Device {
+            name: "stackbench simulated GPU (H100-like)".into(),
+            compute_capability: "15.0".into(),
+            memory_gib: 80,
+            multiprocessors: 132,
+            l2_mib: 50,
+            memory_bandwidth_gbs: 3350.0,
+            fp32_tflops: 67.0,
+            tf32_tflops: 495.0,
+            fp16_tflops: 989.0,
+            bf16_tflops: 989.0,
+            driver_version: "580.95.05".into(),
+            cuda_version: "13.0".into(),
+            noise: 0.005,
+            slowdown: 1.0,
+            sm_clock_mhz: 1980,
+            seed: 1,
+        }
+    }
+}
+
+impl Device {
+    /// `(major, minor)` of the compute capability; `(15, 0)` when it does not parse.
+    pub fn compute_capability(&self) -> (i32, i32) {
+        let mut parts = self.compute_capability.split('.');
+        let number = |p: Option<&str>| p.and_then(|p| p.trim().parse().ok());
+        match (number(parts.next()), number(parts.next())) {
+            (Some(major), Some(minor)) => (major, minor),
+            _ => (15, 0),
+        }
+    }
+
+    /// `cuDriverGetVersion`'s answer: 1000 x major + 10 x minor (13.0 -> 13000).
+    pub fn driver_api_version(&self) -> i32 {
+        let mut parts = self.cuda_version.split('.');
+        let major: i32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(13);
+        let minor: i32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+        major * 1000 + minor * 10
+    }
+}
+
+/// Faults, all off by default.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Faults {
+    /// Uncorrected ECC errors NVML reports (volatile and aggregate).
+    pub ecc_uncorrected: u64,
+    /// Pages retired for double-bit errors.
+    pub retired_pages: u32,
+    /// A row remapping waits for a reset.
+    pub row_remap_pending: bool,
+    /// Clocks-event reasons reported once kernels have run: `sw_thermal`, `hw_slowdown`,
+    /// `hw_thermal`, `hw_power_brake`, `sw_power_cap`.
+    pub throttle: Vec<String>,
+    /// A kernel (by its function name) whose launches never complete.
+    pub kernel_hang: String,
+    /// A kernel whose launches fail with `CUDA_ERROR_ILLEGAL_ADDRESS`.
+    pub launch_error: String,
+    /// Outputs perturbed: `vector_add`, `matmul`, `gemm` or `conv`.
+    pub wrong_results: String,
+    /// Allocations that would take device memory in use past this many MiB fail with
+    /// `CUDA_ERROR_OUT_OF_MEMORY` (0: never).
+    pub out_of_memory_above_mib: u64,
+    /// The GPU falls off the bus after this many driver calls (0: never).
+    pub lost_after_calls: u64,
+    /// Another subscriber holds CUPTI.
+    pub cupti_busy: bool,
+}
+
+fn default_devices() -> Vec<Device> {
+    vec![Device::default()]
+}
+
+impl Default for Profile {
+    fn default() -> Profile {
+        Profile {
+            device: default_devices(),
+            faults: Faults::default(),
+        }
+    }
+}
+
+impl Profile {
+    /// The profile `STACKBENCH_SIM_PROFILE` names, else the default; a file that cannot be read
+    /// or parsed is an error naming it.
+    pub fn from_env() -> Result<Profile, String> {
+        match std::env::var_os(PROFILE_VAR) {
+            None => Ok(Profile::default()),
+            Some(path) => Profile::read(Path::new(&path)),
+        }
+    }
+
+    /// The profile in the TOML file at `path`.
+    pub fn read(path: &Path) -> Result<Profile, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("{PROFILE_VAR}={}: {e}", path.display()))?;
+        Profile::parse(&text).map_err(|e| format!("{PROFILE_VAR}={}: {e}", path.display()))
+    }
+
+    /// A profile from TOML text.
+    pub fn parse(text: &str) -> Result<Profile, String> {
+        let profile: Profile = toml::from_str(text).map_err(|e| e.to_string())?;
+        if profile.device.is_empty() {
+            return Err("at least one [[device]] is needed".into());
+        }
+        Ok(profile)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_issue_s_profile_parses_and_defaults_fill_the_rest() {
+        let profile = Profile::parse(
+            r#"
+            [[device]]
+            name = "stackbench simulated GPU (H100-like)"
+            compute_capability = "15.0"
+            memory_gib = 80
+            multiprocessors = 132
+            l2_mib = 50
+            memory_bandwidth_gbs = 3350
+            fp32_tflops = 67
+            tf32_tflops = 495
+            fp16_tflops = 989
+            bf16_tflops = 989
+            driver_version = "580.95.05"
+            cuda_version = "13.0"
+            noise = 0.005
+            slowdown = 1.0
+
+            [[device]]
+            name = "second"
+
+            [faults]
+            throttle = ["sw_thermal"]
+            kernel_hang = "vector_add"
+            "#,
+        )
+        .unwrap();
+        assert_eq!(profile.device.len(), 2);
+        assert_eq!(profile.device[0].compute_capability(), (15, 0));
+        assert_eq!(profile.device[0].driver_api_version(), 13000);
+        assert_eq!(profile.device[1].memory_gib, 80);
+        assert_eq!(profile.faults.throttle, ["sw_thermal"]);
+        assert_eq!(profile.faults.kernel_hang, "vector_add");
+        assert_eq!(profile.faults.lost_after_calls, 0);
+    }
+
+    #[test]
+    fn no_file_is_one_h100_like_device_and_a_typo_is_an_error() {
+        assert_eq!(Profile::default().device.len(), 1);
+        assert!(Profile::parse("[faults]\nkernel_hangs = \"x\"\n").is_err());
+        assert!(Profile::parse("device = []\n").is_err());
+    }
+}
