@@ -1,0 +1,258 @@
+//! What a simulated device reads as, from its profile, the faults and whether kernels have run:
+//! plain functions, so the exported calls only fetch and write.
+//!
+//! Before any kernel has run the device idles (`nvmlClocksEventReasonGpuIdle`, 45 C, 72 W).
+//! Once one has run it is busy: warmer and hungrier, and the profile's `throttle` reasons hold
+//! its clocks back (a HW reason halves them, as NVML's documentation says of HW slowdown and
+//! power brake; a SW one takes 15% off), with the temperature or power the reason implies.
+
+use crate::profile::{Device, Faults};
+
+/// `nvmlClocksEventReasonGpuIdle`.
+pub const REASON_GPU_IDLE: u64 = 0x1;
+/// `nvmlClocksEventReasonApplicationsClocksSetting`.
+pub const REASON_APPLICATIONS_CLOCKS: u64 = 0x2;
+/// `nvmlClocksEventReasonSwPowerCap`.
+pub const REASON_SW_POWER_CAP: u64 = 0x4;
+/// `nvmlClocksThrottleReasonHwSlowdown`.
+pub const REASON_HW_SLOWDOWN: u64 = 0x8;
+/// `nvmlClocksEventReasonSyncBoost`.
+pub const REASON_SYNC_BOOST: u64 = 0x10;
+/// `nvmlClocksEventReasonSwThermalSlowdown`.
+pub const REASON_SW_THERMAL: u64 = 0x20;
+/// `nvmlClocksThrottleReasonHwThermalSlowdown`.
+pub const REASON_HW_THERMAL: u64 = 0x40;
+/// `nvmlClocksThrottleReasonHwPowerBrakeSlowdown`.
+pub const REASON_HW_POWER_BRAKE: u64 = 0x80;
+/// `nvmlClocksEventReasonDisplayClockSetting`.
+pub const REASON_DISPLAY_CLOCKS: u64 = 0x100;
+
+/// Every reason the simulated devices can report (`nvmlDeviceGetSupportedClocksEventReasons`).
+pub const SUPPORTED_REASONS: u64 = REASON_GPU_IDLE
+    | REASON_APPLICATIONS_CLOCKS
+    | REASON_SW_POWER_CAP
+    | REASON_HW_SLOWDOWN
+    | REASON_SYNC_BOOST
+    | REASON_SW_THERMAL
+    | REASON_HW_THERMAL
+    | REASON_HW_POWER_BRAKE
+    | REASON_DISPLAY_CLOCKS;
+
+/// The reasons that cut the clocks by half or more (NVML: "reducing the core clocks by a factor
+/// of 2 or more").
+const HW_REASONS: u64 = REASON_HW_SLOWDOWN | REASON_HW_THERMAL | REASON_HW_POWER_BRAKE;
+/// The reasons the driver's software applies gently.
+const SW_REASONS: u64 = REASON_SW_POWER_CAP | REASON_SW_THERMAL;
+
+/// The bit of a `faults.throttle` name (the five the profile documents, and NVML's other
+/// reasons by their names); `None` for a name it does not know.
+pub fn reason_bit(name: &str) -> Option<u64> {
+    Some(match name.trim() {
+        "sw_thermal" => REASON_SW_THERMAL,
+        "hw_slowdown" => REASON_HW_SLOWDOWN,
+        "hw_thermal" => REASON_HW_THERMAL,
+        "hw_power_brake" => REASON_HW_POWER_BRAKE,
+        "sw_power_cap" => REASON_SW_POWER_CAP,
+        "sync_boost" => REASON_SYNC_BOOST,
+        "display_clocks" => REASON_DISPLAY_CLOCKS,
+        "applications_clocks" => REASON_APPLICATIONS_CLOCKS,
+        _ => return None,
+    })
+}
+
+/// `nvmlDeviceGetCurrentClocksEventReasons`: idle before any kernel ran; afterwards the
+/// profile's throttle reasons (none: 0).
+pub fn clocks_event_reasons(faults: &Faults, launches: u64) -> u64 {
+    if launches == 0 {
+        return REASON_GPU_IDLE;
+    }
+    faults
+        .throttle
+        .iter()
+        .filter_map(|name| reason_bit(name))
+        .fold(0, |all, bit| all | bit)
+}
+
+/// `NVML_CLOCK_GRAPHICS` .. `NVML_CLOCK_VIDEO`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClockType {
+    Graphics,
+    Sm,
+    Memory,
+    Video,
+}
+
+impl ClockType {
+    /// From `nvmlClockType_t`.
+    pub fn from_c(value: u32) -> Option<ClockType> {
+        Some(match value {
+            0 => ClockType::Graphics,
+            1 => ClockType::Sm,
+            2 => ClockType::Memory,
+            3 => ClockType::Video,
+            _ => return None,
+        })
+    }
+}
+
+/// The memory clock, MHz, that gives the profile's bandwidth on an HBM3 stack's 5120-bit bus
+/// at double data rate (3350 GB/s -> 2617 MHz).
+fn memory_clock_mhz(device: &Device) -> u32 {
+    (device.memory_bandwidth_gbs * 1000.0 / 1280.0)
+        .round()
+        .max(1.0) as u32
+}
+
+/// `nvmlDeviceGetMaxClockInfo`, MHz.
+pub fn max_clock_mhz(device: &Device, clock: ClockType) -> u32 {
+    match clock {
+        ClockType::Memory => memory_clock_mhz(device),
+        ClockType::Graphics | ClockType::Sm | ClockType::Video => device.sm_clock_mhz,
+    }
+}
+
+/// `nvmlDeviceGetClockInfo`, MHz: the maximum, held back by the current reasons.
+pub fn clock_mhz(device: &Device, clock: ClockType, reasons: u64) -> u32 {
+    let max = max_clock_mhz(device, clock);
+    if clock == ClockType::Memory {
+        return max;
+    }
+    if reasons & HW_REASONS != 0 {
+        max / 2
+    } else if reasons & SW_REASONS != 0 {
+        max * 85 / 100
+    } else {
+        max
+    }
+}
+
+/// `nvmlDeviceGetTemperature(NVML_TEMPERATURE_GPU)`, C.
+pub fn temperature_c(reasons: u64, launches: u64) -> u32 {
+    if reasons & REASON_HW_THERMAL != 0 {
+        92
+    } else if reasons & REASON_SW_THERMAL != 0 {
+        87
+    } else if launches > 0 {
+        62
+    } else {
+        45
+    }
+}
+
+/// The board's power limit, mW (`nvmlDeviceGetEnforcedPowerLimit`).
+pub const POWER_LIMIT_MW: u32 = 700_000;
+
+/// `nvmlDeviceGetPowerUsage`, mW.
+pub fn power_mw(reasons: u64, launches: u64) -> u32 {
+    if reasons & REASON_SW_POWER_CAP != 0 {
+        POWER_LIMIT_MW
+    } else if reasons & REASON_HW_POWER_BRAKE != 0 {
+        250_000
+    } else if launches > 0 {
+        420_000
+    } else {
+        72_000
+    }
+}
+
+/// `nvmlDeviceGetRemappedRows`: `(corrected rows, uncorrected rows, pending, failed)`. A
+/// pending remap is one row remapped for an uncorrectable error, waiting for a reset.
+pub fn remapped_rows(faults: &Faults) -> (u32, u32, bool, bool) {
+    if faults.row_remap_pending {
+        (0, 1, true, false)
+    } else {
+        (0, 0, false, false)
+    }
+}
+
+/// `nvmlDeviceGetRetiredPages(_v2)` for one cause (0: multiple single-bit ECC errors, 1: a
+/// double-bit ECC error): the pages' hardware addresses and when they were retired (seconds
+/// since the epoch). The profile's pages were all retired for double-bit errors, since the
+/// driver loaded, so they are pending retirement until a reset.
+pub fn retired_pages(faults: &Faults, double_bit: bool) -> Vec<(u64, u64)> {
+    if !double_bit {
+        return Vec::new();
+    }
+    (0..u64::from(faults.retired_pages))
+        .map(|i| (0x0004_2a6e_0000 + i * 0x1_0000, 1_750_000_000 + i * 3600))
+        .collect()
+}
+
+/// `nvmlDeviceGetRetiredPagesPendingStatus`.
+pub fn pages_pending_retirement(faults: &Faults) -> bool {
+    faults.retired_pages > 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn throttled(names: &[&str]) -> Faults {
+        Faults {
+            throttle: names.iter().map(|n| n.to_string()).collect(),
+            ..Faults::default()
+        }
+    }
+
+    #[test]
+    fn reasons_show_only_once_kernels_ran() {
+        let faults = throttled(&["sw_thermal", "hw_slowdown", "no_such_reason"]);
+        assert_eq!(clocks_event_reasons(&faults, 0), REASON_GPU_IDLE);
+        assert_eq!(clocks_event_reasons(&faults, 1), 0x20 | 0x8);
+        assert_eq!(clocks_event_reasons(&Faults::default(), 5), 0);
+        let all = throttled(&[
+            "sw_thermal",
+            "hw_slowdown",
+            "hw_thermal",
+            "hw_power_brake",
+            "sw_power_cap",
+        ]);
+        assert_eq!(
+            clocks_event_reasons(&all, 1),
+            0x20 | 0x8 | 0x40 | 0x80 | 0x4
+        );
+    }
+
+    #[test]
+    fn throttling_lowers_the_clocks_and_heats_the_board() {
+        let device = Device::default();
+        assert_eq!(clock_mhz(&device, ClockType::Sm, 0), 1980);
+        assert_eq!(clock_mhz(&device, ClockType::Sm, REASON_GPU_IDLE), 1980);
+        assert_eq!(clock_mhz(&device, ClockType::Sm, REASON_SW_THERMAL), 1683);
+        assert_eq!(
+            clock_mhz(
+                &device,
+                ClockType::Sm,
+                REASON_HW_SLOWDOWN | REASON_SW_POWER_CAP
+            ),
+            990
+        );
+        assert_eq!(
+            clock_mhz(&device, ClockType::Memory, REASON_HW_SLOWDOWN),
+            2617
+        );
+        assert_eq!(max_clock_mhz(&device, ClockType::Graphics), 1980);
+        assert_eq!(temperature_c(REASON_GPU_IDLE, 0), 45);
+        assert_eq!(temperature_c(0, 1), 62);
+        assert_eq!(temperature_c(REASON_SW_THERMAL, 1), 87);
+        assert_eq!(temperature_c(REASON_HW_THERMAL | REASON_SW_THERMAL, 1), 92);
+        assert_eq!(power_mw(REASON_GPU_IDLE, 0), 72_000);
+        assert_eq!(power_mw(0, 1), 420_000);
+        assert_eq!(power_mw(REASON_SW_POWER_CAP, 1), POWER_LIMIT_MW);
+    }
+
+    #[test]
+    fn memory_faults() {
+        let faults = Faults {
+            retired_pages: 3,
+            row_remap_pending: true,
+            ..Faults::default()
+        };
+        assert_eq!(retired_pages(&faults, true).len(), 3);
+        assert!(retired_pages(&faults, false).is_empty());
+        assert!(pages_pending_retirement(&faults));
+        assert!(!pages_pending_retirement(&Faults::default()));
+        assert_eq!(remapped_rows(&faults), (0, 1, true, false));
+        assert_eq!(remapped_rows(&Faults::default()), (0, 0, false, false));
+    }
+}
