@@ -568,6 +568,83 @@ pub fn kernel_support(cc: ComputeCapability, sass: &[String], ptx: &[String]) ->
     }
 }
 
+// ---- what NVRTC generates for a device ----------------------------------------------------------
+
+/// What a runtime compiler (NVRTC) should generate so that its code runs on a device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "image", rename_all = "snake_case")]
+pub enum NvrtcCode {
+    /// A CUBIN: SASS for `arch` (`sm_90`), the device's own architecture or, where NVRTC cannot
+    /// build that one, the newest older minor of the device's major it can (SASS for `sm_80`
+    /// runs on 8.9).
+    Cubin { arch: ComputeCapability },
+    /// PTX for the virtual architecture `arch` (`compute_120`): no SASS this NVRTC can build runs
+    /// on the device, so it emits PTX for the newest architecture it knows at or below the
+    /// device's and the driver JIT-compiles it at load, as for any GPU newer than its toolkit.
+    Ptx { arch: ComputeCapability },
+    /// Nothing runs: the device is older than every architecture this NVRTC knows (`sm_35` on
+    /// NVRTC 12, whose oldest is `sm_50`).
+    None,
+}
+
+impl NvrtcCode {
+    /// The `--gpu-architecture` value: `sm_90` or `compute_120`; `None` for [`NvrtcCode::None`].
+    pub fn target(self) -> Option<String> {
+        match self {
+            NvrtcCode::Cubin { arch } => Some(format!("sm_{}{}", arch.major, arch.minor)),
+            NvrtcCode::Ptx { arch } => Some(format!("compute_{}{}", arch.major, arch.minor)),
+            NvrtcCode::None => None,
+        }
+    }
+}
+
+/// What NVRTC generates for a device of `cc`, given the architectures it can build SASS for
+/// (`nvrtcGetSupportedArchs`), by the rules of [`TARGET_RULES`]:
+///
+/// 1. a CUBIN for the newest supported `sm_XY` that runs on the device: the device's own, else an
+///    older minor of its major (SASS for `sm_XY` runs on X.Z with Z >= Y);
+/// 2. else PTX for the newest supported `compute_XY` at or below the device (PTX JIT-compiles
+///    for every newer GPU): the path of a GPU newer than its toolkit (device 15.0, NVRTC up to
+///    12.0: `compute_120`), also taken by a device between two architectures NVRTC knows when
+///    neither one's SASS runs on it;
+/// 3. else nothing: the device is older than all of them.
+pub fn nvrtc_code(cc: ComputeCapability, supported: &[ComputeCapability]) -> NvrtcCode {
+    let sass = GpuTarget {
+        kind: CodeKind::Sass,
+        cc,
+        variant: TargetVariant::Generic,
+    };
+    let runs = |arch: &ComputeCapability, kind: CodeKind| {
+        GpuTarget {
+            kind,
+            cc: *arch,
+            ..sass
+        }
+        .runs_on(cc)
+    };
+    if let Some(arch) = supported.iter().filter(|a| runs(a, CodeKind::Sass)).max() {
+        NvrtcCode::Cubin { arch: *arch }
+    } else if let Some(arch) = supported.iter().filter(|a| runs(a, CodeKind::Ptx)).max() {
+        NvrtcCode::Ptx { arch: *arch }
+    } else {
+        NvrtcCode::None
+    }
+}
+
+/// `CUDA_ERROR_UNSUPPORTED_PTX_VERSION`, the driver's answer to PTX newer than its JIT.
+pub const UNSUPPORTED_PTX_VERSION: i32 = 222;
+
+/// Why PTX from NVRTC `nvrtc` (`12.9`) did not load on a driver that supports CUDA `driver`
+/// (`cuModuleLoadData`: [`UNSUPPORTED_PTX_VERSION`]), and what to do.
+pub fn ptx_newer_than_driver(nvrtc: Option<&str>, driver: Option<CudaVersion>) -> String {
+    format!(
+        "the PTX from NVRTC {} is newer than this driver's JIT (driver supports CUDA {}): use a \
+         toolkit no newer than the driver, or upgrade the driver",
+        nvrtc.unwrap_or("(version unknown)"),
+        driver.map_or_else(|| "?".to_owned(), |d| d.to_string())
+    )
+}
+
 // ---- CUDA majors of library names -----------------------------------------------------------------
 
 /// How a library's soname number relates to the CUDA major that ships it.
@@ -1015,6 +1092,93 @@ mod tests {
             serde_json::to_value(KernelSupport::None).unwrap(),
             serde_json::json!({"via": "none"})
         );
+    }
+
+    /// `(major, minor)` pairs as compute capabilities.
+    fn ccs(pairs: &[(u32, u32)]) -> Vec<ComputeCapability> {
+        pairs
+            .iter()
+            .map(|&(major, minor)| cc(major, minor))
+            .collect()
+    }
+
+    /// NVRTC 12.9's `nvrtcGetSupportedArchs`, 5.0 to 12.1.
+    const NVRTC_12_9: &[(u32, u32)] = &[
+        (5, 0),
+        (5, 2),
+        (5, 3),
+        (6, 0),
+        (6, 1),
+        (6, 2),
+        (7, 0),
+        (7, 2),
+        (7, 5),
+        (8, 0),
+        (8, 6),
+        (8, 7),
+        (8, 9),
+        (9, 0),
+        (10, 0),
+        (10, 1),
+        (10, 3),
+        (12, 0),
+        (12, 1),
+    ];
+
+    /// What NVRTC generates, by CUDA's rules: SASS where some SASS it can build runs on the
+    /// device, PTX for the newest older architecture when none does (the JIT path of a GPU newer
+    /// than its toolkit), nothing for a device older than all it knows.
+    #[rstest]
+    // The device's own SASS.
+    #[case::h100_on_an_nvrtc_up_to_9_0((9, 0), &[(5, 0), (8, 0), (9, 0)], "cubin", Some("sm_90"))]
+    #[case::h100_on_nvrtc_12_9((9, 0), NVRTC_12_9, "cubin", Some("sm_90"))]
+    // A device newer than every architecture: PTX for the newest, JIT-compiled by the driver.
+    #[case::newer_than_the_newest((15, 0), &[(8, 0), (9, 0), (12, 0)], "ptx", Some("compute_120"))]
+    #[case::newer_than_nvrtc_12_9((15, 0), NVRTC_12_9, "ptx", Some("compute_121"))]
+    #[case::next_major((10, 0), &[(8, 0), (9, 0)], "ptx", Some("compute_90"))]
+    // An unknown minor of a known major: SASS of the older minor runs on it (sm_80 on 8.9)...
+    #[case::older_minor_sass_runs((8, 9), &[(8, 0), (9, 0)], "cubin", Some("sm_80"))]
+    #[case::newest_older_minor((8, 9), &[(8, 0), (8, 6), (9, 0)], "cubin", Some("sm_86"))]
+    #[case::newer_minor_than_the_newest((12, 3), NVRTC_12_9, "cubin", Some("sm_121"))]
+    // ... but SASS of a newer minor does not (sm_86 on 8.0), nor of another major (sm_90 on
+    // 10.0 above); between majors with no SASS of its own, PTX from the older one JIT-compiles.
+    #[case::only_newer_minors((8, 0), &[(8, 6), (9, 0)], "none", None)]
+    #[case::between_majors((11, 0), &[(10, 0), (12, 0)], "ptx", Some("compute_100"))]
+    // Older than the oldest: nothing runs (sm_35 on NVRTC 12), as before.
+    #[case::kepler_on_nvrtc_12((3, 5), NVRTC_12_9, "none", None)]
+    #[case::older_than_the_oldest((3, 5), &[(5, 0), (9, 0)], "none", None)]
+    #[case::no_architectures((9, 0), &[], "none", None)]
+    fn what_nvrtc_generates_for_a_device(
+        #[case] device: (u32, u32),
+        #[case] supported: &[(u32, u32)],
+        #[case] image: &str,
+        #[case] target: Option<&str>,
+    ) {
+        let code = nvrtc_code(cc(device.0, device.1), &ccs(supported));
+        assert_eq!(
+            serde_json::to_value(code).unwrap()["image"],
+            image,
+            "{code:?}"
+        );
+        assert_eq!(code.target().as_deref(), target, "{code:?}");
+        // Whatever is chosen runs on the device by the target rules.
+        if let Some(target) = code.target() {
+            assert!(parse_target(&target)
+                .unwrap()
+                .runs_on(cc(device.0, device.1)));
+        }
+    }
+
+    #[test]
+    fn ptx_newer_than_the_driver_says_what_to_do() {
+        assert_eq!(
+            ptx_newer_than_driver(Some("12.9"), Some(v(12, 2))),
+            "the PTX from NVRTC 12.9 is newer than this driver's JIT (driver supports CUDA \
+             12.2): use a toolkit no newer than the driver, or upgrade the driver"
+        );
+        assert!(driver_error(UNSUPPORTED_PTX_VERSION)
+            .and_then(|e| e.driver_name)
+            .is_some_and(|n| n == "CUDA_ERROR_UNSUPPORTED_PTX_VERSION"));
     }
 
     #[rstest]

@@ -191,6 +191,28 @@ fn one_combination(results: &Path, extra: &[&str]) -> Output {
     fixture_bench(&args)
 }
 
+/// For a device newer than every architecture NVRTC knows (`--target sm_150`, the simulated
+/// GPU's), the compile benchmarks build what `nvrtc.compile_*` builds: PTX for NVRTC's newest
+/// architecture, and each row says so.
+#[test]
+fn compile_benchmarks_build_ptx_for_a_target_newer_than_nvrtc() {
+    let results = tempfile::tempdir().unwrap();
+    let output = one_combination(results.path(), &["--target", "sm_150", "--allow-skip"]);
+    let report = report(&output);
+    assert_eq!(report["target"], "sm_150");
+    let compile = rows(&report, "nvrtc_compile");
+    assert_eq!(compile.len(), 2);
+    for row in compile {
+        assert_eq!(row["status"], "measured", "{row}");
+        assert_eq!(
+            row["reason"],
+            "compiled to PTX for compute_121: the target (sm_150) is newer than this NVRTC; \
+             the driver JIT-compiles it",
+            "{row}"
+        );
+    }
+}
+
 #[test]
 fn skipped_gpu_work_exits_1_and_a_second_run_does_not_overwrite_the_first() {
     let results = tempfile::tempdir().unwrap();

@@ -341,6 +341,99 @@ fn venv_cu12_with_driver(dir: &Path) -> Value {
     check_report(&output)
 }
 
+/// `check` of `root` against the 535 driver for `--target target`, as JSON.
+fn fixture_for_target(root: &str, target: &str) -> Value {
+    let (root, driver) = (fixture(root), driver_dir());
+    let output = check_output(&[
+        "--no-system",
+        "--root",
+        root.to_str().unwrap(),
+        "--driver-dir",
+        driver.to_str().unwrap(),
+        "--target",
+        target,
+        "--format",
+        "json",
+    ]);
+    check_report(&output)
+}
+
+/// A device newer than every architecture the real NVRTCs know (`sm_150`, the simulated GPU's):
+/// NVRTC compiles PTX for its newest architecture, which the driver JIT-compiles at load, as it
+/// does for a real GPU newer than its toolkit; `coverage.kernels` names that path.
+#[rstest]
+#[case::nvrtc_11_8("venv-cu11", CU11, "compute_90")]
+#[case::nvrtc_12_9("venv-cu12", CU12, "compute_121")]
+fn a_target_newer_than_nvrtc_compiles_ptx_for_the_driver_to_jit(
+    #[case] root: &str,
+    #[case] name: &str,
+    #[case] ptx: &str,
+) {
+    let report = fixture_for_target(root, "sm_150");
+    let c = combination(&report, name);
+    for (id, source) in [
+        ("nvrtc.compile_vector_add", "vector_add.cu"),
+        ("nvrtc.compile_matmul", "matmul_tiled.cu"),
+    ] {
+        let compiled = result(c, id);
+        assert_eq!(compiled["status"], "pass", "{compiled}");
+        assert_eq!(
+            compiled["reason"]
+                .as_str()
+                .unwrap()
+                .rsplit_once(" (")
+                .unwrap()
+                .0,
+            format!(
+                "compiled {source} to PTX for {ptx}: the target (sm_150) is newer than this \
+                 NVRTC; the driver JIT-compiles it"
+            ),
+            "{compiled}"
+        );
+        let details = &compiled["details"];
+        assert_eq!(details["image"], "ptx");
+        assert_eq!(details["arch"], ptx);
+        assert_eq!(details["device_arch"], "sm_150");
+        assert!(details["ptx_bytes"].as_u64().unwrap() > 100, "{details}");
+    }
+    let coverage = result(c, "coverage.kernels");
+    assert_eq!(coverage["status"], "warn", "{coverage}");
+    assert!(
+        coverage["reason"].as_str().unwrap().contains(&format!(
+            "vector_add.cu (NVRTC's PTX {ptx}), matmul_tiled.cu (NVRTC's PTX {ptx})"
+        )),
+        "{coverage}"
+    );
+}
+
+/// An architecture older than every one NVRTC knows still fails, saying which it knows; one
+/// it does not know between two it does compiles SASS of the older minor that runs on it.
+#[test]
+fn a_target_older_than_nvrtc_fails_and_an_unknown_minor_gets_sass_that_runs() {
+    let old = fixture_for_target("venv-cu12", "sm_35");
+    let compiled = result(combination(&old, CU12), "nvrtc.compile_vector_add");
+    assert_eq!(compiled["status"], "fail");
+    assert!(
+        compiled["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("this NVRTC cannot generate code for sm_35 (it knows sm_50 to sm_121"),
+        "{compiled}"
+    );
+    let minor = fixture_for_target("venv-cu12", "sm_88");
+    let compiled = result(combination(&minor, CU12), "nvrtc.compile_vector_add");
+    assert_eq!(compiled["status"], "pass", "{compiled}");
+    assert_eq!(compiled["details"]["image"], "cubin");
+    assert_eq!(compiled["details"]["arch"], "sm_87");
+    assert!(
+        compiled["reason"]
+            .as_str()
+            .unwrap()
+            .ends_with("this NVRTC cannot build SASS for sm_88; SASS for sm_87 runs on compute capability 8.8 (same major, newer minor)"),
+        "{compiled}"
+    );
+}
+
 #[test]
 fn a_32_bit_driver_is_the_wrong_elf_class() {
     let report = venv_cu12_with_driver(&fixture(DRIVER_I386));

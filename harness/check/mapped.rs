@@ -146,12 +146,40 @@ pub fn isolated(uses: &[LibraryUse]) -> Outcome {
     }
 }
 
+/// A kernel of stackbench's own that NVRTC compiled (`nvrtc.compile_*`): its source file, the
+/// kind of image (`cubin`, `ptx`) and the architecture (`sm_90`, `compute_120`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NvrtcImage {
+    pub source: String,
+    pub image: String,
+    pub arch: String,
+}
+
+/// The images the `nvrtc.compile_*` checks that passed made, from their details.
+pub fn nvrtc_images(checks: &[CheckResult]) -> Vec<NvrtcImage> {
+    checks
+        .iter()
+        .filter(|c| c.id.starts_with("nvrtc.compile_") && c.status.satisfies())
+        .filter_map(|c| {
+            let text = |key: &str| c.details.get(key)?.as_str().map(str::to_owned);
+            Some(NvrtcImage {
+                source: text("source").unwrap_or_else(|| c.id["nvrtc.compile_".len()..].into()),
+                image: text("image").unwrap_or_else(|| "cubin".into()),
+                arch: text("arch")?,
+            })
+        })
+        .collect()
+}
+
 /// `coverage.kernels`: every mapped library with GPU code has SASS for `arch`, or PTX the
-/// driver can JIT-compile for it (a warning: slow first use). `read` gives a file's SASS and
-/// PTX targets (the ELF reader; a parameter so tests need no files).
+/// driver can JIT-compile for it (a warning: slow first use); so do stackbench's own kernels,
+/// whose `images` NVRTC made as PTX for a device newer than it (the JIT path, a warning too).
+/// `read` gives a file's SASS and PTX targets (the ELF reader; a parameter so tests need no
+/// files).
 pub fn coverage(
     uses: &[LibraryUse],
     arch: Option<ComputeCapability>,
+    images: &[NvrtcImage],
     read: impl Fn(&Path) -> Option<(Vec<String>, Vec<String>)>,
 ) -> Outcome {
     let Some(cc) = arch else {
@@ -180,6 +208,14 @@ pub fn coverage(
             )),
         }
     }
+    // A CUBIN of our own is SASS for the device by construction (only library code is
+    // counted there); PTX is the JIT path, named with the libraries'.
+    jit.extend(
+        images
+            .iter()
+            .filter(|i| i.image == "ptx")
+            .map(|i| format!("{} (NVRTC's PTX {})", i.source, i.arch)),
+    );
     let counted = sass.len() + jit.len() + none.len();
     let outcome = if !none.is_empty() {
         Outcome::fail(format!(
@@ -200,11 +236,16 @@ pub fn coverage(
             "all {counted} loaded libraries with GPU code have SASS for {sm}"
         ))
     };
+    let nvrtc: Vec<String> = images
+        .iter()
+        .map(|i| format!("{}: {} {}", i.source, i.image, i.arch))
+        .collect();
     outcome
         .detail("arch", sm)
         .detail("sass", sass)
         .detail("jit_only", jit)
         .detail("no_kernels", none)
+        .detail("nvrtc", nvrtc)
 }
 
 /// A target list in short form: `sm_50..sm_90 (9)`, or `-`.
@@ -258,7 +299,7 @@ mod tests {
             }
         };
         let h100 = Some(ComputeCapability::new(9, 0));
-        let pass = coverage(&uses, h100, read("sm_80 sm_90", "compute_90"));
+        let pass = coverage(&uses, h100, &[], read("sm_80 sm_90", "compute_90"));
         assert_eq!(pass.status, Status::Pass, "{}", pass.reason);
         assert_eq!(
             pass.reason,
@@ -267,6 +308,7 @@ mod tests {
         let jit = coverage(
             &uses,
             Some(ComputeCapability::new(10, 0)),
+            &[],
             read("sm_80 sm_90", "compute_90"),
         );
         assert_eq!(jit.status, Status::Warn);
@@ -275,7 +317,7 @@ mod tests {
             "{}",
             jit.reason
         );
-        let none = coverage(&uses, h100, read("sm_50 sm_60 sm_70 sm_80", ""));
+        let none = coverage(&uses, h100, &[], read("sm_50 sm_60 sm_70 sm_80", ""));
         assert_eq!(none.status, Status::Fail);
         assert!(
             none.reason.starts_with(
@@ -284,7 +326,84 @@ mod tests {
             "{}",
             none.reason
         );
-        assert_eq!(coverage(&uses, None, read("", "")).status, Status::Skip);
+        assert_eq!(
+            coverage(&uses, None, &[], read("", "")).status,
+            Status::Skip
+        );
+    }
+
+    /// A device newer than the toolkit (the simulated sm_150 with NVRTC 12.9): stackbench's own
+    /// kernels run from PTX, which coverage names as the JIT path even when no library with GPU
+    /// code was loaded; CUBINs of our own are listed in the details only.
+    #[test]
+    fn coverage_reports_the_ptx_path_of_our_own_kernels() {
+        let image = |source: &str, image: &str, arch: &str| NvrtcImage {
+            source: source.into(),
+            image: image.into(),
+            arch: arch.into(),
+        };
+        let host_only = [library("cudart", true)];
+        let none = |_: &Path| Some((vec![], vec![]));
+        let ptx = [
+            image("vector_add.cu", "ptx", "compute_121"),
+            image("matmul.cu", "ptx", "compute_121"),
+        ];
+        let sm150 = Some(ComputeCapability::new(15, 0));
+        let jit = coverage(&host_only, sm150, &ptx, none);
+        assert_eq!(jit.status, Status::Warn, "{}", jit.reason);
+        assert!(
+            jit.reason.starts_with(
+                "no SASS for sm_150 in vector_add.cu (NVRTC's PTX compute_121), matmul.cu \
+                 (NVRTC's PTX compute_121): the driver JIT-compiles their PTX"
+            ),
+            "{}",
+            jit.reason
+        );
+        assert_eq!(
+            jit.details["nvrtc"],
+            serde_json::json!([
+                "vector_add.cu: ptx compute_121",
+                "matmul.cu: ptx compute_121"
+            ])
+        );
+        let cubin = [image("vector_add.cu", "cubin", "sm_90")];
+        let h100 = Some(ComputeCapability::new(9, 0));
+        let own = coverage(&host_only, h100, &cubin, none);
+        assert_eq!(own.status, Status::Skip, "{}", own.reason);
+        assert_eq!(
+            own.details["nvrtc"],
+            serde_json::json!(["vector_add.cu: cubin sm_90"])
+        );
+    }
+
+    #[test]
+    fn nvrtc_images_come_from_the_compile_checks_that_passed() {
+        let mut ptx = CheckResult::new("nvrtc.compile_vector_add", Status::Pass, "compiled");
+        for (key, value) in [
+            ("source", "vector_add.cu"),
+            ("image", "ptx"),
+            ("arch", "compute_120"),
+        ] {
+            ptx.details.insert(key.into(), value.into());
+        }
+        let mut old = CheckResult::new("nvrtc.compile_matmul", Status::Pass, "compiled");
+        old.details.insert("arch".into(), "sm_90".into());
+        let failed = CheckResult::new("nvrtc.compile_matmul", Status::Fail, "no");
+        assert_eq!(
+            nvrtc_images(&[ptx, old, failed]),
+            vec![
+                NvrtcImage {
+                    source: "vector_add.cu".into(),
+                    image: "ptx".into(),
+                    arch: "compute_120".into()
+                },
+                NvrtcImage {
+                    source: "matmul".into(),
+                    image: "cubin".into(),
+                    arch: "sm_90".into()
+                },
+            ]
+        );
     }
 
     #[test]

@@ -193,7 +193,12 @@ fn run_combination(combination: &Combination, options: &CheckOptions) -> Combina
     for (id, outcome) in [
         (
             "coverage.kernels",
-            mapped::coverage(&libraries, arch, mapped::read_targets),
+            mapped::coverage(
+                &libraries,
+                arch,
+                &mapped::nvrtc_images(&checks),
+                mapped::read_targets,
+            ),
         ),
         ("combination.isolated", mapped::isolated(&libraries)),
     ] {

@@ -20,7 +20,7 @@ use super::protocol::{Command, Limits, Measurement, Reply, Setup, Workload};
 use crate::check::protocol::Component;
 use crate::check::worker::device::DeviceBuffer;
 use crate::check::worker::outcome::{Call, Outcome};
-use crate::check::worker::session::Session;
+use crate::check::worker::session::{ImageKind, Session};
 use crate::check::worker::{cupti, nvrtc, panicked, run_one};
 use crate::probe::worker::{leave, plain_crashes, protocol_channel, send};
 use cudarc::driver::result as cu;
@@ -146,7 +146,8 @@ impl Bench {
 
     fn prepare(&mut self, workload: Workload) -> Result<Reply, Outcome> {
         if let Workload::Compile { kernel, arch } = &workload {
-            nvrtc::build(*kernel, arch)?;
+            let target = self.compile_target(arch)?;
+            nvrtc::build(*kernel, &target)?;
             return Ok(Reply::Prepared { verification: None });
         }
         self.prepared = None;
@@ -182,9 +183,10 @@ impl Bench {
 
     fn time(&mut self, workload: &Workload, iterations: u64) -> Result<Reply, Outcome> {
         if let Workload::Compile { kernel, arch } = workload {
+            let target = self.compile_target(arch)?;
             let began = Instant::now();
             for _ in 0..iterations {
-                nvrtc::build(*kernel, arch)?;
+                nvrtc::build(*kernel, &target)?;
             }
             return Ok(Reply::Timed {
                 time_ns: began.elapsed().as_secs_f64() * 1e9,
@@ -205,7 +207,19 @@ impl Bench {
     ) -> Result<Measurement, Outcome> {
         let rule = limits.rule();
         if let Workload::Compile { kernel, arch } = workload {
-            let samples = measure::cpu(&rule, || nvrtc::build(*kernel, arch).map(drop))?;
+            let target = self.compile_target(arch)?;
+            let mut samples = measure::cpu(&rule, || nvrtc::build(*kernel, &target).map(drop))?;
+            let who = if self.session.gpu.is_some() {
+                "device"
+            } else {
+                "target"
+            };
+            samples
+                .notes
+                .extend(target.why(who).map(|why| match target.kind() {
+                    ImageKind::Ptx => format!("compiled to PTX for {}: {why}", target.arch()),
+                    ImageKind::Cubin => format!("compiled for {}: {why}", target.arch()),
+                }));
             return Ok(measurement(samples, None, None));
         }
         if mode == Mode::Cold && self.flush.is_none() {
@@ -233,6 +247,14 @@ impl Bench {
             _ => None,
         };
         Ok(measurement(samples, telemetry, cupti))
+    }
+
+    /// What a compile benchmark for `arch` (`sm_90`) builds: what `nvrtc.compile_*` built for
+    /// it, so bench and check compile alike (PTX for a device newer than this NVRTC).
+    fn compile_target(&mut self, arch: &str) -> Result<nvrtc::Target, Outcome> {
+        let cc = crate::compat::ComputeCapability::parse(arch)
+            .ok_or_else(|| Outcome::fail(format!("not an architecture: {arch}")))?;
+        nvrtc::target(&mut self.session, cc)
     }
 
     /// The device's L2 cache size (`CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE`).

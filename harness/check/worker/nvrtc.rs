@@ -1,18 +1,22 @@
 //! The NVRTC checks: compile the benchmarks' kernels ([`crate::kernels`]) for the device's
-//! architecture (or `--target`), load each CUBIN through the driver API, launch it, and verify
-//! the result against the CPU.
+//! architecture (or `--target`), load each image through the driver API, launch it, and verify
+//! the result against the CPU. The image is a CUBIN where this NVRTC can build SASS that runs on
+//! the device; for a device newer than every architecture it knows, PTX for the newest one,
+//! which the driver JIT-compiles at load (as for any GPU newer than its toolkit).
 //!
 //! Calls: cudarc's NVRTC `result` layer (`nvrtcCreateProgram`, `nvrtcCompileProgram`,
-//! `nvrtcGetProgramLog`, `nvrtcDestroyProgram`) and its `sys` layer for `nvrtcGetCUBIN[Size]` and
-//! `nvrtcGetSupportedArchs` (NVRTC 11.2 and later, looked up first); the driver's
+//! `nvrtcGetProgramLog`, `nvrtcDestroyProgram`) and its `sys` layer for `nvrtcGetCUBIN[Size]`,
+//! `nvrtcGetPTX[Size]` and `nvrtcGetSupportedArchs` (NVRTC 11.2 and later, looked up first); the driver's
 //! `cuModuleLoadData`, `cuModuleGetFunction`, `cuLaunchKernel`. Their ABI is the same in CUDA 11,
 //! 12 and 13.
 
 use super::device::{synchronize, DeviceBuffer};
-use super::outcome::{debug_name, verified, verify, Call, Checked, LibraryError, Outcome};
-use super::session::{Image, Session};
+use super::outcome::{debug_name, verified, verify, Call, Checked, Finish, LibraryError, Outcome};
+use super::session::{Image, ImageKind, Session};
 use crate::check::protocol::Component;
+use crate::compat::{self, ComputeCapability, NvrtcCode};
 use crate::kernels::{self, Kernel, LaunchShape};
+use crate::probe::calls;
 use crate::tolerance::{self, Comparison, Precision};
 use cudarc::driver::result as cu;
 use cudarc::driver::sys::{CUfunction, CUmodule};
@@ -52,65 +56,194 @@ impl LibraryError for NvrtcError {
     }
 }
 
-/// `nvrtc.compile_*`: compiles `kernel` to a CUBIN for the device (or `--target`) and keeps it.
+/// What NVRTC compiles a kernel to for one device (or `--target`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Target {
+    /// The device's compute capability (or `--target`'s).
+    pub(crate) device: ComputeCapability,
+    /// SASS or PTX, and for which architecture ([`compat::nvrtc_code`]); never `None`.
+    pub(crate) code: NvrtcCode,
+    /// Whether the device is newer than every architecture this NVRTC knows.
+    pub(crate) newer_than_nvrtc: bool,
+}
+
+impl Target {
+    /// The `--gpu-architecture` value: `sm_90`, `compute_120`.
+    pub(crate) fn arch(&self) -> String {
+        self.code.target().unwrap_or_else(|| sm(self.device))
+    }
+
+    /// What NVRTC produces for it.
+    pub(crate) fn kind(&self) -> ImageKind {
+        match self.code {
+            NvrtcCode::Ptx { .. } => ImageKind::Ptx,
+            _ => ImageKind::Cubin,
+        }
+    }
+
+    /// Why this image and not SASS for the device, where it is not (`to PTX for compute_120:
+    /// the device (sm_150) is newer than this NVRTC; the driver JIT-compiles it`); `who` is
+    /// `device` or `target`.
+    pub(crate) fn why(&self, who: &str) -> Option<String> {
+        let (device, arch) = (sm(self.device), self.arch());
+        match self.code {
+            NvrtcCode::Cubin { arch: built } if built != self.device => Some(format!(
+                "this NVRTC cannot build SASS for {device}; SASS for {arch} runs on compute \
+                 capability {} (same major, newer minor)",
+                self.device
+            )),
+            NvrtcCode::Ptx { .. } if self.newer_than_nvrtc => Some(format!(
+                "the {who} ({device}) is newer than this NVRTC; the driver JIT-compiles it"
+            )),
+            NvrtcCode::Ptx { .. } => Some(format!(
+                "this NVRTC builds no SASS that runs on the {who} ({device}); the driver \
+                 JIT-compiles it"
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// `sm_90` for 9.0.
+fn sm(cc: ComputeCapability) -> String {
+    format!("sm_{}{}", cc.major, cc.minor)
+}
+
+/// What this combination's NVRTC should generate for `cc`: chosen by [`compat::nvrtc_code`]
+/// from the architectures it can build SASS for (`nvrtcGetSupportedArchs`); an NVRTC older than
+/// 11.2, which cannot say, compiles SASS for `cc` itself. A device older than every
+/// architecture NVRTC knows is a failure that says which it knows. What `nvrtc.compile_*` and
+/// the compile benchmarks both use, so they compile alike.
+pub(crate) fn target(s: &mut Session, cc: ComputeCapability) -> Result<Target, Outcome> {
+    let library = s.library(Component::Nvrtc).map_err(Outcome::fail)?;
+    if !library.exports(c"nvrtcGetSupportedArchs") {
+        return Ok(Target {
+            device: cc,
+            code: NvrtcCode::Cubin { arch: cc },
+            newer_than_nvrtc: false,
+        });
+    }
+    let supported = supported_archs()?;
+    let known: Vec<ComputeCapability> = supported
+        .iter()
+        .map(|a| ComputeCapability::new(a / 10, a % 10))
+        .collect();
+    let code = compat::nvrtc_code(cc, &known);
+    if code == NvrtcCode::None {
+        return Err(Outcome::fail(format!(
+            "this NVRTC cannot generate code for {} (it knows {}): use a toolkit whose NVRTC \
+             supports compute capability {cc}",
+            sm(cc),
+            describe_archs(&supported)
+        ))
+        .detail("supported_archs", supported));
+    }
+    Ok(Target {
+        device: cc,
+        code,
+        newer_than_nvrtc: known.iter().all(|a| *a < cc),
+    })
+}
+
+/// The version the combination's NVRTC gives (`nvrtcVersion`: `12.9`), if it answers.
+fn nvrtc_version(s: &mut Session) -> Option<String> {
+    let library = s.library(Component::Nvrtc).ok()?;
+    calls::nvrtc_version(library)?
+        .ok()
+        .map(|(major, minor)| format!("{major}.{minor}"))
+}
+
+/// `nvrtc.compile_*`: compiles `kernel` for the device (or `--target`), a CUBIN where this NVRTC
+/// can build SASS that runs on it, else PTX the driver JIT-compiles (see [`target`]), and keeps
+/// it for the launches.
 pub fn compile(s: &mut Session, kernel: Kernel) -> Checked {
-    let Some(arch) = s.arch() else {
+    let Some(cc) = s.arch() else {
         return Ok(Outcome::skip(
             "no device and no --target: give --target sm_XX to compile without a GPU",
         ));
     };
-    let library = s.library(Component::Nvrtc).map_err(Outcome::fail)?;
-    let sm = format!("sm_{}{}", arch.major, arch.minor);
-    if library.exports(c"nvrtcGetSupportedArchs") {
-        let supported = supported_archs()?;
-        if !supported.contains(&(arch.major * 10 + arch.minor)) {
-            return Err(Outcome::fail(format!(
-                "this NVRTC cannot generate code for {sm} (it knows {}): use a toolkit whose \
-                 NVRTC supports compute capability {arch}",
-                describe_archs(&supported)
-            ))
-            .detail("supported_archs", supported));
-        }
-    }
-    let (cubin, log) = build(kernel, &sm)?;
-    let outcome = Outcome::pass(format!(
-        "compiled {} for {sm}: {:.1} KiB CUBIN",
-        kernel.file_name(),
-        cubin.len() as f64 / 1024.0
-    ))
-    .detail("arch", sm.clone())
-    .detail("cubin_bytes", cubin.len());
+    let target = target(s, cc)?;
+    let nvrtc = nvrtc_version(s);
+    let (data, log) = build(kernel, &target)?;
+    let (arch, kind) = (target.arch(), target.kind());
+    let kib = data.len() as f64 / 1024.0;
+    let who = if s.gpu.is_some() { "device" } else { "target" };
+    let reason = match (kind, target.why(who)) {
+        (ImageKind::Ptx, Some(why)) => format!(
+            "compiled {} to PTX for {arch}: {why} ({kib:.1} KiB of PTX)",
+            kernel.file_name()
+        ),
+        (_, Some(why)) => format!(
+            "compiled {} for {arch}: {kib:.1} KiB CUBIN; {why}",
+            kernel.file_name()
+        ),
+        (_, None) => format!(
+            "compiled {} for {arch}: {kib:.1} KiB CUBIN",
+            kernel.file_name()
+        ),
+    };
+    let outcome = Outcome::pass(reason)
+        .detail("arch", arch.clone())
+        .detail("image", kind.name())
+        .detail("device_arch", sm(cc))
+        .detail("source", kernel.file_name())
+        .detail(&format!("{}_bytes", kind.name()), data.len());
+    let outcome = match &nvrtc {
+        Some(version) => outcome.detail("nvrtc_version", version.clone()),
+        None => outcome,
+    };
     let outcome = if log.trim().is_empty() {
         outcome
     } else {
         outcome.detail("log", log)
     };
-    s.images.insert(kernel, Image { arch: sm, cubin });
+    s.images.insert(
+        kernel,
+        Image {
+            kind,
+            arch,
+            data,
+            nvrtc,
+        },
+    );
     Ok(outcome)
 }
 
-/// Compiles `kernel` for `sm` (`sm_90`) from its source: the CUBIN and the compiler's log, or a
-/// failure quoting the log. What `nvrtc.compile_*` checks and the compile benchmark times.
-pub(crate) fn build(kernel: Kernel, sm: &str) -> Result<(Vec<u8>, String), Outcome> {
+/// Compiles `kernel` for `target` from its source: the image `cuModuleLoadData` takes (a CUBIN,
+/// or PTX ending in a NUL) and the compiler's log, or a failure quoting the log. What
+/// `nvrtc.compile_*` checks and the compile benchmark times.
+pub(crate) fn build(kernel: Kernel, target: &Target) -> Result<(Vec<u8>, String), Outcome> {
     let source = CString::new(kernel.source()).map_err(|_| Outcome::fail("NUL in the source"))?;
     let name = CString::new(kernel.file_name()).map_err(|_| Outcome::fail("NUL in the name"))?;
     let program = nv::create_program(&source, Some(&name)).call("nvrtcCreateProgram")?;
-    let compiled = compile_program(program, sm);
+    let compiled = compile_program(program, target);
     // SAFETY: created above and destroyed once, here.
     let _ = unsafe { nv::destroy_program(program) };
-    let (cubin, log) = compiled?;
-    if !cubin.starts_with(b"\x7fELF") {
-        return Err(Outcome::fail(format!(
+    let (image, log) = compiled?;
+    match target.kind() {
+        ImageKind::Cubin if !image.starts_with(b"\x7fELF") => Err(Outcome::fail(format!(
             "nvrtcGetCUBIN gave {} bytes that are not an ELF image",
-            cubin.len()
-        )));
+            image.len()
+        ))),
+        ImageKind::Ptx if !contains(&image, b".target") => Err(Outcome::fail(format!(
+            "nvrtcGetPTX gave {} bytes with no .target directive: not PTX",
+            image.len()
+        ))),
+        _ => Ok((image, log)),
     }
-    Ok((cubin, log))
 }
 
-/// Compiles `program` for `sm`; the CUBIN and the log, or a failure quoting the log.
-fn compile_program(program: nvsys::nvrtcProgram, sm: &str) -> Result<(Vec<u8>, String), Outcome> {
-    let options = [format!("--gpu-architecture={sm}")];
+/// Whether `needle` occurs in `haystack`.
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+/// Compiles `program` for `target`; the image and the log, or a failure quoting the log.
+fn compile_program(
+    program: nvsys::nvrtcProgram,
+    target: &Target,
+) -> Result<(Vec<u8>, String), Outcome> {
+    let options = [format!("--gpu-architecture={}", target.arch())];
     // SAFETY: `program` is live until the caller destroys it.
     let compiled = unsafe { nv::compile_program(program, &options) };
     // SAFETY: as above; the log exists after any compilation attempt.
@@ -138,14 +271,36 @@ fn compile_program(program: nvsys::nvrtcProgram, sm: &str) -> Result<(Vec<u8>, S
         ))
         .detail("log", log));
     }
-    let mut size = 0usize;
-    // SAFETY: `size` is a valid usize to write.
-    unsafe { nvsys::nvrtcGetCUBINSize(program, &mut size).result() }.call("nvrtcGetCUBINSize")?;
-    let mut cubin = vec![0u8; size];
-    // SAFETY: `cubin` holds the size NVRTC just gave.
-    unsafe { nvsys::nvrtcGetCUBIN(program, cubin.as_mut_ptr().cast()).result() }
-        .call("nvrtcGetCUBIN")?;
-    Ok((cubin, log))
+    let image = match target.kind() {
+        ImageKind::Cubin => {
+            let mut size = 0usize;
+            // SAFETY: `size` is a valid usize to write.
+            unsafe { nvsys::nvrtcGetCUBINSize(program, &mut size).result() }
+                .call("nvrtcGetCUBINSize")?;
+            let mut cubin = vec![0u8; size];
+            // SAFETY: `cubin` holds the size NVRTC just gave.
+            unsafe { nvsys::nvrtcGetCUBIN(program, cubin.as_mut_ptr().cast()).result() }
+                .call("nvrtcGetCUBIN")?;
+            cubin
+        }
+        ImageKind::Ptx => {
+            let mut size = 0usize;
+            // SAFETY: `size` is a valid usize to write.
+            unsafe { nvsys::nvrtcGetPTXSize(program, &mut size).result() }
+                .call("nvrtcGetPTXSize")?;
+            let mut ptx = vec![0u8; size];
+            // SAFETY: `ptx` holds the size NVRTC just gave (its NUL included).
+            unsafe { nvsys::nvrtcGetPTX(program, ptx.as_mut_ptr().cast()).result() }
+                .call("nvrtcGetPTX")?;
+            // cuModuleLoadData reads PTX as a C string: exactly one NUL, at the end.
+            if let Some(end) = ptx.iter().position(|b| *b == 0) {
+                ptx.truncate(end);
+            }
+            ptx.push(0);
+            ptx
+        }
+    };
+    Ok((image, log))
 }
 
 /// The `sm_XY` numbers (`90`) this NVRTC can generate code for.
@@ -177,15 +332,33 @@ pub(crate) struct Loaded {
     pub(crate) function: CUfunction,
 }
 
-/// Loads `kernel`'s image through the driver (`cuModuleLoadData`), once per call.
+/// Loads `kernel`'s image through the driver (`cuModuleLoadData`), once per call. PTX that the
+/// driver's JIT is too old for (`CUDA_ERROR_UNSUPPORTED_PTX_VERSION`, 222) is explained.
 pub(crate) fn load(s: &Session, kernel: Kernel) -> Result<Loaded, Outcome> {
     let image = s
         .images
         .get(&kernel)
         .ok_or_else(|| Outcome::fail(format!("no compiled image of {}", kernel.file_name())))?;
-    // SAFETY: a complete CUBIN produced by NVRTC, alive for the call.
-    let module =
-        unsafe { cu::module::load_data(image.cubin.as_ptr().cast()) }.call("cuModuleLoadData")?;
+    // SAFETY: a complete CUBIN, or PTX ending in a NUL, produced by NVRTC, alive for the call.
+    let loaded = unsafe { cu::module::load_data(image.data.as_ptr().cast()) };
+    let module = match loaded {
+        Err(error)
+            if image.kind == ImageKind::Ptx
+                && error.code() == i64::from(compat::UNSUPPORTED_PTX_VERSION) =>
+        {
+            return Err(Outcome::fail(format!(
+                "cuModuleLoadData (PTX for {}): {}: {}",
+                image.arch,
+                error.describe(),
+                compat::ptx_newer_than_driver(image.nvrtc.as_deref(), s.driver_cuda)
+            ))
+            .detail("error_code", error.code())
+            .detail("error_name", error.name())
+            .detail("image", image.kind.name())
+            .detail("arch", image.arch.clone()));
+        }
+        other => other.call("cuModuleLoadData")?,
+    };
     let name = CString::new(kernel.function()).map_err(|_| Outcome::fail("NUL in the name"))?;
     // SAFETY: a module just loaded; the name is a C string.
     let function = unsafe { cu::module::get_function(module, name) }.call("cuModuleGetFunction")?;
@@ -258,10 +431,29 @@ fn compare(got: &[f64], want: &[f64]) -> Result<Comparison, Outcome> {
 /// `nvrtc.launch_vector_add`.
 pub fn launch_vector_add(s: &mut Session) -> Checked {
     let comparison = run_vector_add(s, VECTOR_ADD_ELEMENTS)?;
+    let image = ran_from(s, Kernel::VectorAdd);
     verified(
-        &format!("vector add of {} Mi floats", VECTOR_ADD_ELEMENTS >> 20),
+        &format!(
+            "vector add of {} Mi floats{}",
+            VECTOR_ADD_ELEMENTS >> 20,
+            image.0
+        ),
         comparison,
     )
+    .finish(&image.1)
+}
+
+/// How a launch of `kernel` ran, for its check: the words its reason adds (` from PTX for
+/// compute_120, JIT-compiled by the driver,`; none for a CUBIN) and a function adding the
+/// image's kind and architecture as details.
+fn ran_from(s: &Session, kernel: Kernel) -> (String, impl Fn(Outcome) -> Outcome) {
+    let image = s.images.get(&kernel);
+    let words = image.map(Image::ran_from).unwrap_or_default();
+    let details = image.map(|i| (i.kind.name(), i.arch.clone()));
+    (words, move |outcome: Outcome| match &details {
+        Some((kind, arch)) => outcome.detail("image", *kind).detail("arch", arch.clone()),
+        None => outcome,
+    })
 }
 
 /// `nvrtc.launch_matmul`.
@@ -287,12 +479,14 @@ pub fn launch_matmul(s: &mut Session) -> Checked {
     let got: Vec<f64> = dc.read()?.into_iter().map(f64::from).collect();
     let wide = |v: &[f32]| v.iter().map(|x| f64::from(*x)).collect::<Vec<_>>();
     let want = kernels::matmul_reference(&wide(&a), &wide(&b), m, n, k);
+    let image = ran_from(s, Kernel::TiledMatmul);
     verify(
-        &format!("{m}x{k} by {k}x{n} tiled matmul"),
+        &format!("{m}x{k} by {k}x{n} tiled matmul{}", image.0),
         &got,
         &want,
         Precision::F32,
     )
+    .finish(&image.1)
 }
 
 #[cfg(test)]

@@ -23,10 +23,45 @@ pub struct Gpu {
 /// A kernel NVRTC compiled.
 #[derive(Debug, Clone)]
 pub struct Image {
-    /// The architecture it was compiled for (`sm_90`).
+    /// SASS (a CUBIN) or PTX.
+    pub kind: ImageKind,
+    /// The architecture it was compiled for: `sm_90` for a CUBIN, `compute_120` for PTX.
     pub arch: String,
-    /// A CUBIN (SASS for `arch`), as `cuModuleLoadData` takes it.
-    pub cubin: Vec<u8>,
+    /// What `cuModuleLoadData` takes: the CUBIN, or the PTX text ending in a NUL.
+    pub data: Vec<u8>,
+    /// The version of the NVRTC that made it (`12.9`), where it said.
+    pub nvrtc: Option<String>,
+}
+
+/// What NVRTC produced for a kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ImageKind {
+    /// SASS for one architecture, which runs as it is.
+    Cubin,
+    /// PTX for a virtual architecture, which the driver JIT-compiles when it loads it.
+    Ptx,
+}
+
+impl ImageKind {
+    /// `cubin` or `ptx`, as in details.
+    pub fn name(self) -> &'static str {
+        match self {
+            ImageKind::Cubin => "cubin",
+            ImageKind::Ptx => "ptx",
+        }
+    }
+}
+
+impl Image {
+    /// How a launch ran it, for its check's reason: empty for a CUBIN, else `from PTX for
+    /// compute_120, JIT-compiled by the driver`.
+    pub fn ran_from(&self) -> String {
+        match self.kind {
+            ImageKind::Cubin => String::new(),
+            ImageKind::Ptx => format!(" from PTX for {}, JIT-compiled by the driver,", self.arch),
+        }
+    }
 }
 
 /// The shared state of one worker.
