@@ -37,7 +37,7 @@ pub const NVML_MEMORY_V2: c_uint = std::mem::size_of::<nvmlMemory_v2_t>() as c_u
 /// `nvmlPciInfo_t` (the layout of `nvmlDeviceGetPciInfo_v3`).
 #[allow(non_camel_case_types)]
 #[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct nvmlPciInfo_t {
     pub bus_id_legacy: [c_char; 16],
     pub domain: c_uint,
@@ -116,7 +116,7 @@ pub unsafe extern "C" fn nvmlDeviceGetUUID(
 ) -> nvmlReturn_t {
     // SAFETY: the caller's buffer.
     with_device(device, |d| unsafe {
-        put_str(uuid, length, &identity::uuid(d.index))
+        put_str(uuid, length, &identity::uuid(d.index, d.device))
     })
 }
 
@@ -130,15 +130,15 @@ pub unsafe extern "C" fn nvmlDeviceGetPciInfo_v3(
     pci: *mut nvmlPciInfo_t,
 ) -> nvmlReturn_t {
     with_device(device, |d| {
-        let at = identity::pci_location(d.index);
+        let at = crate::state::pci(d.index as usize);
         let info = nvmlPciInfo_t {
-            bus_id_legacy: c_array(&at.legacy_bus_id()),
+            bus_id_legacy: c_array(&identity::legacy_bus_id(&at)),
             domain: at.domain,
             bus: at.bus,
             device: at.device,
             pci_device_id: identity::PCI_DEVICE_ID << 16 | identity::NVIDIA_VENDOR_ID,
             pci_sub_system_id: identity::PCI_SUBSYSTEM_ID,
-            bus_id: c_array(&at.bus_id()),
+            bus_id: c_array(&identity::bus_id(&at)),
         };
         // SAFETY: the caller's out-parameter.
         unsafe { put(pci, info) }

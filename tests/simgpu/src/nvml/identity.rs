@@ -1,6 +1,9 @@
-//! Who each simulated device is, as NVML and the driver both report it: its UUID and its PCI
-//! location. The driver's `cuDeviceGetUuid` and `CU_DEVICE_ATTRIBUTE_PCI_*` answers must be the
-//! same, or stackbench would find NVML's device by a bus id the driver never gave.
+//! Who each simulated device is, in NVML's words. Its PCI address and UUID come from
+//! [`crate::state`], where the driver's `CU_DEVICE_ATTRIBUTE_PCI_*`, `cuDeviceGetPCIBusId` and
+//! `cuDeviceGetUuid` find them too: a device found through either API is the same device.
+
+use crate::profile::Device;
+use crate::state::{self, Pci};
 
 /// NVIDIA's PCI vendor id.
 pub const NVIDIA_VENDOR_ID: u32 = 0x10de;
@@ -11,56 +14,25 @@ pub const PCI_DEVICE_ID: u32 = 0x2330;
 /// The PCI subsystem id the simulated devices report.
 pub const PCI_SUBSYSTEM_ID: u32 = 0x16c1_10de;
 
-/// Where a device sits on PCI: `domain:bus:device.function` with function 0.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PciLocation {
-    pub domain: u32,
-    pub bus: u32,
-    pub device: u32,
+/// `nvmlPciInfo_t.busId`: `00000000:17:00.0`.
+pub fn bus_id(pci: &Pci) -> String {
+    pci.nvml_bus_id()
 }
 
-impl PciLocation {
-    /// `00000000:1B:00.0`, as `nvmlPciInfo_t.busId` and `nvidia-smi` give it.
-    pub fn bus_id(&self) -> String {
-        format!("{:08X}:{:02X}:{:02X}.0", self.domain, self.bus, self.device)
-    }
-
-    /// `0000:1B:00.0`: `nvmlPciInfo_t.busIdLegacy` (a 16-byte buffer, so a 4-digit domain).
-    pub fn legacy_bus_id(&self) -> String {
-        format!(
-            "{:04X}:{:02X}:{:02X}.0",
-            self.domain & 0xffff,
-            self.bus,
-            self.device
-        )
-    }
-}
-
-/// The PCI location of device `index`: domain 0, buses 0x1b, 0x1c, ... (one GPU per bus, as on
-/// a PCIe switch per GPU), device 0.
-pub fn pci_location(index: u32) -> PciLocation {
-    PciLocation {
-        domain: 0,
-        bus: (0x1b + index) & 0xff,
-        device: 0,
-    }
-}
-
-/// The 16 bytes of device `index`'s UUID: fixed per index (splitmix64 of a constant and the
-/// index), so every run and both libraries give the same.
-pub fn uuid_bytes(index: u32) -> [u8; 16] {
-    let mut state = 0x5354_4b42_5349_4d00_u64 ^ u64::from(index).wrapping_mul(0x9e37_79b9);
-    let mut bytes = [0u8; 16];
-    for chunk in bytes.chunks_mut(8) {
-        chunk.copy_from_slice(&splitmix64(&mut state).to_be_bytes());
-    }
-    bytes
+/// `nvmlPciInfo_t.busIdLegacy` (a 16-byte buffer, so a 4-digit domain): `0000:17:00.0`.
+pub fn legacy_bus_id(pci: &Pci) -> String {
+    format!(
+        "{:04X}:{:02X}:{:02X}.0",
+        pci.domain & 0xffff,
+        pci.bus,
+        pci.device
+    )
 }
 
 /// Device `index`'s UUID as NVML and `nvidia-smi -L` give it:
-/// `GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`.
-pub fn uuid(index: u32) -> String {
-    let hex: String = uuid_bytes(index)
+/// `GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`, of the driver's 16 bytes.
+pub fn uuid(index: u32, device: &Device) -> String {
+    let hex: String = state::uuid(index as usize, device)
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect();
@@ -74,18 +46,10 @@ pub fn uuid(index: u32) -> String {
     )
 }
 
-fn splitmix64(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
 /// A PCI bus id as `nvmlDeviceGetHandleByPciBusId_v2` takes it, all numbers hexadecimal:
 /// `domain:bus:device.function`, `domain:bus:device` or `bus:device.function` (domain 0).
-/// Returns the location and the function; `None` when it is none of these.
-pub fn parse_bus_id(text: &str) -> Option<(PciLocation, u32)> {
+/// Returns the address and the function; `None` when it is none of these.
+pub fn parse_bus_id(text: &str) -> Option<(Pci, u32)> {
     let hex = |s: &str| -> Option<u32> {
         let s = s.trim();
         let digits = s
@@ -111,7 +75,7 @@ pub fn parse_bus_id(text: &str) -> Option<(PciLocation, u32)> {
         return None;
     }
     Some((
-        PciLocation {
+        Pci {
             domain,
             bus,
             device,
@@ -125,31 +89,42 @@ mod tests {
     use super::*;
 
     #[test]
-    fn uuids_are_fixed_distinct_and_formatted_as_nvidia_smi_shows_them() {
-        assert_eq!(uuid(0), uuid(0));
-        assert_ne!(uuid(0), uuid(1));
-        let u = uuid(3);
+    fn uuids_are_the_driver_s_bytes_as_nvidia_smi_shows_them() {
+        let device = Device::default();
+        assert_eq!(uuid(0, &device), uuid(0, &device));
+        assert_ne!(uuid(0, &device), uuid(1, &device));
+        let u = uuid(3, &device);
         assert_eq!(u.len(), 40);
         assert!(u.starts_with("GPU-"));
         let groups: Vec<usize> = u[4..].split('-').map(str::len).collect();
         assert_eq!(groups, [8, 4, 4, 4, 12]);
+        let hex: String = state::uuid(3, &device)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(u.replace('-', "")[3..], hex);
     }
 
     #[test]
     fn bus_ids_in_every_documented_form() {
-        let first = pci_location(0);
-        assert_eq!(first.bus_id(), "00000000:1B:00.0");
-        assert_eq!(first.legacy_bus_id(), "0000:1B:00.0");
+        let first = state::pci(0);
+        let (bus, legacy) = (bus_id(&first), legacy_bus_id(&first));
+        assert_eq!(bus, format!("00000000:{:02X}:00.0", first.bus));
+        assert_eq!(legacy, format!("0000:{:02X}:00.0", first.bus));
+        let harness = format!("{:x}:{:x}:{:x}.0", first.domain, first.bus, first.device);
+        let short = format!("{:x}:00.0", first.bus);
+        let no_function = format!("0:{:x}:0", first.bus);
         for text in [
-            "00000000:1B:00.0",
-            "0:1b:0.0",
-            "0000:1b:00",
-            "1b:00.0",
-            " 0:1B:0 ",
+            &bus,
+            &legacy,
+            &harness,
+            &short,
+            &no_function,
+            &first.bus_id(),
         ] {
             assert_eq!(parse_bus_id(text), Some((first, 0)), "{text}");
         }
-        assert_eq!(parse_bus_id("0:1b:0.1"), Some((first, 1)));
+        assert_eq!(parse_bus_id("0:1b:0.1").map(|(_, f)| f), Some(1));
         for text in [
             "",
             "1b",

@@ -17,9 +17,9 @@ pub mod model;
 pub use device::*;
 
 use crate::profile::{Device, Faults, Profile};
-use crate::state::{sim, Sim};
+use crate::state::{self, sim, Sim};
 use std::ffi::{c_char, c_int, c_uint, CStr};
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 
 /// `nvmlReturn_t`.
 #[allow(non_camel_case_types)]
@@ -51,41 +51,63 @@ pub struct NvmlDevice {
 #[allow(non_camel_case_types)]
 pub type nvmlDevice_t = *mut NvmlDevice;
 
-/// How many `nvmlInit` calls have not been matched by `nvmlShutdown` (NVML counts them: "calls
-/// to nvmlInit and nvmlShutdown are reference counted").
-static INITIALISED: Mutex<u32> = Mutex::new(0);
-
-fn init_count() -> std::sync::MutexGuard<'static, u32> {
-    INITIALISED
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
+/// NVML's own state on one simulated host (the process's, or one a test gave its thread).
+struct Host {
+    /// The host's address: which [`Sim`] this is about.
+    sim: usize,
+    /// How many `nvmlInit` calls have not been matched by `nvmlShutdown` (NVML counts them:
+    /// "calls to nvmlInit and nvmlShutdown are reference counted").
+    inits: u32,
+    /// One handle per device, made once: the pointers stay valid and equal for the process's
+    /// life.
+    handles: &'static [NvmlDevice],
+    /// Whether `nvmlInit` has said why the profile cannot be read.
+    said_why: bool,
 }
 
-/// The profile, while NVML is initialised.
-fn initialised() -> Option<(&'static Sim, &'static Profile)> {
-    if *init_count() == 0 {
-        return None;
-    }
+/// Every host NVML has been asked about.
+static HOSTS: Mutex<Vec<Host>> = Mutex::new(Vec::new());
+
+/// Runs `f` on NVML's state for the calling thread's host.
+fn with_host<R>(f: impl FnOnce(&'static Sim, &mut Host) -> R) -> R {
     let sim = sim();
-    sim.profile.as_ref().ok().map(|profile| (sim, profile))
+    let key = std::ptr::from_ref(sim) as usize;
+    let mut hosts = HOSTS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let at = match hosts.iter().position(|host| host.sim == key) {
+        Some(at) => at,
+        None => {
+            let count = sim.profile.as_ref().map_or(0, |p| p.device.len());
+            let handles: Box<[NvmlDevice]> = (0..count)
+                .map(|index| NvmlDevice {
+                    index: index as u32,
+                })
+                .collect();
+            hosts.push(Host {
+                sim: key,
+                inits: 0,
+                handles: Box::leak(handles),
+                said_why: false,
+            });
+            hosts.len() - 1
+        }
+    };
+    f(sim, &mut hosts[at])
 }
 
-/// One handle per device, made once: the pointers stay valid and equal for the process's life.
-fn handles() -> &'static [NvmlDevice] {
-    static HANDLES: OnceLock<Box<[NvmlDevice]>> = OnceLock::new();
-    HANDLES.get_or_init(|| {
-        let count = sim().profile.as_ref().map_or(0, |p| p.device.len());
-        (0..count)
-            .map(|index| NvmlDevice {
-                index: index as u32,
-            })
-            .collect()
-    })
+/// The host, its profile and its device handles, while NVML is initialised.
+fn initialised() -> Option<(&'static Sim, &'static Profile, &'static [NvmlDevice])> {
+    let (sim, handles) = with_host(|sim, host| (host.inits > 0).then_some((sim, host.handles)))?;
+    sim.profile
+        .as_ref()
+        .ok()
+        .map(|profile| (sim, profile, handles))
 }
 
-/// The handle of device `index`.
-fn handle(index: u32) -> nvmlDevice_t {
-    let handle: *const NvmlDevice = &handles()[index as usize];
+/// The handle of device `index` (one of `handles`).
+fn handle(handles: &'static [NvmlDevice], index: u32) -> nvmlDevice_t {
+    let handle: *const NvmlDevice = &handles[index as usize];
     handle.cast_mut()
 }
 
@@ -101,11 +123,11 @@ pub(crate) struct Target<'a> {
 /// Runs a device query: `NVML_ERROR_UNINITIALIZED` before `nvmlInit`, `INVALID_ARGUMENT` for a
 /// handle this library did not give, `GPU_IS_LOST` once the GPU fell off the bus; else `query`.
 fn with_device(device: nvmlDevice_t, query: impl FnOnce(&Target) -> nvmlReturn_t) -> nvmlReturn_t {
-    let Some((sim, profile)) = initialised() else {
+    let Some((sim, profile, handles)) = initialised() else {
         return NVML_ERROR_UNINITIALIZED;
     };
     // Compared by address only: a foreign pointer is never read.
-    let Some(index) = handles()
+    let Some(index) = handles
         .iter()
         .position(|known| std::ptr::eq(known, device.cast_const()))
     else {
@@ -115,7 +137,7 @@ fn with_device(device: nvmlDevice_t, query: impl FnOnce(&Target) -> nvmlReturn_t
         return NVML_ERROR_GPU_IS_LOST;
     }
     query(&Target {
-        index: handles()[index].index,
+        index: handles[index].index,
         device: &profile.device[index],
         faults: &profile.faults,
         launches: sim.launches(),
@@ -173,18 +195,19 @@ unsafe fn get_str<'a>(text: *const c_char) -> Option<&'a str> {
 /// `NVML_ERROR_UNKNOWN` ("on any unexpected error") and says why on stderr, once.
 #[no_mangle]
 pub extern "C" fn nvmlInit_v2() -> nvmlReturn_t {
-    match &sim().profile {
+    with_host(|sim, host| match &sim.profile {
         Ok(_) => {
-            handles();
-            *init_count() += 1;
+            host.inits += 1;
             NVML_SUCCESS
         }
         Err(why) => {
-            static SAID: std::sync::Once = std::sync::Once::new();
-            SAID.call_once(|| eprintln!("stackbench simgpu: nvmlInit: {why}"));
+            if !host.said_why {
+                host.said_why = true;
+                eprintln!("stackbench simgpu: nvmlInit_v2: {why}");
+            }
             NVML_ERROR_UNKNOWN
         }
-    }
+    })
 }
 
 /// `nvmlInit`, the first version's name: the same.
@@ -203,12 +226,13 @@ pub extern "C" fn nvmlInitWithFlags(_flags: c_uint) -> nvmlReturn_t {
 /// `nvmlShutdown`: undoes one `nvmlInit`; `NVML_ERROR_UNINITIALIZED` when none is left.
 #[no_mangle]
 pub extern "C" fn nvmlShutdown() -> nvmlReturn_t {
-    let mut count = init_count();
-    if *count == 0 {
-        return NVML_ERROR_UNINITIALIZED;
-    }
-    *count -= 1;
-    NVML_SUCCESS
+    with_host(|_, host| {
+        if host.inits == 0 {
+            return NVML_ERROR_UNINITIALIZED;
+        }
+        host.inits -= 1;
+        NVML_SUCCESS
+    })
 }
 
 /// `nvmlErrorString`: NVML's text for a code (any time, initialised or not).
@@ -259,7 +283,7 @@ pub unsafe extern "C" fn nvmlSystemGetDriverVersion(
     version: *mut c_char,
     length: c_uint,
 ) -> nvmlReturn_t {
-    let Some((_, profile)) = initialised() else {
+    let Some((_, profile, _)) = initialised() else {
         return NVML_ERROR_UNINITIALIZED;
     };
     // SAFETY: the caller's buffer, as this function's contract says.
@@ -276,7 +300,7 @@ pub unsafe extern "C" fn nvmlSystemGetNVMLVersion(
     version: *mut c_char,
     length: c_uint,
 ) -> nvmlReturn_t {
-    let Some((_, profile)) = initialised() else {
+    let Some((_, profile, _)) = initialised() else {
         return NVML_ERROR_UNINITIALIZED;
     };
     let first = &profile.device[0];
@@ -296,7 +320,7 @@ pub unsafe extern "C" fn nvmlSystemGetNVMLVersion(
 /// `version` is null or valid for a write.
 #[no_mangle]
 pub unsafe extern "C" fn nvmlSystemGetCudaDriverVersion_v2(version: *mut c_int) -> nvmlReturn_t {
-    let Some((_, profile)) = initialised() else {
+    let Some((_, profile, _)) = initialised() else {
         return NVML_ERROR_UNINITIALIZED;
     };
     // SAFETY: the caller's out-parameter.
@@ -319,7 +343,7 @@ pub unsafe extern "C" fn nvmlSystemGetCudaDriverVersion(version: *mut c_int) -> 
 /// `count` is null or valid for a write.
 #[no_mangle]
 pub unsafe extern "C" fn nvmlDeviceGetCount_v2(count: *mut c_uint) -> nvmlReturn_t {
-    let Some((_, profile)) = initialised() else {
+    let Some((_, profile, _)) = initialised() else {
         return NVML_ERROR_UNINITIALIZED;
     };
     // SAFETY: the caller's out-parameter.
@@ -345,7 +369,7 @@ unsafe fn give_handle(
     device: *mut nvmlDevice_t,
     find: impl FnOnce(&Profile) -> Result<u32, nvmlReturn_t>,
 ) -> nvmlReturn_t {
-    let Some((sim, profile)) = initialised() else {
+    let Some((sim, profile, handles)) = initialised() else {
         return NVML_ERROR_UNINITIALIZED;
     };
     if device.is_null() {
@@ -359,7 +383,7 @@ unsafe fn give_handle(
         return NVML_ERROR_GPU_IS_LOST;
     }
     // SAFETY: not null, the caller's out-parameter.
-    unsafe { put(device, handle(index)) }
+    unsafe { put(device, handle(handles, index)) }
 }
 
 /// `nvmlDeviceGetHandleByIndex_v2`: `INVALID_ARGUMENT` for an index past the last device.
@@ -416,7 +440,7 @@ pub unsafe extern "C" fn nvmlDeviceGetHandleByPciBusId_v2(
                 .and_then(identity::parse_bus_id)
                 .ok_or(NVML_ERROR_INVALID_ARGUMENT)?;
             (0..profile.device.len() as u32)
-                .find(|&index| function == 0 && identity::pci_location(index) == wanted)
+                .find(|&index| function == 0 && state::pci(index as usize) == wanted)
                 .ok_or(NVML_ERROR_NOT_FOUND)
         })
     }
@@ -451,7 +475,10 @@ pub unsafe extern "C" fn nvmlDeviceGetHandleByUUID(
         give_handle(device, |profile| {
             let text = text.ok_or(NVML_ERROR_INVALID_ARGUMENT)?.trim();
             (0..profile.device.len() as u32)
-                .find(|&index| identity::uuid(index).eq_ignore_ascii_case(text))
+                .find(|&index| {
+                    identity::uuid(index, &profile.device[index as usize])
+                        .eq_ignore_ascii_case(text)
+                })
                 .ok_or(NVML_ERROR_NOT_FOUND)
         })
     }
