@@ -257,6 +257,7 @@ fn report() -> BenchReport {
         target: "sm_90".into(),
         driver_dir: None,
         quick: true,
+        simulated: false,
         combinations: vec![
             CombinationRun {
                 name: CU12.into(),
@@ -281,6 +282,7 @@ fn report() -> BenchReport {
                 },
                 l2_bytes: Some(50 << 20),
                 gpu_unavailable: None,
+                simulated: false,
             },
             CombinationRun {
                 name: CU11.into(),
@@ -291,6 +293,7 @@ fn report() -> BenchReport {
                 peaks: Peaks::default(),
                 l2_bytes: None,
                 gpu_unavailable: Some(NO_GPU.into()),
+                simulated: false,
             },
         ],
         benchmarks: cu12_rows().into_iter().chain(cu11_rows()).collect(),
@@ -388,4 +391,64 @@ fn junit_refuses_a_bench_report() {
         ),
         "{error:?}"
     );
+}
+
+/// The same figures as a run on the simulated GPU would label them: the GPU NVML names is the
+/// simulator's, `pip:venv-cu12` ran on its driver, and the report says so first.
+fn simulated_report() -> BenchReport {
+    let mut report = report();
+    report.gpu.devices[0].name = "stackbench simulated GPU (H100-like)".into();
+    report.gpu.devices[0].compute_capability = "15.0".into();
+    report.target = "sm_150".into();
+    report.driver_dir = Some("/tmp/stackbench-sim/driver".into());
+    report.simulated = true;
+    for c in &mut report.combinations {
+        c.simulated = true;
+    }
+    report
+}
+
+fn render_simulated(format: Format) -> String {
+    let bytes = exporter(format, false)
+        .bench(&simulated_report())
+        .expect("renders");
+    String::from_utf8(bytes).expect("UTF-8")
+}
+
+#[test]
+fn simulated_terminal() {
+    let text = render_simulated(Format::Terminal);
+    assert_eq!(
+        text.lines().nth(1),
+        Some(
+            "SIMULATED GPU: these benchmarks ran on stackbench's simulated driver (tests/simgpu), \
+             not on a GPU"
+        )
+    );
+    insta::assert_snapshot!("simulated_terminal", text);
+}
+
+#[test]
+fn simulated_markdown() {
+    let text = render_simulated(Format::Markdown);
+    assert!(
+        text.lines()
+            .nth(2)
+            .unwrap()
+            .starts_with("> **SIMULATED GPU**: "),
+        "{text}"
+    );
+    insta::assert_snapshot!("simulated_markdown", text);
+}
+
+#[test]
+fn simulated_is_in_the_json_only_when_true() {
+    let json: serde_json::Value = serde_json::from_str(&render_simulated(Format::Json)).unwrap();
+    assert_eq!(json["simulated"], true);
+    assert_eq!(json["combinations"][0]["simulated"], true);
+    let back: BenchReport = serde_json::from_value(json).unwrap();
+    assert_eq!(back, simulated_report());
+    let real: serde_json::Value = serde_json::from_str(&render(Format::Json, false)).unwrap();
+    assert!(real.get("simulated").is_none());
+    assert!(real["combinations"][0].get("simulated").is_none());
 }

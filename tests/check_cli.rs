@@ -507,6 +507,65 @@ fn without_a_driver_every_gpu_check_says_why() {
     }
 }
 
+/// A `libcuda.so.1` built here that exports `stackbenchSimulated` as the simulated driver does
+/// (and `cuDriverGetVersion`, and a `cuInit` that finds no device): `driver.library` says it is
+/// simulated, and the whole report is marked so, in JSON and in the terminal's first lines. A
+/// real driver (the 535 fixture) never is.
+#[test]
+fn a_driver_that_says_it_is_simulated_marks_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    build_library(
+        dir.path(),
+        "libcuda.so.1",
+        "libcuda.so.1",
+        "int stackbenchSimulated(void) { return 1; }\n\
+         int cuDriverGetVersion(int *version) { *version = 13000; return 0; }\n\
+         int cuInit(unsigned int flags) { return 100; }\n",
+    );
+    let root = fixture("venv-cu12");
+    let run = |format: &str| {
+        check_output(&[
+            "--no-system",
+            "--root",
+            root.to_str().unwrap(),
+            "--driver-dir",
+            dir.path().to_str().unwrap(),
+            "--target",
+            "sm_90",
+            "--format",
+            format,
+        ])
+    };
+    let report = check_report(&run("json"));
+    assert_eq!(report["simulated"], true);
+    let c = combination(&report, CU12);
+    assert_eq!(c["simulated"], true);
+    let library = result(c, "driver.library");
+    assert_eq!(library["status"], "pass", "{library}");
+    assert_eq!(library["details"]["simulated"], true);
+    assert!(
+        library["reason"]
+            .as_str()
+            .unwrap()
+            .ends_with("stackbench's SIMULATED driver (tests/simgpu), not a GPU's"),
+        "{library}"
+    );
+    let terminal = String::from_utf8(run("terminal").stdout).unwrap();
+    assert!(
+        terminal
+            .lines()
+            .nth(1)
+            .unwrap()
+            .starts_with("SIMULATED GPU: "),
+        "{terminal}"
+    );
+    let (_, real) = fixture_run();
+    assert!(real.get("simulated").is_none(), "the 535 driver is real");
+    assert!(result(combination(real, CU12), "driver.library")["details"]
+        .get("simulated")
+        .is_none());
+}
+
 /// Whether the loader finds a `libcuda.so.1` on this host (a GPU machine), per `ldconfig -p`.
 fn host_has_a_driver() -> bool {
     std::process::Command::new("/sbin/ldconfig")

@@ -215,6 +215,7 @@ fn venv_cu11() -> CombinationReport {
         ],
         checks,
         duration_ms: 9812.375,
+        simulated: false,
     }
 }
 
@@ -357,6 +358,7 @@ fn conda_cu13() -> CombinationReport {
         ],
         checks,
         duration_ms: 7420.5,
+        simulated: false,
     }
 }
 
@@ -458,6 +460,7 @@ fn toolkit_12_9() -> CombinationReport {
         ],
         checks,
         duration_ms: 11250.0,
+        simulated: false,
     }
 }
 
@@ -485,6 +488,7 @@ fn report() -> CheckReport {
         },
         target: None,
         driver_dir: None,
+        simulated: false,
         combinations: vec![venv_cu11(), conda_cu13(), toolkit_12_9()],
     }
 }
@@ -742,5 +746,209 @@ fn junit_reads_back_with_the_report_s_counts_and_reasons() {
             "string(/testsuites/testsuite[@name='pip:venv-cu11']/@timestamp)"
         ),
         "2026-03-02T14:05:09"
+    );
+}
+
+/// The toolkit `ci/sim` lays out (the real NVRTC 12.9 and runtime beside the simulated
+/// driver) as a run on the simulated GPU reports it: the driver says it is simulated, NVRTC
+/// compiles PTX for the device newer than it, the launches run from that PTX, and the libraries
+/// the simulator does not provide yet are skipped.
+fn simulated_toolkit() -> CombinationReport {
+    let lib = "/tmp/stackbench-sim/toolkit/lib64";
+    let driver = "/tmp/stackbench-sim/driver/libcuda.so.1";
+    let ptx = |file: &str, kib: &str| {
+        format!(
+            "compiled {file} to PTX for compute_121: the device (sm_150) is newer than this \
+             NVRTC; the driver JIT-compiles it ({kib} KiB of PTX)"
+        )
+    };
+    let (vector_add, matmul) = (ptx("vector_add.cu", "1.4"), ptx("matmul_tiled.cu", "9.9"));
+    let absent = |name: &str, file: &str| format!("no {name} in this combination ({file})");
+    let (no_cublas, no_cublas_lt, no_cudnn, no_cupti) = (
+        absent("cuBLAS", "libcublas.so.*"),
+        absent("cuBLASLt", "libcublasLt.so.*"),
+        absent("cuDNN", "libcudnn.so.*"),
+        absent("CUPTI", "libcupti.so.*"),
+    );
+    let after = |need: &str, why: &str| format!("needs {need}, which was skipped: {why}");
+    let skipped: Vec<(&str, String)> = vec![
+        ("cublas.load", no_cublas.clone()),
+        ("cublas.handle", after("cublas.load", &no_cublas)),
+        ("cublas.sgemm", after("cublas.handle", &no_cublas)),
+        ("cublas.gemm_fp16", after("cublas.handle", &no_cublas)),
+        ("cublas.gemm_bf16", after("cublas.handle", &no_cublas)),
+        ("cublasLt.load", no_cublas_lt.clone()),
+        ("cublasLt.handle", after("cublasLt.load", &no_cublas_lt)),
+        ("cublasLt.matmul", after("cublasLt.handle", &no_cublas_lt)),
+        ("cudnn.load", no_cudnn.clone()),
+        ("cudnn.versions", after("cudnn.load", &no_cudnn)),
+        ("cudnn.handle", after("cudnn.load", &no_cudnn)),
+        ("cudnn.conv_forward", after("cudnn.handle", &no_cudnn)),
+        ("cupti.load", no_cupti.clone()),
+        ("cupti.activity", after("cupti.load", &no_cupti)),
+        ("cufft.load", NO_CUFFT.into()),
+        ("cufft.c2c", after("cufft.load", NO_CUFFT)),
+        ("curand.load", NO_CURAND.into()),
+        ("curand.generate", after("curand.load", NO_CURAND)),
+    ];
+    let driver_library = format!(
+        "libcuda.so.1 of unknown version (supports CUDA 13.0) from {driver}: stackbench's \
+         SIMULATED driver (tests/simgpu), not a GPU's"
+    );
+    let mut ends: Vec<(&str, Status, &str)> = vec![
+        ("driver.library", Status::Pass, &driver_library),
+        (
+            "driver.version",
+            Status::Pass,
+            "driver supports CUDA 13.0, runtime is 12.9",
+        ),
+        (
+            "driver.devices",
+            Status::Pass,
+            "1 device(s); using 0: stackbench simulated GPU (H100-like), \
+             GPU-51a7ed00-0000-4000-8000-000000000000, compute capability 15.0, 80.0 GiB",
+        ),
+        ("nvrtc.compile_vector_add", Status::Pass, &vector_add),
+        ("nvrtc.compile_matmul", Status::Pass, &matmul),
+        (
+            "nvrtc.launch_vector_add",
+            Status::Pass,
+            "vector add of 1 Mi floats from PTX for compute_121, JIT-compiled by the driver, \
+             matches the CPU: max relative error 0 (tolerance 1e-6)",
+        ),
+        (
+            "nvrtc.launch_matmul",
+            Status::Pass,
+            "200x152 by 152x136 tiled matmul from PTX for compute_121, JIT-compiled by the \
+             driver, matches the CPU: max relative error 1.2e-7 (tolerance 1e-5)",
+        ),
+        (
+            "coverage.kernels",
+            Status::Warn,
+            "no SASS for sm_150 in vector_add.cu (NVRTC's PTX compute_121), matmul_tiled.cu \
+             (NVRTC's PTX compute_121): the driver JIT-compiles their PTX at first use (slow, \
+             and only if the driver understands that PTX version)",
+        ),
+    ];
+    ends.extend(
+        skipped
+            .iter()
+            .map(|(id, why)| (*id, Status::Skip, why.as_str())),
+    );
+    let mut checks = checks(&ends);
+    detail(&mut checks, "driver.library", "simulated", json!(true));
+    CombinationReport {
+        name: "toolkit:sim".into(),
+        origin: Origin::Installation,
+        root: Some("/tmp/stackbench-sim/toolkit".into()),
+        layout: Some(Layout::Toolkit),
+        cuda_version: Some("12.9".into()),
+        search_path: lib.into(),
+        driver: Some(DriverUse {
+            path: driver.into(),
+            real_path: driver.into(),
+            version: None,
+        }),
+        libraries: vec![
+            library(
+                "cudart",
+                "libcudart.so.12",
+                "12.9.79",
+                lib,
+                "libcudart.so.12.9.79",
+            ),
+            library(
+                "nvrtc",
+                "libnvrtc.so.12",
+                "12.9",
+                lib,
+                "libnvrtc.so.12.9.86",
+            ),
+        ],
+        checks,
+        duration_ms: 2125.0,
+        simulated: true,
+    }
+}
+
+/// A check run on the simulated GPU (`ci/sim`'s driver and toolkit).
+fn simulated_report() -> CheckReport {
+    CheckReport {
+        gpu: GpuInfo {
+            source: "nvml".into(),
+            devices: vec![Gpu {
+                index: 0,
+                name: "stackbench simulated GPU (H100-like)".into(),
+                compute_capability: "15.0".into(),
+                uuid: Some("GPU-51a7ed00-0000-4000-8000-000000000000".into()),
+                memory_bytes: Some(80 << 30),
+            }],
+            driver_version: Some("580.95.05".into()),
+            note: None,
+        },
+        driver_dir: Some("/tmp/stackbench-sim/driver".into()),
+        simulated: true,
+        combinations: vec![simulated_toolkit()],
+        ..report()
+    }
+}
+
+#[test]
+fn simulated_terminal() {
+    let text = render_report(&simulated_report(), Format::Terminal, false);
+    let first: Vec<&str> = text.lines().take(2).collect();
+    assert!(first[1].starts_with("SIMULATED GPU: "), "{first:?}");
+    for line in text.lines() {
+        assert!(line.chars().count() <= 100, "too wide: {line}");
+    }
+    insta::assert_snapshot!("simulated_terminal", text);
+}
+
+#[test]
+fn simulated_markdown() {
+    let text = render_report(&simulated_report(), Format::Markdown, false);
+    assert!(
+        text.lines()
+            .nth(2)
+            .unwrap()
+            .starts_with("> **SIMULATED GPU**: "),
+        "{text}"
+    );
+    insta::assert_snapshot!("simulated_markdown", text);
+}
+
+#[test]
+fn simulated_runs_say_so_in_json_and_junit_and_real_ones_keep_their_shape() {
+    let report = simulated_report();
+    let json: serde_json::Value =
+        serde_json::from_str(&render_report(&report, Format::Json, false)).unwrap();
+    assert_eq!(json["simulated"], true);
+    assert_eq!(json["combinations"][0]["simulated"], true);
+    let real: serde_json::Value = serde_json::from_str(&render(Format::Json, false)).unwrap();
+    assert!(real.get("simulated").is_none(), "absent on a real run");
+    assert!(real["combinations"][0].get("simulated").is_none());
+    let (_dir, file) = junit_file(&report);
+    assert_eq!(
+        xpath(&file, "string(/testsuites/@name)"),
+        "stackbench check (SIMULATED GPU)"
+    );
+    assert_eq!(
+        xpath(
+            &file,
+            "string(/testsuites/testsuite/properties/property[@name='simulated']/@value)"
+        ),
+        "true"
+    );
+    let schema = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/junit-10.xsd");
+    let output = xmllint(&[
+        "--noout",
+        "--schema",
+        schema.to_str().expect("UTF-8 path"),
+        file.to_str().expect("UTF-8 path"),
+    ]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
     );
 }

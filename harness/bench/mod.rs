@@ -99,6 +99,7 @@ pub fn bench(
         target: scope.arch.clone(),
         driver_dir: options.selection.driver_dir.clone(),
         quick: options.depth == Depth::Quick,
+        simulated: combinations.iter().any(|c| c.simulated),
         combinations,
         benchmarks,
     })

@@ -3,6 +3,7 @@
 //! more than [`crate::bench::stats::KEPT_SAMPLES`], with the count taken); summaries are derived
 //! from them, the noise from every sample. Fields are only ever added.
 
+use crate::check::model::is_false;
 use crate::gpu::GpuInfo;
 use crate::model::HostInfo;
 use serde::{Deserialize, Serialize};
@@ -22,6 +23,10 @@ pub struct BenchReport {
     pub host: HostInfo,
     /// The GPUs (NVML) and the kernel driver's version.
     pub gpu: GpuInfo,
+    /// True when any combination ran on stackbench's simulated driver (`tests/simgpu`): its
+    /// figures come from a model of a device profile, not from a GPU. Absent (false) otherwise.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub simulated: bool,
     /// The architecture NVRTC compiled for (the device's, else `--target`, else `sm_90`).
     pub target: String,
     /// `--driver-dir`, when the driver's libraries were taken from there.
@@ -53,6 +58,9 @@ pub struct CombinationRun {
     pub l2_bytes: Option<u64>,
     /// Why its GPU benchmarks could not run, when they could not (from the setup checks).
     pub gpu_unavailable: Option<String>,
+    /// True when its driver was stackbench's simulated one. Absent (false) otherwise.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub simulated: bool,
 }
 
 /// A library a combination loaded.

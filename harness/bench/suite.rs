@@ -142,6 +142,7 @@ pub fn run(
         peaks,
         l2_bytes,
         gpu_unavailable,
+        simulated: crate::check::model::CombinationReport::ran_simulated(&setup),
     };
     (run, results)
 }

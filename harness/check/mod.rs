@@ -135,6 +135,7 @@ pub fn check(options: &CheckOptions, host: &Host) -> Result<CheckReport, CheckEr
             .target
             .map(|cc| format!("sm_{}{}", cc.major, cc.minor)),
         driver_dir: options.selection.driver_dir.clone(),
+        simulated: combinations.iter().any(|c| c.simulated),
         combinations,
     })
 }
@@ -226,6 +227,7 @@ fn run_combination(combination: &Combination, options: &CheckOptions) -> Combina
             .as_ref()
             .map(|path| driver_use(path, &checks)),
         libraries,
+        simulated: CombinationReport::ran_simulated(&checks),
         checks,
         duration_ms: started.elapsed().as_secs_f64() * 1e3,
     }

@@ -19,6 +19,10 @@ pub struct CheckReport {
     pub host: HostInfo,
     /// The GPUs (NVML) and the kernel driver's version: the environment's fingerprint.
     pub gpu: GpuInfo,
+    /// True when any combination ran on stackbench's simulated driver (`tests/simgpu`): its
+    /// results say nothing of a real GPU. Absent (false) otherwise.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub simulated: bool,
     /// `--target`, the architecture compiled for when there is no device (`sm_90`).
     pub target: Option<String>,
     /// `--driver-dir`, when the driver's libraries were taken from there.
@@ -47,6 +51,16 @@ pub struct CombinationReport {
     pub checks: Vec<CheckResult>,
     /// Wall-clock time for the whole combination.
     pub duration_ms: f64,
+    /// True when its driver was stackbench's simulated one (`driver.library` found
+    /// `stackbenchSimulated`). Absent (false) otherwise.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub simulated: bool,
+}
+
+/// For `skip_serializing_if`: a flag is written only when set, so reports of real runs keep
+/// their shape.
+pub fn is_false(flag: &bool) -> bool {
+    !*flag
 }
 
 /// How a combination came to be checked.
@@ -191,6 +205,13 @@ impl CheckReport {
 }
 
 impl CombinationReport {
+    /// Whether its checks ran on a simulated driver, by `driver.library`'s details.
+    pub fn ran_simulated(checks: &[CheckResult]) -> bool {
+        checks.iter().any(|c| {
+            c.id == "driver.library" && c.details.get("simulated") == Some(&serde_json::json!(true))
+        })
+    }
+
     /// The result of check `id`, if it ran.
     pub fn check(&self, id: &str) -> Option<&CheckResult> {
         self.checks.iter().find(|c| c.id == id)

@@ -270,6 +270,7 @@ mod tests {
             target: "sm_90".into(),
             driver_dir: None,
             quick: true,
+            simulated: false,
             combinations: Vec::new(),
             benchmarks: (1..=4)
                 .map(|i| {

@@ -55,10 +55,17 @@ impl Exporter for Junit {
         let time: f64 = report.combinations.iter().map(|c| c.duration_ms).sum();
         // No `skipped` here: junit-10.xsd does not allow it on <testsuites>, and every reader
         // counts the skips of each <testsuite> anyway.
+        // A run on the simulated driver says so where every reader shows it: the name.
+        let name = if report.simulated {
+            format!("stackbench check ({})", super::SIMULATED_GPU)
+        } else {
+            "stackbench check".to_owned()
+        };
         let _ = writeln!(
             out,
-            "<testsuites name=\"stackbench check\" tests=\"{tests}\" failures=\"{failures}\" \
+            "<testsuites name=\"{}\" tests=\"{tests}\" failures=\"{failures}\" \
              errors=\"0\" time=\"{}\">",
+            attribute(&name),
             seconds(time)
         );
         for combination in &report.combinations {
@@ -113,6 +120,7 @@ fn properties(report: &CheckReport, c: &CombinationReport) -> Vec<(String, Strin
             properties.push((name.to_string(), value));
         }
     };
+    optional("simulated", c.simulated.then(|| "true".to_string()));
     optional("cuda_version", c.cuda_version.clone());
     optional(
         "driver_version",

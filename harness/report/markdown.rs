@@ -66,6 +66,9 @@ impl Exporter for Markdown {
 
     fn bench(&self, report: &BenchReport) -> Result<Vec<u8>, OutputError> {
         let mut out = String::from("# stackbench bench\n\n");
+        if let Some(banner) = super::bench_simulated(report) {
+            let _ = writeln!(out, "{}\n", simulated_quote(&banner));
+        }
         let host = &report.host;
         let _ = writeln!(
             out,
@@ -105,7 +108,11 @@ impl Exporter for Markdown {
                 c.driver_cuda_version.as_deref().unwrap_or("-"),
                 escape(&bench::libraries(c)),
                 bench::peaks(c),
-                escape(c.gpu_unavailable.as_deref().unwrap_or("ran"))
+                match (&c.gpu_unavailable, c.simulated) {
+                    (Some(why), _) => escape(why),
+                    (None, true) => format!("ran on the **{}**", super::SIMULATED_GPU),
+                    (None, false) => "ran".to_owned(),
+                }
             );
         }
         out.push('\n');
@@ -294,6 +301,9 @@ impl Exporter for Markdown {
 
     fn check(&self, report: &CheckReport) -> Result<Vec<u8>, OutputError> {
         let mut out = String::from("# stackbench check\n\n");
+        if let Some(banner) = super::check_simulated(report) {
+            let _ = writeln!(out, "{}\n", simulated_quote(&banner));
+        }
         let (counts, failed) = check_counts(report);
         let failed = if report.has_failures() {
             format!("**{failed}**")
@@ -322,6 +332,12 @@ impl Exporter for Markdown {
         }
         Ok(out.into_bytes())
     }
+}
+
+/// The simulated-GPU banner as a Markdown quote, its first words in bold.
+fn simulated_quote(banner: &str) -> String {
+    let rest = banner.strip_prefix(super::SIMULATED_GPU).unwrap_or(banner);
+    format!("> **{}**{}", super::SIMULATED_GPU, escape(rest))
 }
 
 fn summary(out: &mut String, host: &HostInfo, installations: &[Installation]) {
@@ -472,6 +488,9 @@ fn check_libraries(out: &mut String, report: &CheckReport, c: &CombinationReport
         (Some(_), Some(v)) => format!("driver {v}"),
         (Some(d), None) => format!("driver `{}`", d.path.display()),
     });
+    if c.simulated {
+        facts.push(format!("**{}**", super::SIMULATED_GPU));
+    }
     facts.push(format!("{:.1} s", c.duration_ms / 1e3));
     let _ = writeln!(out, "### `{}`: {}\n", escape(&c.name), facts.join(", "));
     if c.libraries.is_empty() {

@@ -244,6 +244,56 @@ fn check_counts(report: &CheckReport) -> (String, String) {
     )
 }
 
+/// The words every human-readable report of a run on stackbench's simulated driver starts with.
+pub const SIMULATED_GPU: &str = "SIMULATED GPU";
+
+/// What a report of a run on the simulated driver says first: `SIMULATED GPU: ...`, naming the
+/// combinations that ran on it when not all of them did; `None` for a real run.
+fn simulated_banner<'a>(
+    simulated: bool,
+    combinations: impl Iterator<Item = (&'a str, bool)>,
+    what: &str,
+) -> Option<String> {
+    if !simulated {
+        return None;
+    }
+    let all: Vec<(&str, bool)> = combinations.collect();
+    let which: Vec<&str> = all.iter().filter(|(_, s)| *s).map(|(n, _)| *n).collect();
+    let scope = if which.len() == all.len() {
+        String::new()
+    } else {
+        format!(" ({})", which.join(", "))
+    };
+    Some(format!(
+        "{SIMULATED_GPU}{scope}: {what} ran on stackbench's simulated driver (tests/simgpu), not \
+         on a GPU"
+    ))
+}
+
+/// [`simulated_banner`] of a check report.
+fn check_simulated(report: &CheckReport) -> Option<String> {
+    simulated_banner(
+        report.simulated,
+        report
+            .combinations
+            .iter()
+            .map(|c| (c.name.as_str(), c.simulated)),
+        "these checks",
+    )
+}
+
+/// [`simulated_banner`] of a bench report.
+fn bench_simulated(report: &BenchReport) -> Option<String> {
+    simulated_banner(
+        report.simulated,
+        report
+            .combinations
+            .iter()
+            .map(|c| (c.name.as_str(), c.simulated)),
+        "these benchmarks",
+    )
+}
+
 /// The GPU line of a check report: [`gpu_line`] and the `--target` compiled for.
 fn check_gpu_line(report: &CheckReport) -> String {
     let mut line = gpu_line(&report.gpu);
@@ -357,6 +407,7 @@ mod tests {
             libraries: Vec::new(),
             checks,
             duration_ms: 0.0,
+            simulated: false,
         }
     }
 
@@ -373,8 +424,28 @@ mod tests {
             gpu: GpuInfo::none("no NVML"),
             target: None,
             driver_dir: None,
+            simulated: false,
             combinations,
         }
+    }
+
+    #[test]
+    fn a_simulated_run_says_so_and_names_its_combinations_when_not_all_ran_on_it() {
+        let mut run = report(vec![combination("a", vec![]), combination("b", vec![])]);
+        assert_eq!(check_simulated(&run), None);
+        run.simulated = true;
+        run.combinations[1].simulated = true;
+        assert_eq!(
+            check_simulated(&run).as_deref(),
+            Some(
+                "SIMULATED GPU (b): these checks ran on stackbench's simulated driver \
+                 (tests/simgpu), not on a GPU"
+            )
+        );
+        run.combinations[0].simulated = true;
+        assert!(check_simulated(&run)
+            .unwrap()
+            .starts_with("SIMULATED GPU: these checks"));
     }
 
     #[test]

@@ -138,6 +138,13 @@ impl Exporter for Terminal {
             "{} {counts}{quick}",
             self.paint(BOLD, "stackbench bench:")
         );
+        if let Some(banner) = super::bench_simulated(report) {
+            let _ = writeln!(
+                out,
+                "{}",
+                self.paint(&format!("{BOLD};{YELLOW}"), &wrap(&banner, "     "))
+            );
+        }
         let gpu = format!(
             "GPU: {}; NVRTC compiled for {}",
             gpu_line(&report.gpu),
@@ -152,9 +159,10 @@ impl Exporter for Terminal {
         for c in &report.combinations {
             let cuda = c.cuda_version.as_deref().unwrap_or("?");
             let driver = c.driver_cuda_version.as_deref().unwrap_or("?");
+            let simulated = if c.simulated { ", SIMULATED GPU" } else { "" };
             let _ = writeln!(
                 out,
-                "{}  CUDA {cuda}, driver's CUDA {driver}",
+                "{}  CUDA {cuda}, driver's CUDA {driver}{simulated}",
                 self.paint(BOLD, &c.name)
             );
             let libraries = format!("  libraries: {}", bench::libraries(c));
@@ -372,6 +380,13 @@ impl Exporter for Terminal {
             "{} {counts}, {failed}",
             self.paint(BOLD, "stackbench check:")
         );
+        if let Some(banner) = super::check_simulated(report) {
+            let _ = writeln!(
+                out,
+                "{}",
+                self.paint(&format!("{BOLD};{YELLOW}"), &wrap(&banner, "     "))
+            );
+        }
         let _ = writeln!(
             out,
             "{}",
@@ -615,6 +630,11 @@ impl Terminal {
                 (None, _) => "no libcuda.so.1".to_string(),
                 (Some(_), Some(v)) => format!("driver {v}"),
                 (Some(d), None) => format!("driver {}", d.path.display()),
+            };
+            let driver = if c.simulated {
+                format!("{driver} (SIMULATED)")
+            } else {
+                driver
             };
             let time = format!("{:.1} s", c.duration_ms / 1e3);
             let libraries: Vec<String> = c

@@ -73,16 +73,25 @@ pub fn library(s: &mut Session) -> Checked {
         }
         Some(Ok(v)) => CudaVersion::from_api(v as u32),
     };
+    let simulated = is_simulated(&library);
     s.driver = Some(library);
     s.driver_cuda = cuda;
     if let Some(cuda) = cuda {
         details.insert("cuda_version".into(), json!(cuda.to_string()));
     }
+    if simulated {
+        details.insert("simulated".into(), json!(true));
+    }
     let supports = cuda.map_or_else(|| "?".to_owned(), |c| c.to_string());
     let what = format!(
-        "libcuda.so.1 {} (supports CUDA {supports}) from {}",
+        "libcuda.so.1 {} (supports CUDA {supports}) from {}{}",
         version.as_deref().unwrap_or("of unknown version"),
-        path.display()
+        path.display(),
+        if simulated {
+            ": stackbench's SIMULATED driver (tests/simgpu), not a GPU's"
+        } else {
+            ""
+        }
     );
     let outcome = if is_under(&path, "compat") {
         Outcome::warn(format!(
@@ -93,6 +102,18 @@ pub fn library(s: &mut Session) -> Checked {
         Outcome::pass(what)
     };
     Ok(outcome.details_from(&details))
+}
+
+/// Whether `library` is stackbench's simulated driver: it alone exports
+/// `int stackbenchSimulated(void)`, which answers 1. Looked up on the library actually loaded,
+/// so a real driver found first is never taken for it.
+fn is_simulated(library: &Library) -> bool {
+    // SAFETY: the simulator declares it `int stackbenchSimulated(void)`; nothing else exports
+    // that name.
+    let function: Option<unsafe extern "C" fn() -> std::ffi::c_int> =
+        unsafe { library.function(c"stackbenchSimulated") };
+    // SAFETY: takes nothing, returns an int.
+    function.is_some_and(|f| unsafe { f() } == 1)
 }
 
 /// The driver version in a driver library's real file name (`libcuda.so.535.261.03`).
