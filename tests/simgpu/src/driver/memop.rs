@@ -1,0 +1,104 @@
+//! Copies and memsets as they run on a stream: bytes moved within host memory, the allocations
+//! written moving on a generation, and the model timeline moved on by their modelled time.
+//!
+//! A copy or memset identical to the last one of its kind on its device, whose allocations have
+//! not been written since, would write what is already there, so it is not done again (it is
+//! still timed): the bench copies a 1 GiB buffer hundreds of times per sample.
+
+use super::errors::Code;
+use super::queue::Source;
+use super::Inner;
+
+/// The last copy and the last memset of a device, with the allocations they left as they were.
+#[derive(Default)]
+pub(super) struct Memops {
+    copy: Option<Done>,
+    memset: Option<Done>,
+}
+
+/// An operation (`(dst, src or value, bytes)`) and the `(id, generation)` of the allocations it
+/// read and wrote, after it ran.
+#[derive(Clone, Copy, PartialEq)]
+struct Done {
+    op: (u64, u64, usize),
+    at: [(u64, u64); 2],
+}
+
+impl Inner {
+    /// The `(id, generation)` of device memory (not pinned, which the host writes unseen) holding
+    /// `[address, address + bytes)`.
+    fn state(&self, address: u64, bytes: usize) -> Option<(u64, u64)> {
+        let alloc = self.memory.find(address, bytes)?;
+        alloc.gpu.is_some().then_some((alloc.id, alloc.generation))
+    }
+
+    /// Copies `bytes` from `src` to `dst` (device or pinned memory) on `gpu`.
+    pub(super) fn copy(
+        &mut self,
+        gpu: usize,
+        dst: u64,
+        src: &Source,
+        bytes: usize,
+        pcie: bool,
+    ) -> Result<(), Code> {
+        let from = match src {
+            Source::Staged(data) => data.as_ptr(),
+            Source::Device(address) => {
+                let alloc = (self.memory.find(*address, bytes)).ok_or(Code::ILLEGAL_ADDRESS)?;
+                // SAFETY: the range lies within the live allocation.
+                unsafe { alloc.data().add((address - alloc.base) as usize) }
+            }
+        };
+        // A device-to-device copy between ranges that do not overlap can be known done.
+        let known = match src {
+            Source::Device(address) if address.abs_diff(dst) >= bytes as u64 => {
+                let op = (dst, *address, bytes);
+                (self.state(*address, bytes).zip(self.state(dst, bytes)))
+                    .map(|(read, written)| (op, [read, written]))
+            }
+            _ => None,
+        };
+        let redo = known.map(|(op, at)| Done { op, at });
+        if redo.is_none() || self.gpus[gpu].memops.copy != redo {
+            let alloc = self.memory.write(dst, bytes).ok_or(Code::ILLEGAL_ADDRESS)?;
+            // SAFETY: both ranges lie within live allocations (or the staged bytes) for
+            // `bytes`; they may overlap, hence `copy`.
+            unsafe { std::ptr::copy(from, alloc.data().add((dst - alloc.base) as usize), bytes) };
+            let after = known.and_then(|(op, _)| {
+                let at = [self.state(op.1, bytes)?, self.state(dst, bytes)?];
+                Some(Done { op, at })
+            });
+            self.gpus[gpu].memops.copy = after;
+        }
+        let clock = &mut self.gpus[gpu].clock;
+        if pcie {
+            clock.transfer(bytes);
+        } else {
+            clock.copy(bytes);
+        }
+        Ok(())
+    }
+
+    /// Sets `bytes` at `dst` (device or pinned memory) to `value` on `gpu`.
+    pub(super) fn memset(
+        &mut self,
+        gpu: usize,
+        dst: u64,
+        value: u8,
+        bytes: usize,
+    ) -> Result<(), Code> {
+        let op = (dst, u64::from(value), bytes);
+        let redo = self.state(dst, bytes).map(|at| Done { op, at: [at, at] });
+        if redo.is_none() || self.gpus[gpu].memops.memset != redo {
+            let alloc = self.memory.write(dst, bytes).ok_or(Code::ILLEGAL_ADDRESS)?;
+            // SAFETY: the range lies within the live allocation.
+            unsafe {
+                std::ptr::write_bytes(alloc.data().add((dst - alloc.base) as usize), value, bytes)
+            };
+            let after = self.state(dst, bytes).map(|at| Done { op, at: [at, at] });
+            self.gpus[gpu].memops.memset = after;
+        }
+        self.gpus[gpu].clock.memset(bytes);
+        Ok(())
+    }
+}

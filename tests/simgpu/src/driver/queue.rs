@@ -1,0 +1,291 @@
+//! Streams as ordered queues of work, and the one place work runs ([`Inner::advance`]).
+//!
+//! Work on a stream runs in order, as soon as nothing ahead of it waits: a wait on a host word
+//! (`cuStreamWaitValue32`) holds its queue until the word satisfies it, a wait on an event until
+//! that event's work is done, and a kernel named by `faults.kernel_hang` never completes. Each
+//! device also has its legacy null stream, which waits for the earlier work of every blocking
+//! stream (created without `CU_STREAM_NON_BLOCKING`), as they wait for its earlier work. Among
+//! everything that may run, the earliest enqueued runs first, so a run is deterministic.
+
+use super::errors::Code;
+use super::launch::Pending;
+use super::Inner;
+use crate::state::Sim;
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// The key of a device's null stream is this, or'ed with its index.
+const NULL_STREAM: u64 = 0x4e << 48;
+
+/// `cuStreamWaitValue32`'s conditions (the low two bits of its flags).
+const WAIT_GEQ: u32 = 0;
+const WAIT_EQ: u32 = 1;
+const WAIT_AND: u32 = 2;
+
+/// What a stream's queue holds.
+pub(super) enum Op {
+    Launch(Box<Pending>),
+    /// A copy to device or pinned memory at `dst`.
+    Copy {
+        dst: u64,
+        src: Source,
+        bytes: usize,
+        /// Host to device or device to host: timed over PCIe.
+        pcie: bool,
+    },
+    Memset {
+        dst: u64,
+        value: u8,
+        bytes: usize,
+    },
+    /// `cuEventRecord`: the event's `generation`-th record.
+    Record {
+        event: u64,
+        generation: u64,
+    },
+    /// `cuStreamWaitValue32` on the 32-bit word at `address`.
+    WaitValue {
+        address: u64,
+        value: u32,
+        flags: u32,
+    },
+    /// `cuStreamWaitEvent`: until the event's `generation`-th record is done.
+    WaitEvent {
+        event: u64,
+        generation: u64,
+    },
+    /// Nothing: done once everything before it is (a synchronous call waits for it).
+    Marker,
+}
+
+/// Where a copy reads from.
+pub(super) enum Source {
+    /// Bytes taken from pageable host memory when the copy was enqueued.
+    Staged(Vec<u8>),
+    /// Device or pinned memory, read when the copy runs.
+    Device(u64),
+}
+
+/// One stream.
+pub(super) struct Stream {
+    pub gpu: usize,
+    /// Created without `CU_STREAM_NON_BLOCKING`: ordered with the null stream.
+    pub blocking: bool,
+    null: bool,
+    /// `cuStreamDestroy` was called: the handle is gone, the work still runs.
+    destroyed: bool,
+    queue: VecDeque<(u64, Op)>,
+}
+
+/// Every stream, by handle (null streams by [`Streams::null`]), and the order of enqueueing.
+#[derive(Default)]
+pub(super) struct Streams {
+    map: HashMap<u64, Stream>,
+    last_seq: u64,
+}
+
+impl Streams {
+    /// The key of `gpu`'s null stream.
+    pub fn null(gpu: usize) -> u64 {
+        NULL_STREAM | gpu as u64
+    }
+
+    /// A new stream under `key`.
+    pub fn create(&mut self, key: u64, gpu: usize, blocking: bool) {
+        let stream = Stream {
+            gpu,
+            blocking,
+            null: false,
+            destroyed: false,
+            queue: VecDeque::new(),
+        };
+        self.map.insert(key, stream);
+    }
+
+    /// The live stream with handle `key` (not destroyed), or a null stream.
+    pub fn get(&self, key: u64) -> Option<&Stream> {
+        self.map.get(&key).filter(|s| !s.destroyed)
+    }
+
+    /// Destroys the stream `key`: its handle is invalid from now on, its work still runs.
+    pub fn destroy(&mut self, key: u64) {
+        if let Some(stream) = self.map.get_mut(&key) {
+            stream.destroyed = true;
+        }
+    }
+
+    /// Enqueues `op` on the stream `key` (made at first use for a null stream of `gpu`); its
+    /// place in the order of everything enqueued.
+    pub fn push(&mut self, key: u64, gpu: usize, op: Op) -> u64 {
+        self.last_seq += 1;
+        let stream = self.map.entry(key).or_insert_with(|| Stream {
+            gpu,
+            blocking: true,
+            null: true,
+            destroyed: false,
+            queue: VecDeque::new(),
+        });
+        stream.queue.push_back((self.last_seq, op));
+        self.last_seq
+    }
+
+    /// Whether the stream `key` has nothing left to do.
+    pub fn drained(&self, key: u64) -> bool {
+        self.map.get(&key).is_none_or(|s| s.queue.is_empty())
+    }
+
+    /// Whether the work enqueued on `key` as `seq` and before is done.
+    pub fn done(&self, key: u64, seq: u64) -> bool {
+        self.map
+            .get(&key)
+            .and_then(|s| s.queue.front())
+            .is_none_or(|(first, _)| *first > seq)
+    }
+
+    /// Whether every stream of `gpu` has drained.
+    pub fn idle(&self, gpu: usize) -> bool {
+        (self.map.values()).all(|s| s.gpu != gpu || s.queue.is_empty())
+    }
+
+    /// Drops the work queued on `gpu` (it faulted: nothing more runs there).
+    pub fn clear(&mut self, gpu: usize) {
+        for stream in self.map.values_mut().filter(|s| s.gpu == gpu) {
+            stream.queue.clear();
+        }
+    }
+
+    /// Drops every stream of `gpu` (its context was destroyed).
+    pub fn remove_gpu(&mut self, gpu: usize) {
+        self.map.retain(|_, s| s.gpu != gpu);
+    }
+
+    /// The stream whose first piece of work runs next: of those whose first piece may run now,
+    /// the earliest enqueued.
+    fn next(&self, ready: impl Fn(&Op) -> bool) -> Option<u64> {
+        // Per device, the earliest work of its null stream and of its blocking streams.
+        let mut null_first: HashMap<usize, u64> = HashMap::new();
+        let mut blocking_first: HashMap<usize, u64> = HashMap::new();
+        for stream in self.map.values() {
+            let Some((seq, _)) = stream.queue.front() else {
+                continue;
+            };
+            if stream.null {
+                null_first.insert(stream.gpu, *seq);
+            } else if stream.blocking {
+                let first = blocking_first.entry(stream.gpu).or_insert(*seq);
+                *first = (*first).min(*seq);
+            }
+        }
+        let limit = |stream: &Stream| {
+            let first = match (stream.null, stream.blocking) {
+                (true, _) => blocking_first.get(&stream.gpu),
+                (false, true) => null_first.get(&stream.gpu),
+                (false, false) => None,
+            };
+            first.copied().unwrap_or(u64::MAX)
+        };
+        (self.map.iter())
+            .filter_map(|(key, stream)| {
+                let (seq, op) = stream.queue.front()?;
+                (*seq < limit(stream) && ready(op)).then_some((*seq, *key))
+            })
+            .min()
+            .map(|(_, key)| key)
+    }
+
+    /// Takes the first piece of work of stream `key`, with the device it runs on.
+    fn pop(&mut self, key: u64) -> Option<(usize, Op)> {
+        let stream = self.map.get_mut(&key)?;
+        let (_, op) = stream.queue.pop_front()?;
+        Some((stream.gpu, op))
+    }
+
+    /// Forgets destroyed streams that have drained.
+    fn reap(&mut self) {
+        self.map.retain(|_, s| !(s.destroyed && s.queue.is_empty()));
+    }
+}
+
+impl Inner {
+    /// Runs every piece of work that may run, in order, until none may.
+    pub(super) fn advance(&mut self, sim: &Sim) {
+        while let Some(key) = self.streams.next(|op| self.ready(op)) {
+            if let Some((gpu, op)) = self.streams.pop(key) {
+                self.run(sim, gpu, op);
+            }
+        }
+        self.streams.reap();
+    }
+
+    /// Whether `op`, first on its stream, may run now.
+    fn ready(&self, op: &Op) -> bool {
+        match op {
+            Op::Launch(pending) => pending.name() != self.faults.kernel_hang,
+            Op::WaitValue {
+                address,
+                value,
+                flags,
+            } => self.word(*address).is_none_or(|word| match flags & 0x3 {
+                WAIT_GEQ => word.wrapping_sub(*value) as i32 >= 0,
+                WAIT_EQ => word == *value,
+                WAIT_AND => word & value != 0,
+                _ => !(word | value) != 0,
+            }),
+            Op::WaitEvent { event, generation } => {
+                (self.events.get(event)).is_none_or(|e| e.completed >= *generation)
+            }
+            _ => true,
+        }
+    }
+
+    /// The 32-bit word at `address` of device or pinned memory, as the host last wrote it.
+    fn word(&self, address: u64) -> Option<u32> {
+        let alloc = self.memory.find(address, 4)?;
+        // SAFETY: the word lies within the live allocation, 4-aligned (checked when the wait
+        // was enqueued); the host may write it at any time, hence the atomic load.
+        let word = unsafe {
+            &*alloc
+                .data()
+                .add((address - alloc.base) as usize)
+                .cast::<AtomicU32>()
+        };
+        Some(word.load(Ordering::Acquire))
+    }
+
+    /// Runs `op` on `gpu`; an access to memory freed since it was enqueued is an illegal
+    /// address.
+    fn run(&mut self, sim: &Sim, gpu: usize, op: Op) {
+        let outcome = match op {
+            Op::Launch(pending) => {
+                self.execute(sim, gpu, *pending);
+                Ok(())
+            }
+            Op::Copy {
+                dst,
+                src,
+                bytes,
+                pcie,
+            } => self.copy(gpu, dst, &src, bytes, pcie),
+            Op::Memset { dst, value, bytes } => self.memset(gpu, dst, value, bytes),
+            Op::Record { event, generation } => {
+                let now = self.gpus[gpu].clock.now();
+                // A record overtaken by a later one of the same event (on another stream) leaves
+                // the event as the later one made it.
+                if let Some(event) = self.events.get_mut(&event) {
+                    if generation >= event.completed {
+                        event.completed = generation;
+                        event.stamp = now;
+                    }
+                }
+                Ok(())
+            }
+            Op::WaitValue { address, .. } => {
+                self.word(address).map(drop).ok_or(Code::ILLEGAL_ADDRESS)
+            }
+            Op::WaitEvent { .. } | Op::Marker => Ok(()),
+        };
+        if let Err(code) = outcome {
+            self.fault(gpu, code);
+        }
+    }
+}
