@@ -578,15 +578,10 @@ impl Cta<'_> {
             })
             .collect();
         Fault::Failed(format!(
-            "a barrier its threads never all reach: in block ({x}, {y}, {z}) of {} threads, {} \
-             wait{}, and {} exited",
+            "a barrier its threads never all reach: in block ({x}, {y}, {z}) of {} threads, \
+             {} wait, {} exited",
             self.st.n,
             waits.join(", "),
-            if waits.len() == 1 && waiting[0].group.lanes.len() == 1 {
-                "s"
-            } else {
-                ""
-            },
             self.exited
         ))
     }
@@ -631,14 +626,21 @@ impl Cta<'_> {
     /// A branch, exit or barrier: `Some` when the group stops.
     fn control(&mut self, g: &mut Group, ins: &Instr) -> Result<Option<Event>, Fault> {
         let n = self.st.n;
-        // Splits the group's lanes by the guard: (those it lets through, the others).
+        // Splits the group's lanes by the guard: keeps those it lets through, returns the
+        // others (none without a guard).
         let split = |regs: &[u64], lanes: &mut Vec<u32>| -> Option<Vec<u32>> {
             let (p, negated) = ins.guard?;
             let column = &regs[p as usize * n..(p as usize + 1) * n];
-            let (on, off): (Vec<u32>, Vec<u32>) = lanes
-                .iter()
-                .partition(|&&l| (column[l as usize] != 0) != negated);
-            *lanes = on;
+            let on = |l: u32| (column[l as usize] != 0) != negated;
+            let through = lanes.iter().filter(|&&l| on(l)).count();
+            if through == lanes.len() {
+                return Some(Vec::new());
+            }
+            if through == 0 {
+                return Some(std::mem::take(lanes));
+            }
+            let (kept, off): (Vec<u32>, Vec<u32>) = lanes.iter().partition(|&&l| on(l));
+            *lanes = kept;
             Some(off)
         };
         match ins.op {
@@ -1115,7 +1117,8 @@ impl State<'_> {
     /// Where the access of `bytes` bytes at `address` in `space` goes, checked.
     #[inline(always)]
     fn place(&mut self, space: Space, address: u64, bytes: usize) -> Result<Place, Fault> {
-        if address % bytes as u64 != 0 {
+        // Every access is of 1, 2, 4, 8, 16 or 32 bytes: a power of two.
+        if address & (bytes as u64 - 1) != 0 {
             return Err(Fault::Misaligned { address, bytes });
         }
         let local = |len: usize| {
@@ -1183,6 +1186,21 @@ impl State<'_> {
     ) -> Result<(), Fault> {
         let n = self.n;
         let bytes = elem.bytes as usize * d.len();
+        if space == Space::Global && d.len() == 1 {
+            // The common case, kept tight: one scalar from global memory per thread.
+            let (dst, src) = (d[0] as usize * n, addr as usize * n);
+            for &l in lanes {
+                let l = l as usize;
+                let address = self.regs[src + l].wrapping_add(off);
+                if address & (bytes as u64 - 1) != 0 {
+                    return Err(Fault::Misaligned { address, bytes });
+                }
+                let p = self.global(address, bytes)?;
+                self.regs[dst + l] = read_ptr(p, elem);
+            }
+            self.counts.global_bytes_loaded += (bytes * lanes.len()) as u64;
+            return Ok(());
+        }
         let mut global = 0u64;
         for &l in lanes {
             let l = l as usize;
@@ -1224,6 +1242,20 @@ impl State<'_> {
     ) -> Result<(), Fault> {
         let n = self.n;
         let bytes = elem.bytes as usize * v.len();
+        if space == Space::Global && v.len() == 1 {
+            let (value, dst) = (v[0] as usize * n, addr as usize * n);
+            for &l in lanes {
+                let l = l as usize;
+                let address = self.regs[dst + l].wrapping_add(off);
+                if address & (bytes as u64 - 1) != 0 {
+                    return Err(Fault::Misaligned { address, bytes });
+                }
+                let p = self.global(address, bytes)?;
+                write_ptr(p, elem, self.regs[value + l]);
+            }
+            self.counts.global_bytes_stored += (bytes * lanes.len()) as u64;
+            return Ok(());
+        }
         let mut global = 0u64;
         for &l in lanes {
             let l = l as usize;
