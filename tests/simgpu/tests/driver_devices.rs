@@ -138,6 +138,12 @@ fn the_driver_version_is_the_profile_s_cuda_version() {
     assert_eq!(version, 12090);
     assert_eq!(stackbenchSimulated(), 1);
     fails(cuInit(1), "CUDA_ERROR_INVALID_VALUE");
+    // No private tables, but an answer NVRTC's compile cache can take.
+    let mut table = c"not touched".as_ptr().cast();
+    // SAFETY: a valid out-pointer and a 16-byte id.
+    let status = unsafe { cuGetExportTable(&mut table, &[0u8; 16]) };
+    fails(status, "CUDA_ERROR_NOT_SUPPORTED");
+    assert!(table.is_null());
 }
 
 #[test]

@@ -22,6 +22,7 @@ mod launch;
 mod memop;
 mod memory;
 mod module;
+mod private;
 mod queue;
 mod stream;
 
@@ -48,6 +49,7 @@ pub use memory::{
     cuMemHostGetDevicePointer_v2,
 };
 pub use module::{cuModuleGetFunction, cuModuleLoadData, cuModuleUnload};
+pub use private::cuGetExportTable;
 pub use stream::{
     cuStreamCreate, cuStreamDestroy_v2, cuStreamQuery, cuStreamSynchronize, cuStreamWaitEvent,
     cuStreamWaitValue32_v2,
