@@ -72,10 +72,8 @@ fn every_device_of_the_profile_with_its_attributes() {
     // SAFETY: the buffer holds 11 bytes.
     ok(unsafe { cuDeviceGetName(short.as_mut_ptr(), 11, 0) });
     // SAFETY: NUL-terminated by the driver.
-    assert_eq!(
-        unsafe { CStr::from_ptr(short.as_ptr()) }.to_bytes(),
-        b"stackbench"
-    );
+    let cut = unsafe { CStr::from_ptr(short.as_ptr()) };
+    assert_eq!(cut.to_bytes(), b"stackbench");
 
     // Compute capability, multiprocessors, L2, warp, block and shared-memory limits.
     assert_eq!((attribute(75, 0), attribute(76, 0)), (15, 0));

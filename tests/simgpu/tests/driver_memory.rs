@@ -101,11 +101,8 @@ fn pinned_memory_is_reached_at_its_host_address() {
     assert!(seen.iter().all(|x| *x == 1.5));
     ok(cuMemsetD8_v2(host as u64, 0, 4096));
     // SAFETY: as above.
-    assert_eq!(
-        unsafe { *host.cast::<u32>() },
-        0,
-        "a memset to pinned memory is synchronous"
-    );
+    let first = unsafe { *host.cast::<u32>() };
+    assert_eq!(first, 0, "a memset to pinned memory is synchronous");
     ok(cuMemFreeHost(host));
     fails(cuMemFreeHost(host), "CUDA_ERROR_INVALID_VALUE");
 }
