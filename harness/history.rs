@@ -4,7 +4,7 @@
 //! run's matrix; every run's counts. The HTML, Markdown and JSON views are in `report`.
 
 use crate::bench::model::{BenchReport, Side};
-use crate::check::model::{CheckReport, Status};
+use crate::check::model::{is_false, CheckReport, Status};
 use crate::compare::load::{self, LoadError, Run};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashMap};
@@ -52,6 +52,9 @@ pub struct RunEntry {
     pub stackbench_version: String,
     /// What it found, counted: `measured 28`, `failed 0`; `pass 41`, `fail 2`; `error 1`.
     pub counts: Vec<(String, usize)>,
+    /// It ran on stackbench's simulated driver (bench, check). Absent (false) otherwise.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub simulated: bool,
 }
 
 /// A file that is not in the history, and why.
@@ -70,10 +73,12 @@ pub struct Chart {
     pub series: Vec<Series>,
 }
 
-/// One combination's figures for a benchmark, oldest first.
+/// One combination's figures for a benchmark, oldest first. Figures from the simulated driver
+/// are a series of their own, labelled so, never a point on a real GPU's line.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Series {
-    /// The combination, with the GPU when the runs were made on more than one kind.
+    /// The combination, with the GPU when the runs were made on more than one kind, and
+    /// `(simulated)` for the simulated driver's figures where the GPU's name does not say so.
     pub label: String,
     pub points: Vec<Point>,
 }
@@ -90,6 +95,9 @@ pub struct Point {
     pub versions: String,
     /// The versions differ from the series' previous point (the first point's are new).
     pub versions_changed: bool,
+    /// The figure is the simulated driver's, not a GPU's. Absent (false) otherwise.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub simulated: bool,
 }
 
 /// One check run: a row per check, a column per combination.
@@ -97,6 +105,9 @@ pub struct Point {
 pub struct CheckMatrix {
     /// The run, as an index into `runs`.
     pub run: usize,
+    /// The run was on the simulated driver. Absent (false) otherwise.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub simulated: bool,
     pub combinations: Vec<String>,
     pub rows: Vec<MatrixRow>,
 }
@@ -239,6 +250,7 @@ fn entry(when: &str, path: &Path, run: &Run) -> RunEntry {
         driver: gpu.and_then(|g| g.driver_version.clone()),
         stackbench_version: host.stackbench_version.clone(),
         counts: counts(run),
+        simulated: run.simulated(),
     }
 }
 
@@ -290,6 +302,16 @@ fn charts(bench: &[(usize, &BenchReport)]) -> Vec<Chart> {
             } else {
                 result.combination.clone()
             };
+            let simulated = report
+                .combinations
+                .iter()
+                .find(|c| c.name == result.combination)
+                .map_or(report.simulated, |c| c.simulated);
+            let label = if simulated && !label.to_lowercase().contains("simulated") {
+                format!("{label} (simulated)")
+            } else {
+                label
+            };
             let series = &mut charts[at].series;
             let series = match series.iter().position(|s| s.label == label) {
                 Some(i) => &mut series[i],
@@ -310,6 +332,7 @@ fn charts(bench: &[(usize, &BenchReport)]) -> Vec<Chart> {
                 q3_ns: summary.q3_ns,
                 versions,
                 versions_changed,
+                simulated,
             });
         }
     }
@@ -368,6 +391,7 @@ fn matrix(run: usize, report: &CheckReport) -> CheckMatrix {
         .collect();
     CheckMatrix {
         run,
+        simulated: report.simulated,
         combinations: report.combinations.iter().map(|c| c.name.clone()).collect(),
         rows,
     }

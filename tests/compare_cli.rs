@@ -186,6 +186,65 @@ fn the_same_run_three_times_as_slow_is_slower_and_exits_1() {
     assert_eq!(compare(&slow, run, &[]).status.code(), Some(0));
 }
 
+/// The real run as the simulated GPU would have made it, three times as slow: a simulated GPU
+/// is another GPU (the same-GPU rule refuses it without --allow-different-gpus), and compared
+/// anyway its rows say they set a simulated figure against a real one, the headline and the
+/// environment say which run was simulated, and nothing counts as a regression.
+#[test]
+fn a_simulated_run_against_a_real_one_says_so_and_is_never_a_regression() {
+    let run = bench_run();
+    let mut simulated: Value = serde_json::from_slice(&std::fs::read(run).unwrap()).unwrap();
+    simulated["simulated"] = Value::from(true);
+    simulated["gpu"]["devices"] = serde_json::json!([{"index": 0, "name": "stackbench simulated GPU (H100-like)", "compute_capability": "15.0"}]);
+    for c in simulated["combinations"].as_array_mut().unwrap() {
+        c["simulated"] = Value::from(true);
+    }
+    for row in simulated["benchmarks"].as_array_mut().unwrap() {
+        if let Some(samples) = row["samples_ns"].as_array_mut() {
+            for s in samples.iter_mut() {
+                *s = Value::from(s.as_f64().unwrap() * 3.0);
+            }
+        }
+    }
+    let path = scratch().join("bench-simulated.json");
+    std::fs::write(&path, serde_json::to_vec(&simulated).unwrap()).unwrap();
+    let refused = compare(run, &path, &[]);
+    assert_eq!(refused.status.code(), Some(2));
+    let output = compare(run, &path, &["--allow-different-gpus"]);
+    assert_eq!(output.status.code(), Some(0), "not a regression");
+    let report = stdout_json(&output);
+    assert_eq!(report["new"]["simulated"], true);
+    assert!(report["old"].get("simulated").is_none());
+    let headline_note = "old ran on a real GPU, new on the SIMULATED GPU";
+    let change = &report["environment"][0];
+    assert_eq!(change["what"], "ran on", "{change}");
+    assert_eq!(
+        change["new"],
+        "SIMULATED GPU (stackbench's simulated driver)"
+    );
+    let rows = report["benchmarks"].as_array().unwrap();
+    assert!(!rows.is_empty());
+    for row in rows {
+        assert_eq!(row["verdict"], "slower", "{row}");
+        assert_eq!(row["simulated_vs_real"], true, "{row}");
+    }
+    assert_eq!(report["regressions"], serde_json::json!([]));
+    let terminal = stackbench(&[
+        "compare",
+        run.to_str().unwrap(),
+        path.to_str().unwrap(),
+        "--allow-different-gpus",
+    ]);
+    let text = String::from_utf8_lossy(&terminal.stdout);
+    let first = text.lines().next().unwrap();
+    assert!(first.contains(headline_note), "{text}");
+    assert!(
+        text.contains("slower (simulated vs real: not a regression)"),
+        "{text}"
+    );
+    assert!(text.contains("(SIMULATED GPU)"), "{text}");
+}
+
 /// `check` of CUDA 12.9's wheels, with the fixture driver or with none, as a file.
 fn check_run(with_driver: bool, name: &str) -> PathBuf {
     let root = toolkits();

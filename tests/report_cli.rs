@@ -282,6 +282,67 @@ fn a_directory_given_as_a_path_is_read_as_its_results() {
     );
 }
 
+/// A night on the simulated GPU beside a real night: its figures are charted as a series of
+/// their own, labelled "(simulated)", never as a point on the real run's line; its points, run
+/// and check matrix are marked, and the headline says how many runs were simulated.
+#[test]
+fn simulated_runs_are_charted_apart_and_marked() {
+    let dir = tempfile::tempdir().unwrap();
+    let real: Value =
+        serde_json::from_slice(&std::fs::read(results().join("bench-night-1.json")).unwrap())
+            .unwrap();
+    write(&dir.path().join("real.json"), &real);
+    let mut simulated = real.clone();
+    simulated["started"] = Value::from("2026-11-02T02:00:00Z");
+    simulated["simulated"] = Value::from(true);
+    for c in simulated["combinations"].as_array_mut().unwrap() {
+        c["simulated"] = Value::from(true);
+    }
+    write(&dir.path().join("simulated.json"), &simulated);
+    let mut check: Value =
+        serde_json::from_slice(&std::fs::read(results().join("check-with-driver.json")).unwrap())
+            .unwrap();
+    check["simulated"] = Value::from(true);
+    write(&dir.path().join("check-simulated.json"), &check);
+    let run = |format: &str| {
+        let output = run_stackbench(&["report", dir.path().to_str().unwrap(), "--format", format]);
+        assert_eq!(output.status.code(), Some(0), "{output:?}");
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let page: Value = serde_json::from_str(&run("json")).unwrap();
+    let runs = page["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 3);
+    assert!(runs[0].get("simulated").is_none(), "the real night");
+    assert_eq!(runs[1]["simulated"], true);
+    assert_eq!(page["matrices"][0]["simulated"], true);
+    for chart in page["charts"].as_array().unwrap() {
+        let series = chart["series"].as_array().unwrap();
+        assert_eq!(series.len(), 2, "real and simulated apart: {chart}");
+        assert_eq!(series[0]["label"], "pip:venv-cu12");
+        assert_eq!(series[1]["label"], "pip:venv-cu12 (simulated)");
+        for point in series[0]["points"].as_array().unwrap() {
+            assert!(point.get("simulated").is_none(), "{point}");
+        }
+        for point in series[1]["points"].as_array().unwrap() {
+            assert_eq!(point["simulated"], true, "{point}");
+        }
+    }
+    let markdown = run("markdown");
+    assert!(
+        markdown.contains("(2 on the SIMULATED GPU: their figures are a model's"),
+        "{markdown}"
+    );
+    assert!(
+        markdown.contains("`pip:venv-cu12 (simulated)`"),
+        "{markdown}"
+    );
+    assert!(markdown.contains("*simulated*"), "{markdown}");
+    assert!(markdown.contains("(SIMULATED GPU) |"), "{markdown}");
+    let html = run("html");
+    assert!(html.contains("SIMULATED GPU, not a GPU's figure"));
+    assert!(html.contains(r#"fill="white" stroke="#));
+}
+
 /// Chromium renders the page headless; the screenshot is kept for a person to look at, and
 /// its pixels hold the charts' first colour and the failed checks' red.
 #[test]

@@ -48,6 +48,19 @@ pub fn host_changes(
     changes
 }
 
+/// Whether each run was on stackbench's simulated driver, when they differ: the first thing a
+/// comparison of a simulated run with a real one says.
+pub fn simulated_change(old: bool, new: bool) -> Option<Change> {
+    let kind = |simulated: bool| {
+        Some(if simulated {
+            "SIMULATED GPU (stackbench's simulated driver)".to_owned()
+        } else {
+            "a real GPU".to_owned()
+        })
+    };
+    change("ran on", kind(old), kind(new))
+}
+
 /// The component name under which a combination's driver library (`libcuda.so.1`) is compared
 /// beside its CUDA libraries: a run with another `--driver-dir`, or whose driver no longer loads,
 /// is a changed environment.
@@ -171,6 +184,16 @@ fn measured(result: Option<&BenchResult>) -> Option<&BenchResult> {
 pub fn benchmarks(old: &BenchReport, new: &BenchReport, threshold: f64) -> Vec<BenchmarkRow> {
     let by_id: BTreeMap<&str, &BenchResult> =
         old.benchmarks.iter().map(|r| (r.id.as_str(), r)).collect();
+    // Whether each run's combination of a row ran on the simulated driver.
+    let simulated = |report: &BenchReport, result: Option<&BenchResult>| {
+        result.map(|r| {
+            report
+                .combinations
+                .iter()
+                .find(|c| c.name == r.combination)
+                .map_or(report.simulated, |c| c.simulated)
+        })
+    };
     let in_new: BTreeSet<&str> = new.benchmarks.iter().map(|r| r.id.as_str()).collect();
     let pairs = new
         .benchmarks
@@ -214,6 +237,10 @@ pub fn benchmarks(old: &BenchReport, new: &BenchReport, threshold: f64) -> Vec<B
                 verdict: ratio.map(|r| r.verdict(threshold)),
                 ratio,
                 clocks_differ,
+                simulated_vs_real: matches!(
+                    (simulated(old, o), simulated(new, n)),
+                    (Some(a), Some(b)) if a != b
+                ),
             })
         })
         .collect()
@@ -327,6 +354,76 @@ mod tests {
             .map(|i| (i.change.as_str(), i.what.as_str()))
             .collect();
         assert_eq!(got, [("appeared", "c"), ("disappeared", "a")]);
+    }
+
+    /// A bench run of combination `c` (on the simulated driver or not) with one vector add
+    /// measured at `ns` per run.
+    fn bench_run(simulated: bool, ns: f64) -> BenchReport {
+        use crate::bench::model::{CombinationRun, Key, Parameters, Peaks, Side};
+        let key = Key {
+            combination: "c".into(),
+            benchmark: "vector_add",
+            side: Side::Gpu,
+            parameters: Parameters {
+                size: Some(1 << 20),
+                ..Parameters::default()
+            },
+        };
+        let samples: Vec<f64> = (0..40)
+            .map(|i| ns * (1.0 + 0.001 * f64::from(i % 5)))
+            .collect();
+        BenchReport {
+            schema: String::new(),
+            started: String::new(),
+            host: HostInfo {
+                hostname: "h".into(),
+                os: "linux".into(),
+                arch: "x86_64".into(),
+                stackbench_version: "0".into(),
+            },
+            gpu: GpuInfo::none("test"),
+            simulated,
+            target: "sm_90".into(),
+            driver_dir: None,
+            quick: true,
+            combinations: vec![CombinationRun {
+                name: "c".into(),
+                cuda_version: None,
+                driver: None,
+                driver_cuda_version: None,
+                libraries: Vec::new(),
+                peaks: Peaks::default(),
+                l2_bytes: None,
+                gpu_unavailable: None,
+                simulated,
+            }],
+            benchmarks: vec![BenchResult {
+                summary: crate::bench::stats::summarize(&samples),
+                samples_ns: samples,
+                ..BenchResult::from_key(key)
+            }],
+        }
+    }
+
+    #[test]
+    fn a_simulated_run_against_a_real_one_is_a_change_and_marks_its_rows() {
+        let (real, simulated) = (bench_run(false, 1000.0), bench_run(true, 2000.0));
+        let change = simulated_change(false, true).expect("a change");
+        assert_eq!(change.what, "ran on");
+        assert_eq!(change.old.as_deref(), Some("a real GPU"));
+        assert_eq!(
+            change.new.as_deref(),
+            Some("SIMULATED GPU (stackbench's simulated driver)")
+        );
+        assert_eq!(simulated_change(true, true), None);
+        let rows = benchmarks(&real, &simulated, 0.02);
+        assert_eq!(rows.len(), 1);
+        assert!(rows[0].simulated_vs_real, "{:?}", rows[0]);
+        assert_eq!(rows[0].verdict, Some(super::super::stats::Verdict::Slower));
+        let same_kind = benchmarks(&simulated, &bench_run(true, 2000.0), 0.02);
+        assert!(!same_kind[0].simulated_vs_real);
+        let json = serde_json::to_value(&same_kind[0]).unwrap();
+        assert!(json.get("simulated_vs_real").is_none(), "{json}");
     }
 
     #[test]

@@ -130,6 +130,15 @@ impl Run {
         }
     }
 
+    /// Whether it ran on stackbench's simulated driver (bench and check record it).
+    pub fn simulated(&self) -> bool {
+        match self {
+            Run::Bench(r) => r.simulated,
+            Run::Check(r) => r.simulated,
+            Run::Doctor(_) | Run::Scan(_) => false,
+        }
+    }
+
     /// When the run started (bench and check record it).
     pub fn started(&self) -> Option<&str> {
         match self {

@@ -73,6 +73,7 @@ fn info(path: &Path, run: &Run) -> RunInfo {
         path: path.to_path_buf(),
         started: run.started().map(str::to_owned),
         hostname: run.host().hostname.clone(),
+        simulated: run.simulated(),
     }
 }
 
@@ -113,23 +114,30 @@ pub fn compare(
         libraries: Vec::new(),
         regressions: Vec::new(),
     };
+    report
+        .environment
+        .extend(diff::simulated_change(old.simulated(), new.simulated()));
     match (&old, &new) {
         (Run::Bench(a), Run::Bench(b)) => {
-            report.environment = diff::bench_environment(a, b);
+            report.environment.extend(diff::bench_environment(a, b));
             report.benchmarks = diff::benchmarks(a, b, options.threshold);
         }
         (Run::Check(a), Run::Check(b)) => {
-            report.environment = diff::check_environment(a, b);
+            report.environment.extend(diff::check_environment(a, b));
             report.checks = diff::checks(a, b);
         }
         (Run::Doctor(a), Run::Doctor(b)) => {
-            report.environment =
-                diff::host_changes((&a.host, Some(&a.gpu)), (&b.host, Some(&b.gpu)));
+            report.environment.extend(diff::host_changes(
+                (&a.host, Some(&a.gpu)),
+                (&b.host, Some(&b.gpu)),
+            ));
             report.findings = diff::findings(&a.findings, &b.findings);
             report.libraries = diff::libraries(&a.installations, &b.installations);
         }
         (Run::Scan(a), Run::Scan(b)) => {
-            report.environment = diff::host_changes((&a.host, None), (&b.host, None));
+            report
+                .environment
+                .extend(diff::host_changes((&a.host, None), (&b.host, None)));
             report.libraries = diff::libraries(&a.installations, &b.installations);
         }
         _ => {}
@@ -143,8 +151,11 @@ fn regressions(report: &CompareReport, fail_on: &[FailOn]) -> Vec<String> {
     let counts = |kind: FailOn| fail_on.contains(&kind);
     let mut found = Vec::new();
     for row in &report.benchmarks {
-        let slower = row.verdict == Some(Verdict::Slower) && counts(FailOn::Slower);
-        let unclear = row.verdict == Some(Verdict::Unclear) && counts(FailOn::Unclear);
+        // A simulated figure against a GPU's is a model against a measurement: its verdict is
+        // shown with a note, never counted against the new run.
+        let judged = !row.simulated_vs_real;
+        let slower = judged && row.verdict == Some(Verdict::Slower) && counts(FailOn::Slower);
+        let unclear = judged && row.verdict == Some(Verdict::Unclear) && counts(FailOn::Unclear);
         if slower || unclear {
             let ratio = row.ratio.map_or(0.0, |r| 100.0 * (r.ratio - 1.0));
             found.push(format!(
@@ -187,4 +198,58 @@ fn regressions(report: &CompareReport, fail_on: &[FailOn]) -> Vec<String> {
         );
     }
     found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use model::BenchmarkRow;
+
+    /// A comparison with one row three times as slow, judged `slower`.
+    fn slower_row(simulated_vs_real: bool) -> CompareReport {
+        let run = |simulated: bool| RunInfo {
+            path: "run.json".into(),
+            started: None,
+            hostname: "h".into(),
+            simulated,
+        };
+        CompareReport {
+            schema: COMPARE_SCHEMA.into(),
+            kind: "bench".into(),
+            threshold: 0.02,
+            old: run(false),
+            new: run(simulated_vs_real),
+            environment: Vec::new(),
+            benchmarks: vec![BenchmarkRow {
+                id: "copy/c/1073741824".into(),
+                combination: "c".into(),
+                old_status: Some("measured".into()),
+                new_status: Some("measured".into()),
+                old_median_ns: Some(1.0),
+                new_median_ns: Some(3.0),
+                ratio: Some(stats::Ratio {
+                    ratio: 3.0,
+                    low: 2.9,
+                    high: 3.1,
+                }),
+                verdict: Some(Verdict::Slower),
+                clocks_differ: false,
+                simulated_vs_real,
+            }],
+            checks: Vec::new(),
+            findings: Vec::new(),
+            libraries: Vec::new(),
+            regressions: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_simulated_figure_against_a_real_one_is_never_a_regression() {
+        let fail_on = [FailOn::Slower, FailOn::Unclear, FailOn::Failure];
+        assert_eq!(
+            regressions(&slower_row(false), &fail_on),
+            ["copy/c/1073741824: slower (+200.0%)"]
+        );
+        assert!(regressions(&slower_row(true), &fail_on).is_empty());
+    }
 }

@@ -2,6 +2,7 @@
 //! exporter renders. Fields are only ever added.
 
 use super::stats::{Ratio, Verdict};
+use crate::check::model::is_false;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
@@ -30,12 +31,22 @@ pub struct CompareReport {
     pub regressions: Vec<String>,
 }
 
+impl CompareReport {
+    /// Whether one run was on the simulated driver and the other on a GPU.
+    pub fn simulated_vs_real(&self) -> bool {
+        self.old.simulated != self.new.simulated
+    }
+}
+
 /// Which run, from where.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct RunInfo {
     pub path: PathBuf,
     pub started: Option<String>,
     pub hostname: String,
+    /// It ran on stackbench's simulated driver. Absent (false) otherwise.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub simulated: bool,
 }
 
 /// One thing that differs between the runs' environments.
@@ -63,6 +74,11 @@ pub struct BenchmarkRow {
     /// The SM clocks recorded in the two runs differ (by more than the threshold) or a sample
     /// ran throttled: a change may be the clocks', not the software's.
     pub clocks_differ: bool,
+    /// One run's combination ran on the simulated driver and the other's on a GPU: its change
+    /// sets a model's figure against a GPU's, so it is shown with a note and never counted as
+    /// a regression. Absent (false) otherwise.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub simulated_vs_real: bool,
 }
 
 /// How a check changed.

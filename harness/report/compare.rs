@@ -34,13 +34,51 @@ pub fn ratio_cells(row: &BenchmarkRow) -> (String, String) {
     }
 }
 
-/// The verdict, with a mark when the clocks differ.
+/// The verdict, with a mark when the clocks differ and when one side is simulated.
 pub fn verdict(row: &BenchmarkRow) -> String {
     let verdict = row.verdict.map_or("-", |v| v.name());
+    let mut notes = Vec::new();
     if row.clocks_differ {
-        format!("{verdict} (clocks differ)")
-    } else {
+        notes.push("clocks differ");
+    }
+    if row.simulated_vs_real {
+        notes.push("simulated vs real: not a regression");
+    }
+    if notes.is_empty() {
         verdict.to_owned()
+    } else {
+        format!("{verdict} ({})", notes.join("; "))
+    }
+}
+
+/// What the headline adds when a run was on the simulated driver: which one, and that its
+/// figures do not compare with a GPU's; `None` when both ran on GPUs.
+pub fn simulation(report: &CompareReport) -> Option<String> {
+    let side = |simulated: bool| {
+        if simulated {
+            "the SIMULATED GPU"
+        } else {
+            "a real GPU"
+        }
+    };
+    match (report.old.simulated, report.new.simulated) {
+        (false, false) => None,
+        (true, true) => Some("both runs on the SIMULATED GPU".to_owned()),
+        (old, new) => Some(format!(
+            "old ran on {}, new on {}: a simulated run's figures are a model's, not a GPU's, so \
+             its rows are not judged as regressions",
+            side(old),
+            side(new)
+        )),
+    }
+}
+
+/// `(SIMULATED GPU)` after a run's line, when it was.
+pub fn run_mark(run: &crate::compare::model::RunInfo) -> &'static str {
+    if run.simulated {
+        " (SIMULATED GPU)"
+    } else {
+        ""
     }
 }
 
@@ -80,8 +118,11 @@ pub fn headline(report: &CompareReport) -> String {
         1 => "1 regression".to_owned(),
         n => format!("{n} regressions"),
     };
+    let note = simulation(report)
+        .map(|note| format!("; {note}"))
+        .unwrap_or_default();
     if report.benchmarks.is_empty() {
-        return regressions;
+        return format!("{regressions}{note}");
     }
     let count = |name: &str| {
         report
@@ -91,10 +132,96 @@ pub fn headline(report: &CompareReport) -> String {
             .count()
     };
     format!(
-        "{regressions}; {} slower, {} faster, {} same, {} unclear",
+        "{regressions}; {} slower, {} faster, {} same, {} unclear{note}",
         count("slower"),
         count("faster"),
         count("same"),
         count("unclear")
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::model::RunInfo;
+    use crate::compare::stats::{Ratio, Verdict};
+
+    fn run(simulated: bool) -> RunInfo {
+        RunInfo {
+            path: "run.json".into(),
+            started: None,
+            hostname: "h".into(),
+            simulated,
+        }
+    }
+
+    fn row(simulated_vs_real: bool, clocks_differ: bool) -> BenchmarkRow {
+        BenchmarkRow {
+            id: "vector_add/c/1048576".into(),
+            combination: "c".into(),
+            old_status: Some("measured".into()),
+            new_status: Some("measured".into()),
+            old_median_ns: Some(1000.0),
+            new_median_ns: Some(2000.0),
+            ratio: Some(Ratio {
+                ratio: 2.0,
+                low: 1.9,
+                high: 2.1,
+            }),
+            verdict: Some(Verdict::Slower),
+            clocks_differ,
+            simulated_vs_real,
+        }
+    }
+
+    fn report(old: bool, new: bool, rows: Vec<BenchmarkRow>) -> CompareReport {
+        CompareReport {
+            schema: String::new(),
+            kind: "bench".into(),
+            threshold: 0.02,
+            old: run(old),
+            new: run(new),
+            environment: Vec::new(),
+            benchmarks: rows,
+            checks: Vec::new(),
+            findings: Vec::new(),
+            libraries: Vec::new(),
+            regressions: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_row_of_a_simulated_run_against_a_real_one_is_never_slower_without_a_note() {
+        assert_eq!(verdict(&row(false, false)), "slower");
+        assert_eq!(
+            verdict(&row(true, false)),
+            "slower (simulated vs real: not a regression)"
+        );
+        assert_eq!(
+            verdict(&row(true, true)),
+            "slower (clocks differ; simulated vs real: not a regression)"
+        );
+    }
+
+    #[test]
+    fn the_headline_says_which_run_was_simulated() {
+        assert_eq!(
+            headline(&report(false, false, vec![row(false, false)])),
+            "no regression; 1 slower, 0 faster, 0 same, 0 unclear"
+        );
+        assert_eq!(
+            headline(&report(false, true, vec![row(true, false)])),
+            "no regression; 1 slower, 0 faster, 0 same, 0 unclear; old ran on a real GPU, new \
+             on the SIMULATED GPU: a simulated run's figures are a model's, not a GPU's, so its \
+             rows are not judged as regressions"
+        );
+        assert!(headline(&report(true, false, vec![]))
+            .starts_with("no regression; old ran on the SIMULATED GPU, new on a real GPU"));
+        assert_eq!(
+            headline(&report(true, true, vec![])),
+            "no regression; both runs on the SIMULATED GPU"
+        );
+        assert_eq!(run_mark(&run(true)), " (SIMULATED GPU)");
+        assert_eq!(run_mark(&run(false)), "");
+    }
 }

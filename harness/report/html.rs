@@ -116,9 +116,10 @@ fn matrix_table(out: &mut String, history: &History, matrix: &CheckMatrix) {
     let run = &history.runs[matrix.run];
     let _ = write!(
         out,
-        "<h3>{} on {}</h3>\n<table>\n<tr><th>library</th><th>check</th>",
+        "<h3>{} on {}{}</h3>\n<table>\n<tr><th>library</th><th>check</th>",
         escape(&run.when),
-        escape(&run.hostname)
+        escape(&run.hostname),
+        escape(&super::matrix_mark(matrix))
     );
     for combination in &matrix.combinations {
         let _ = write!(out, "<th><code>{}</code></th>", escape(combination));
@@ -168,7 +169,7 @@ fn runs(out: &mut String, history: &History) {
             escape(&run.when),
             escape(&run.kind),
             escape(&run.hostname),
-            escape(&super::gpus(&run.gpus)),
+            escape(&super::run_gpus(run)),
             escape(run.driver.as_deref().unwrap_or("-")),
             escape(&run.stackbench_version),
             escape(&history_counts(run)),

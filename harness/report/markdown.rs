@@ -188,13 +188,14 @@ impl Exporter for Markdown {
         for (label, run) in [("Old", &report.old), ("New", &report.new)] {
             let _ = writeln!(
                 out,
-                "- {label}: `{}` on `{}`{}",
+                "- {label}: `{}` on `{}`{}{}",
                 run.path.display(),
                 run.hostname,
                 run.started
                     .as_deref()
                     .map(|s| format!(", {s}"))
-                    .unwrap_or_default()
+                    .unwrap_or_default(),
+                view::run_mark(run)
             );
         }
         out.push('\n');
@@ -581,6 +582,9 @@ fn history_charts(out: &mut String, history: &crate::history::History) {
                         if p.versions_changed {
                             let _ = write!(cell, " {}", version_mark(&sets, &p.versions));
                         }
+                        if p.simulated {
+                            cell.push_str(" *simulated*");
+                        }
                         cell
                     },
                 );
@@ -611,9 +615,10 @@ fn history_matrices(out: &mut String, history: &crate::history::History) {
         let run = &history.runs[matrix.run];
         let _ = write!(
             out,
-            "### {} on {}\n\n| library | check |",
+            "### {} on {}{}\n\n| library | check |",
             run.when,
-            escape(&run.hostname)
+            escape(&run.hostname),
+            super::matrix_mark(matrix)
         );
         for combination in &matrix.combinations {
             let _ = write!(out, " `{}` |", escape(combination));
@@ -638,7 +643,7 @@ fn history_matrices(out: &mut String, history: &crate::history::History) {
 
 /// Every run, newest first.
 fn history_runs(out: &mut String, history: &crate::history::History) {
-    use super::{gpus, history_counts};
+    use super::{history_counts, run_gpus};
     out.push_str(
         "## Runs\n\n| when | command | host | GPU | driver | stackbench | outcome | file |\n\
          |---|---|---|---|---|---|---|---|\n",
@@ -650,7 +655,7 @@ fn history_runs(out: &mut String, history: &crate::history::History) {
             run.when,
             run.kind,
             escape(&run.hostname),
-            escape(&gpus(&run.gpus)),
+            escape(&run_gpus(run)),
             escape(run.driver.as_deref().unwrap_or("-")),
             escape(&run.stackbench_version),
             history_counts(run),

@@ -93,13 +93,40 @@ fn history_headline(history: &History) -> String {
         (Some(first), Some(last)) => format!(" from {} to {}", first.when, last.when),
         _ => String::new(),
     };
+    let simulated = history.runs.iter().filter(|r| r.simulated).count();
+    let simulated = match simulated {
+        0 => String::new(),
+        n => format!(
+            " ({n} on the {SIMULATED_GPU}: their figures are a model's, charted apart as \
+             \"(simulated)\")"
+        ),
+    };
     format!(
-        "{} ({}){span} on {}; gathered {}",
+        "{} ({}){span} on {}{simulated}; gathered {}",
         count(history.runs.len(), "run"),
         kinds.join(", "),
         count(hosts.len(), "host"),
         history.generated
     )
+}
+
+/// A run's GPUs for a cell, `(SIMULATED GPU)` after them when it ran on the simulated driver.
+fn run_gpus(run: &RunEntry) -> String {
+    let names = gpus(&run.gpus);
+    if run.simulated {
+        format!("{names} ({SIMULATED_GPU})")
+    } else {
+        names
+    }
+}
+
+/// ` (SIMULATED GPU)` after a check matrix's heading when its run was.
+fn matrix_mark(matrix: &crate::history::CheckMatrix) -> String {
+    if matrix.simulated {
+        format!(" ({SIMULATED_GPU})")
+    } else {
+        String::new()
+    }
 }
 
 /// A run's counts in one line: `28 measured, 0 skipped, 0 failed`.

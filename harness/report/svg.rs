@@ -125,9 +125,18 @@ pub fn chart(chart: &Chart, runs: &[RunEntry]) -> String {
             let (at, median) = (x(point.run), y(point.median_ns));
             let (q1, q3) = (y(point.q1_ns), y(point.q3_ns));
             let mark = version_mark(&sets, &point.versions);
+            // A simulated figure is a hollow point, and says so on hover.
+            let (fill, simulated) = if point.simulated {
+                (
+                    format!(r#"white" stroke="{colour}"#),
+                    "; SIMULATED GPU, not a GPU's figure",
+                )
+            } else {
+                (colour.to_owned(), "")
+            };
             let _ = write!(
                 svg,
-                r#"<line x1="{at:.1}" x2="{at:.1}" y1="{q1:.1}" y2="{q3:.1}" stroke="{colour}" stroke-width="1.5"/><circle cx="{at:.1}" cy="{median:.1}" r="3.5" fill="{colour}"><title>{}, {}: median {} (interquartile {} to {}); {mark}: {}</title></circle>"#,
+                r#"<line x1="{at:.1}" x2="{at:.1}" y1="{q1:.1}" y2="{q3:.1}" stroke="{colour}" stroke-width="1.5"/><circle cx="{at:.1}" cy="{median:.1}" r="3.5" fill="{fill}"><title>{}, {}: median {} (interquartile {} to {}); {mark}: {}{simulated}</title></circle>"#,
                 escape(&series.label),
                 escape(&runs[point.run].when),
                 super::bench::duration(point.median_ns),

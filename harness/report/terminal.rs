@@ -255,9 +255,10 @@ impl Exporter for Terminal {
                 .map(|s| format!(", {s}"))
                 .unwrap_or_default();
             let line = format!(
-                "{label}: {} on {}{started}",
+                "{label}: {} on {}{started}{}",
                 run.path.display(),
-                run.hostname
+                run.hostname,
+                view::run_mark(run)
             );
             let _ = writeln!(out, "{}", wrap(&line, "     "));
         }
