@@ -993,14 +993,27 @@ fn extend(raw: u64, elem: Elem) -> u64 {
     }
 }
 
+#[inline(always)]
 fn read_slice(bytes: &[u8], at: usize, elem: Elem) -> u64 {
-    let mut buf = [0u8; 8];
-    buf[..elem.bytes as usize].copy_from_slice(&bytes[at..at + elem.bytes as usize]);
-    extend(u64::from_le_bytes(buf), elem)
+    let raw = match elem.bytes {
+        1 => u64::from(bytes[at]),
+        2 => u64::from(u16::from_le_bytes([bytes[at], bytes[at + 1]])),
+        4 => u64::from(u32::from_le_bytes(
+            bytes[at..at + 4].try_into().expect("4 bytes"),
+        )),
+        _ => u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes")),
+    };
+    extend(raw, elem)
 }
 
+#[inline(always)]
 fn write_slice(bytes: &mut [u8], at: usize, elem: Elem, v: u64) {
-    bytes[at..at + elem.bytes as usize].copy_from_slice(&v.to_le_bytes()[..elem.bytes as usize]);
+    match elem.bytes {
+        1 => bytes[at] = v as u8,
+        2 => bytes[at..at + 2].copy_from_slice(&(v as u16).to_le_bytes()),
+        4 => bytes[at..at + 4].copy_from_slice(&(v as u32).to_le_bytes()),
+        _ => bytes[at..at + 8].copy_from_slice(&v.to_le_bytes()),
+    }
 }
 
 /// Where one thread's access goes.
