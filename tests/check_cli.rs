@@ -566,6 +566,78 @@ fn a_driver_that_says_it_is_simulated_marks_the_run() {
         .is_none());
 }
 
+/// A driver built here that supports CUDA 12.2 and shows one device of compute capability 15.0,
+/// whose JIT refuses every PTX with `CUDA_ERROR_UNSUPPORTED_PTX_VERSION` (222), as a 535 driver
+/// refuses PTX from NVRTC 12.9: NVRTC compiles PTX for the device newer than it, and the launch
+/// says the PTX is newer than the driver's JIT and what to do.
+#[test]
+fn ptx_newer_than_the_driver_s_jit_is_explained() {
+    let dir = tempfile::tempdir().unwrap();
+    build_library(
+        dir.path(),
+        "libcuda.so.1",
+        "libcuda.so.1",
+        r#"#include <stddef.h>
+#include <string.h>
+int cuDriverGetVersion(int *v) { *v = 12020; return 0; }
+int cuInit(unsigned int flags) { return 0; }
+int cuDeviceGetCount(int *count) { *count = 1; return 0; }
+int cuDeviceGet(int *device, int ordinal) { *device = 0; return 0; }
+int cuDeviceGetName(char *name, int len, int device) {
+    strncpy(name, "a GPU newer than its toolkit", len); return 0; }
+int cuDeviceGetUuid(char *uuid, int device) { memset(uuid, 7, 16); return 0; }
+int cuDeviceGetUuid_v2(char *uuid, int device) { memset(uuid, 7, 16); return 0; }
+int cuDeviceGetAttribute(int *value, int attribute, int device) {
+    *value = attribute == 75 ? 15 : attribute == 76 ? 0 : 1 << 20; return 0; }
+int cuDeviceTotalMem_v2(size_t *bytes, int device) { *bytes = (size_t)1 << 34; return 0; }
+static int context;
+int cuDevicePrimaryCtxRetain(void **ctx, int device) { *ctx = &context; return 0; }
+int cuCtxSetCurrent(void *ctx) { return 0; }
+int cuModuleLoadData(void **module, const void *image) { return 222; }
+/* NVRTC asks the driver it finds loaded for its export tables: CUDA_ERROR_NOT_FOUND. */
+int cuGetExportTable(const void **table, const void *id) { return 500; }
+int cuGetErrorName(int error, const char **name) {
+    *name = error == 222 ? "CUDA_ERROR_UNSUPPORTED_PTX_VERSION" : "CUDA_ERROR_UNKNOWN"; return 0; }
+int cuGetErrorString(int error, const char **text) {
+    *text = "the provided PTX was compiled with an unsupported toolchain."; return 0; }
+"#,
+    );
+    let root = fixture("venv-cu12");
+    let output = check_output(&[
+        "--no-system",
+        "--root",
+        root.to_str().unwrap(),
+        "--driver-dir",
+        dir.path().to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    let report = check_report(&output);
+    let c = combination(&report, CU12);
+    let devices = result(c, "driver.devices");
+    assert_eq!(devices["status"], "pass", "{devices}");
+    let compiled = result(c, "nvrtc.compile_vector_add");
+    assert_eq!(compiled["status"], "pass", "{compiled}");
+    assert!(
+        compiled["reason"].as_str().unwrap().starts_with(
+            "compiled vector_add.cu to PTX for compute_121: the device (sm_150) is newer than \
+             this NVRTC; the driver JIT-compiles it"
+        ),
+        "{compiled}"
+    );
+    let launch = result(c, "nvrtc.launch_vector_add");
+    assert_eq!(launch["status"], "fail", "{launch}");
+    assert_eq!(
+        launch["reason"],
+        "cuModuleLoadData (PTX for compute_121): CUDA_ERROR_UNSUPPORTED_PTX_VERSION (222): the \
+         PTX from NVRTC 12.9 is newer than this driver's JIT (driver supports CUDA 12.2): use a \
+         toolkit no newer than the driver, or upgrade the driver",
+        "{launch}"
+    );
+    assert_eq!(launch["details"]["image"], "ptx");
+    assert_eq!(launch["details"]["error_code"], 222);
+}
+
 /// Whether the loader finds a `libcuda.so.1` on this host (a GPU machine), per `ldconfig -p`.
 fn host_has_a_driver() -> bool {
     std::process::Command::new("/sbin/ldconfig")

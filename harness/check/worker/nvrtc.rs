@@ -347,9 +347,10 @@ pub(crate) fn load(s: &Session, kernel: Kernel) -> Result<Loaded, Outcome> {
                 && error.code() == i64::from(compat::UNSUPPORTED_PTX_VERSION) =>
         {
             return Err(Outcome::fail(format!(
-                "cuModuleLoadData (PTX for {}): {}: {}",
+                "cuModuleLoadData (PTX for {}): {} ({}): {}",
                 image.arch,
-                error.describe(),
+                error.name(),
+                error.code(),
                 compat::ptx_newer_than_driver(image.nvrtc.as_deref(), s.driver_cuda)
             ))
             .detail("error_code", error.code())
