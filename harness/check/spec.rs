@@ -42,6 +42,8 @@ const fn worker(
     }
 }
 
+/// The device, set up first: a fresh worker restores a check's needs in their order, and a
+/// compilation takes its architecture from the device.
 const DEVICE: &str = "driver.devices";
 
 /// Every check, in running order.
@@ -116,13 +118,13 @@ pub const SPECS: &[Spec] = &[
         "nvrtc.launch_vector_add",
         "nvrtc",
         "the compiled vector add loads through the driver, runs, and matches the CPU",
-        &["nvrtc.compile_vector_add", DEVICE],
+        &[DEVICE, "nvrtc.compile_vector_add"],
     ),
     worker(
         "nvrtc.launch_matmul",
         "nvrtc",
         "the compiled tiled matmul loads through the driver, runs, and matches the CPU",
-        &["nvrtc.compile_matmul", DEVICE],
+        &[DEVICE, "nvrtc.compile_matmul"],
     ),
     worker(
         "cublas.load",
