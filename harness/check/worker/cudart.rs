@@ -2,6 +2,7 @@
 //! back unchanged (cudarc's runtime `result` layer: `cudaSetDevice`, `cudaMalloc`, `cudaMemcpy`,
 //! `cudaFree`, whose ABI is the same in CUDA 11, 12 and 13).
 
+use super::driver;
 use super::outcome::{debug_name, Call, Checked, LibraryError, Outcome};
 use super::session::Session;
 use crate::check::protocol::Component;
@@ -42,7 +43,14 @@ impl Drop for RuntimeBuffer {
 
 /// Copies a patterned buffer to the device and back, and compares.
 pub fn memcpy(s: &mut Session) -> Checked {
-    s.library(Component::Cudart).map_err(Outcome::fail)?;
+    let runtime = s.library(Component::Cudart).map_err(Outcome::fail)?;
+    let simulated_runtime = driver::is_simulated(runtime);
+    if s.driver.as_ref().is_some_and(driver::is_simulated) && !simulated_runtime {
+        return Ok(Outcome::skip(
+            "NVIDIA's CUDA runtime cannot run on stackbench's simulated driver (it needs the \
+             driver's private export tables): this check needs a simulated runtime",
+        ));
+    }
     let ordinal = s.gpu()?.ordinal;
     rt::device::set(ordinal).call("cudaSetDevice")?;
     // SAFETY: a plain allocation, freed by RuntimeBuffer.

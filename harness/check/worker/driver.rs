@@ -104,10 +104,10 @@ pub fn library(s: &mut Session) -> Checked {
     Ok(outcome.details_from(&details))
 }
 
-/// Whether `library` is stackbench's simulated driver: it alone exports
+/// Whether `library` is one of stackbench's simulated libraries: they alone export
 /// `int stackbenchSimulated(void)`, which answers 1. Looked up on the library actually loaded,
 /// so a real driver found first is never taken for it.
-fn is_simulated(library: &Library) -> bool {
+pub(super) fn is_simulated(library: &Library) -> bool {
     // SAFETY: the simulator declares it `int stackbenchSimulated(void)`; nothing else exports
     // that name.
     let function: Option<unsafe extern "C" fn() -> std::ffi::c_int> =
