@@ -284,3 +284,39 @@ pub fn faulty_cublas(dir: &Path, body: &str) -> PathBuf {
     );
     faulty
 }
+
+/// The simulated GPU as `ci/sim` lays it out: its `libcuda.so.1` and `libnvidia-ml.so.1`, and a
+/// toolkit of the real CUDA 12.9 NVRTC and runtime beside it.
+pub struct Simulator {
+    pub driver_dir: PathBuf,
+    pub toolkit_dir: PathBuf,
+}
+
+/// Runs `ci/sim` once per test process (it builds tests/simgpu where needed) and gives where it
+/// put the simulator; panics with its output when it fails.
+pub fn simulator() -> &'static Simulator {
+    static SIMULATOR: std::sync::OnceLock<Simulator> = std::sync::OnceLock::new();
+    SIMULATOR.get_or_init(|| {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("ci/sim");
+        let output = std::process::Command::new(&script)
+            .output()
+            .expect("run ci/sim");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success(),
+            "ci/sim failed: {stdout}{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let value = |key: &str| {
+            stdout
+                .lines()
+                .find_map(|l| l.strip_prefix(key)?.strip_prefix('='))
+                .map(PathBuf::from)
+                .unwrap_or_else(|| panic!("ci/sim printed no {key}=: {stdout}"))
+        };
+        Simulator {
+            driver_dir: value("driver_dir"),
+            toolkit_dir: value("toolkit_dir"),
+        }
+    })
+}

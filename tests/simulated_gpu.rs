@@ -1,0 +1,205 @@
+//! `check` and `bench` on the simulated GPU (tests/simgpu, laid out by `ci/sim`): their whole GPU
+//! path runs (the driver, NVRTC's PTX for a device newer than it, launches verified, CUDA events,
+//! NVML), the run says it is simulated, and each fault the simulator can show gives the finding
+//! a real host gives, while the run goes on.
+
+mod common;
+
+use common::{isolated_stackbench, simulator, stdout_json};
+use rstest::rstest;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+/// A profile of one default device with `faults` (TOML lines of the `[faults]` table).
+fn profile(dir: &Path, faults: &str) -> PathBuf {
+    let path = dir.join("profile.toml");
+    std::fs::write(&path, format!("[faults]\n{faults}\n")).expect("write the profile");
+    path
+}
+
+/// `stackbench <command> --format json` on the simulator with the profile `faults`; the exit
+/// status and the report.
+fn run(command: &[&str], faults: &str) -> (Option<i32>, Value) {
+    let sim = simulator();
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let profile = profile(dir.path(), faults);
+    let mut stackbench = isolated_stackbench(dir.path());
+    stackbench
+        .env("STACKBENCH_SIM_PROFILE", &profile)
+        .current_dir(dir.path())
+        .args(command);
+    if command[0] == "bench" {
+        // Its files go to the temporary directory, not the checkout's results/.
+        stackbench.arg("--results").arg(dir.path());
+    }
+    let output = stackbench
+        .args(["--no-system", "--format", "json", "--root"])
+        .arg(&sim.toolkit_dir)
+        .arg("--driver-dir")
+        .arg(&sim.driver_dir)
+        .output()
+        .expect("run stackbench");
+    (output.status.code(), stdout_json(&output))
+}
+
+/// `check` on the simulator with `faults`, each check allowed `timeout` seconds.
+fn check(faults: &str, timeout: &str) -> (Option<i32>, Value) {
+    run(&["check", "--timeout", timeout], faults)
+}
+
+/// The result of check `id` in the report's one combination.
+fn result<'a>(report: &'a Value, id: &str) -> &'a Value {
+    report["combinations"][0]["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .find(|c| c["id"] == id)
+        .unwrap_or_else(|| panic!("no check {id}"))
+}
+
+fn status<'a>(report: &'a Value, id: &str) -> (&'a str, &'a str) {
+    let r = result(report, id);
+    (
+        r["status"].as_str().unwrap_or_default(),
+        r["reason"].as_str().unwrap_or_default(),
+    )
+}
+
+#[test]
+fn check_runs_the_driver_nvrtc_and_nvml_on_the_simulated_gpu() {
+    let (code, report) = check("", "60");
+    assert_eq!(report["simulated"], true);
+    let passed = [
+        "driver.library",
+        "driver.init",
+        "driver.version",
+        "driver.devices",
+        "driver.nvml",
+        "driver.health",
+        "nvrtc.compile_vector_add",
+        "nvrtc.compile_matmul",
+        "nvrtc.launch_vector_add",
+        "nvrtc.launch_matmul",
+    ];
+    for id in passed {
+        assert_eq!(
+            status(&report, id).0,
+            "pass",
+            "{id}: {:?}",
+            status(&report, id)
+        );
+    }
+    // The device (15.0) is newer than NVRTC 12.9: PTX, JIT-compiled by the driver.
+    let launch = result(&report, "nvrtc.launch_vector_add");
+    assert_eq!(launch["details"]["image"], "ptx", "{launch}");
+    let (coverage, why) = status(&report, "coverage.kernels");
+    assert_eq!(coverage, "warn");
+    assert!(why.contains("PTX"), "{why}");
+    // What the simulator does not provide yet is skipped, saying so.
+    for id in ["cublas.sgemm", "cudnn.conv_forward", "cupti.activity"] {
+        let (s, why) = status(&report, id);
+        assert_eq!(s, "skip", "{id}: {why}");
+    }
+    let (memcpy, why) = status(&report, "cudart.memcpy");
+    assert_eq!(memcpy, "skip", "{why}");
+    assert!(why.contains("simulated"), "{why}");
+    assert_eq!(code, Some(0), "{report}");
+}
+
+#[test]
+fn bench_measures_copy_and_vector_add_at_the_simulated_device_s_rates() {
+    let (_, report) = run(&["bench", "--quick", "--allow-skip"], "");
+    assert_eq!(report["simulated"], true);
+    let rows = report["benchmarks"].as_array().expect("benchmarks");
+    let row = |benchmark: &str| {
+        rows.iter()
+            .find(|r| r["benchmark"] == benchmark)
+            .unwrap_or_else(|| panic!("no {benchmark} row"))
+    };
+    // The profile's 3350 GB/s, less each run's modelled fixed cost and the seeded noise.
+    for benchmark in ["copy", "vector_add"] {
+        let r = row(benchmark);
+        assert_eq!(r["status"], "measured", "{r}");
+        let rate = r["throughput"]["value"].as_f64().expect("a rate");
+        assert!(
+            (rate / 3350.0 - 1.0).abs() < 0.05,
+            "{benchmark}: {rate} GB/s"
+        );
+        assert!(r["telemetry"]["readings"].as_u64() > Some(0), "{r}");
+    }
+    let add = row("vector_add");
+    assert_eq!(add["verified"]["passed"], true, "{add}");
+    assert!(add["pct_of_peak"].as_f64().is_some(), "{add}");
+    assert_eq!(row("copy")["verified"]["precision"], "bits");
+}
+
+#[rstest]
+#[case::ecc("ecc_uncorrected = 2", "driver.health", "warn", "uncorrected ECC")]
+#[case::retired_pages("retired_pages = 3", "driver.health", "warn", "retire")]
+#[case::row_remap("row_remap_pending = true", "driver.health", "warn", "row remapping")]
+#[case::launch_error(
+    "launch_error = \"vector_add\"",
+    "nvrtc.launch_vector_add",
+    "fail",
+    "CUDA_ERROR_ILLEGAL_ADDRESS"
+)]
+#[case::wrong_results(
+    "wrong_results = \"vector_add\"",
+    "nvrtc.launch_vector_add",
+    "fail",
+    "relative error"
+)]
+#[case::out_of_memory(
+    "out_of_memory_above_mib = 8",
+    "nvrtc.launch_vector_add",
+    "fail",
+    "CUDA_ERROR_OUT_OF_MEMORY"
+)]
+#[case::lost("lost_after_calls = 10", "driver.health", "fail", "GPU_IS_LOST")]
+fn each_fault_gives_the_finding_a_real_host_gives(
+    #[case] fault: &str,
+    #[case] id: &str,
+    #[case] expected: &str,
+    #[case] named: &str,
+) {
+    let (code, report) = check(fault, "60");
+    let (s, why) = status(&report, id);
+    assert_eq!(s, expected, "{id}: {why}");
+    assert!(why.contains(named), "{id}: {why}");
+    assert_eq!(code, Some(if expected == "fail" { 1 } else { 0 }));
+}
+
+#[test]
+fn a_hung_kernel_is_cut_off_by_the_timeout_and_the_run_goes_on() {
+    let (code, report) = check("kernel_hang = \"vector_add\"", "3");
+    let (s, why) = status(&report, "nvrtc.launch_vector_add");
+    assert_eq!(s, "fail", "{why}");
+    assert!(why.contains("no answer within 3 s"), "{why}");
+    // A fresh worker carries on with the checks after it.
+    assert_eq!(status(&report, "nvrtc.launch_matmul").0, "pass");
+    assert_eq!(code, Some(1));
+}
+
+#[test]
+fn a_throttled_gpu_marks_the_samples_taken_under_it() {
+    let (_, report) = run(
+        &["bench", "--quick", "--allow-skip"],
+        "throttle = [\"sw_thermal\"]",
+    );
+    let add = report["benchmarks"]
+        .as_array()
+        .expect("benchmarks")
+        .iter()
+        .find(|r| r["benchmark"] == "vector_add")
+        .expect("a vector_add row");
+    let telemetry = &add["telemetry"];
+    let reasons = telemetry["throttle_reasons"].to_string();
+    assert!(reasons.to_lowercase().contains("thermal"), "{telemetry}");
+    assert!(
+        !telemetry["throttled_samples"]
+            .as_array()
+            .expect("indices")
+            .is_empty(),
+        "{telemetry}"
+    );
+}
