@@ -1,8 +1,9 @@
 //! `vector_add/<combination>/<elements>`: f32 `c = a + b` through the NVRTC-compiled kernel,
 //! 1 Mi to 256 Mi elements, GPU time from CUDA events (batch: criterion's iterations back to
 //! back), bandwidth counted as 12 bytes per element in decimal GB/s, as `stackbench bench`
-//! gives it. Each size's output is verified against the
-//! CPU once before it is timed. Registered only on a host whose GPU came up.
+//! gives it. Each size's output is verified against the CPU once before it is timed.
+//! Registered on a host whose GPU came up, and on the simulated GPU where `ci/sim` laid it out
+//! (its figures are the model's).
 //! Target: at 64 Mi elements and above, at least 90% of the device-to-device copy bandwidth
 //! (`stackbench bench` measures both in one run).
 

@@ -3,8 +3,9 @@
 //! `iter_custom` timing that asks the worker for N runs and gets their GPU time (CUDA events)
 //! or, for CPU work, their host time.
 //!
-//! GPU benchmarks use the host's own combinations and register only where a device came up;
-//! otherwise they print why they were not registered. CPU benchmarks also use the fixture
+//! GPU benchmarks use the host's own combinations and register only where a device came up,
+//! and the simulated GPU's combination where `ci/sim` laid it out; otherwise they print why
+//! they were not registered. CPU benchmarks also use the fixture
 //! toolkits when `ci/fetch-toolkits` has built them, against Debian's 535 driver.
 
 #![allow(dead_code)]
@@ -87,21 +88,30 @@ fn targets(label: &str, options: &BenchOptions, host: &Host) -> Vec<Target> {
         .collect()
 }
 
-/// The host's combinations whose device came up; for the others, and for a host without a GPU,
-/// a line saying why `bench` registers nothing.
+/// The host's combinations whose device came up, and the simulated GPU's where `ci/sim` laid
+/// it out (its figures are the simulator's model, and its combination and report say so); for
+/// the others, and for a host without a GPU, a line saying why `bench` registers nothing.
 pub fn gpu_targets(bench: &str) -> Vec<Target> {
     let options = options(Vec::new(), true, None);
     let gpu = stackbench::gpu::detect(&options.worker);
+    let mut all = Vec::new();
     if gpu.devices.is_empty() {
         eprintln!(
             "{bench}: GPU benchmarks not registered: no GPU ({}); the CPU-side ones are in \
              `cargo bench --bench toolkits`",
             gpu.note.as_deref().unwrap_or("NVML lists no device")
         );
-        return Vec::new();
+    } else {
+        all.extend(targets(bench, &options, &Host::current()));
     }
-    targets(bench, &options, &Host::current())
-        .into_iter()
+    match common::laid_out_simulator() {
+        Some(sim) => {
+            let simulated = self::options(vec![sim.toolkit_dir], false, Some(sim.driver_dir));
+            all.extend(targets(bench, &simulated, &Host::default()));
+        }
+        None => eprintln!("{bench}: no simulated GPU here (ci/sim lays it out)"),
+    }
+    all.into_iter()
         .filter(|t| match &t.no_gpu {
             None => true,
             Some(why) => {
@@ -133,8 +143,12 @@ pub fn cpu_targets(bench: &str) -> Vec<Target> {
     all
 }
 
-/// Prepares `workload` in the worker and verifies its output; why not, when it cannot be timed.
+/// Prepares `workload` in the worker and verifies its output; why not, when it cannot be timed
+/// (among them, a workload beyond what the simulated GPU runs).
 pub fn prepare(client: &mut Client, workload: &Workload) -> Result<Option<Verification>, String> {
+    if let Some(why) = suite::beyond_the_simulator(&client.setup, workload) {
+        return Err(why);
+    }
     match client.ask(
         &Command::Prepare {
             workload: workload.clone(),

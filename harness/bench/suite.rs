@@ -179,7 +179,7 @@ const SIMULATED_MATMUL_MAX: u64 = 1024;
 
 /// Why a workload is not run on a simulated device, if it is not: an NVRTC matmul larger than
 /// [`SIMULATED_MATMUL_MAX`].
-fn beyond_the_simulator(setup: &[CheckResult], workload: &Workload) -> Option<String> {
+pub fn beyond_the_simulator(setup: &[CheckResult], workload: &Workload) -> Option<String> {
     match workload {
         Workload::Matmul {
             implementation: Implementation::Nvrtc,

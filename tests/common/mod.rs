@@ -292,6 +292,20 @@ pub struct Simulator {
     pub toolkit_dir: PathBuf,
 }
 
+/// The simulator as an earlier `ci/sim` left it under cargo's target directory, if it did;
+/// nothing is built.
+pub fn laid_out_simulator() -> Option<Simulator> {
+    let target = match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
+        _ => Path::new(env!("CARGO_MANIFEST_DIR")).join("target"),
+    };
+    let sim = Simulator {
+        driver_dir: target.join("simgpu/driver"),
+        toolkit_dir: target.join("simgpu/cuda-sim"),
+    };
+    (sim.driver_dir.join("libcuda.so.1").is_file() && sim.toolkit_dir.is_dir()).then_some(sim)
+}
+
 /// Runs `ci/sim` once per test process (it builds tests/simgpu where needed) and gives where it
 /// put the simulator; panics with its output when it fails.
 pub fn simulator() -> &'static Simulator {
