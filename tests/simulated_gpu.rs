@@ -8,21 +8,24 @@ mod common;
 use common::{isolated_stackbench, simulator, stdout_json};
 use rstest::rstest;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
 
 /// A profile of one default device with `faults` (TOML lines of the `[faults]` table).
-fn profile(dir: &Path, faults: &str) -> PathBuf {
-    let path = dir.join("profile.toml");
-    std::fs::write(&path, format!("[faults]\n{faults}\n")).expect("write the profile");
-    path
+fn faulty(faults: &str) -> String {
+    format!("[faults]\n{faults}\n")
 }
 
 /// `stackbench <command> --format json` on the simulator with the profile `faults`; the exit
 /// status and the report.
 fn run(command: &[&str], faults: &str) -> (Option<i32>, Value) {
+    run_profile(command, &faulty(faults))
+}
+
+/// `stackbench <command> --format json` on the simulator with the profile `toml`.
+fn run_profile(command: &[&str], toml: &str) -> (Option<i32>, Value) {
     let sim = simulator();
     let dir = tempfile::tempdir().expect("temporary directory");
-    let profile = profile(dir.path(), faults);
+    let profile = dir.path().join("profile.toml");
+    std::fs::write(&profile, toml).expect("write the profile");
     let mut stackbench = isolated_stackbench(dir.path());
     stackbench
         .env("STACKBENCH_SIM_PROFILE", &profile)
@@ -202,4 +205,19 @@ fn a_throttled_gpu_marks_the_samples_taken_under_it() {
             .is_empty(),
         "{telemetry}"
     );
+}
+
+#[test]
+fn the_telemetry_reads_the_device_the_benchmarks_ran_on() {
+    // Two GPUs told apart by their clocks; the benchmarks run on the second.
+    let two = "[[device]]\nsm_clock_mhz = 1980\n\n[[device]]\nsm_clock_mhz = 1410\n";
+    let (_, report) = run_profile(&["bench", "--quick", "--allow-skip", "--device", "1"], two);
+    let add = report["benchmarks"]
+        .as_array()
+        .expect("benchmarks")
+        .iter()
+        .find(|r| r["benchmark"] == "vector_add")
+        .expect("a vector_add row");
+    assert_eq!(add["status"], "measured", "{add}");
+    assert_eq!(add["telemetry"]["sm_clock_mhz_max"], 1410, "{add}");
 }
