@@ -221,3 +221,18 @@ fn the_telemetry_reads_the_device_the_benchmarks_ran_on() {
     assert_eq!(add["status"], "measured", "{add}");
     assert_eq!(add["telemetry"]["sm_clock_mhz_max"], 1410, "{add}");
 }
+
+#[test]
+fn ptx_newer_than_the_driver_s_jit_is_explained() {
+    // CUDA 12.9's NVRTC writes PTX ISA 8.8; a driver of CUDA 12.0 JIT-compiles up to 8.0.
+    let old_driver = "[[device]]\ncuda_version = \"12.0\"\n";
+    let (code, report) = run_profile(&["check", "--timeout", "60"], old_driver);
+    let (s, why) = status(&report, "nvrtc.launch_vector_add");
+    assert_eq!(s, "fail", "{why}");
+    assert!(
+        why.contains("CUDA_ERROR_UNSUPPORTED_PTX_VERSION (222)"),
+        "{why}"
+    );
+    assert!(why.contains("newer than this driver"), "{why}");
+    assert_eq!(code, Some(1));
+}
