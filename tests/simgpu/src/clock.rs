@@ -12,13 +12,23 @@ pub const MEMOP_LATENCY: f64 = 1e-6;
 /// Host-device transfers over PCIe, bytes per second.
 pub const PCIE_BYTES_PER_SECOND: f64 = 25e9;
 
+/// The precision whose peak a kernel's arithmetic runs at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Peak {
+    Fp32 = 0,
+    Tf32 = 1,
+    Fp16 = 2,
+    Bf16 = 3,
+}
+
 /// One device's model timeline.
 #[derive(Debug, Clone)]
 pub struct Clock {
     /// Seconds since the device was initialised.
     now: f64,
     bandwidth: f64,
-    flops: f64,
+    /// FLOP/s of each precision's peak: FP32, TF32, FP16, BF16.
+    peaks: [f64; 4],
     slowdown: f64,
     noise: f64,
     rng: u64,
@@ -30,7 +40,13 @@ impl Clock {
         Clock {
             now: 0.0,
             bandwidth: device.memory_bandwidth_gbs * 1e9,
-            flops: device.fp32_tflops * 1e12,
+            peaks: [
+                device.fp32_tflops,
+                device.tf32_tflops,
+                device.fp16_tflops,
+                device.bf16_tflops,
+            ]
+            .map(|tflops| tflops * 1e12),
             slowdown: device.slowdown,
             noise: device.noise,
             rng: device.seed ^ (index as u64).wrapping_mul(0xd1b5_4a32_d192_ed03),
@@ -44,8 +60,14 @@ impl Clock {
 
     /// A kernel that moved `bytes` of global memory and did `flops` FP32 operations.
     pub fn kernel(&mut self, bytes: u64, flops: u64) {
+        self.kernel_at(bytes, flops, Peak::Fp32);
+    }
+
+    /// A kernel that moved `bytes` of global memory and did `flops` operations at `peak`'s
+    /// rate (a library's GEMM in TF32, FP16 or BF16 runs at that precision's peak).
+    pub fn kernel_at(&mut self, bytes: u64, flops: u64, peak: Peak) {
         let memory = bytes as f64 / self.bandwidth;
-        let compute = flops as f64 / self.flops;
+        let compute = flops as f64 / self.peaks[peak as usize];
         self.advance(LAUNCH_LATENCY, memory.max(compute));
     }
 

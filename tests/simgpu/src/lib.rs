@@ -15,6 +15,7 @@
 
 pub mod clock;
 pub mod driver;
+pub mod libs;
 pub mod nvml;
 pub mod profile;
 pub mod ptx;

@@ -19,6 +19,7 @@ mod entry;
 pub mod errors;
 mod event;
 mod launch;
+pub mod library;
 mod memop;
 mod memory;
 mod module;

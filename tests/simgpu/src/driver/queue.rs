@@ -9,6 +9,7 @@
 
 use super::errors::Code;
 use super::launch::Pending;
+use super::library::Work;
 use super::Inner;
 use crate::state::Sim;
 use std::collections::{HashMap, VecDeque};
@@ -25,6 +26,8 @@ const WAIT_AND: u32 = 2;
 /// What a stream's queue holds.
 pub(super) enum Op {
     Launch(Box<Pending>),
+    /// A simulated library's work (a GEMM, a convolution, an FFT, ...).
+    Library(Box<Work>),
     /// A copy to device or pinned memory at `dst`.
     Copy {
         dst: u64,
@@ -221,6 +224,7 @@ impl Inner {
     fn ready(&self, op: &Op) -> bool {
         match op {
             Op::Launch(pending) => pending.name() != self.faults.kernel_hang,
+            Op::Library(work) => work.name != self.faults.kernel_hang,
             Op::WaitValue {
                 address,
                 value,
@@ -260,6 +264,7 @@ impl Inner {
                 self.execute(sim, gpu, *pending);
                 Ok(())
             }
+            Op::Library(work) => self.run_library(gpu, *work),
             Op::Copy {
                 dst,
                 src,

@@ -1,0 +1,1 @@
+//! The simulated cublas (being built).

@@ -1,0 +1,1 @@
+//! The simulated cublaslt (being built).

@@ -1,0 +1,1 @@
+//! The simulated cudnn (being built).

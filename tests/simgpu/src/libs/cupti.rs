@@ -1,0 +1,1 @@
+//! The simulated cupti (being built).
