@@ -20,3 +20,4 @@ pub mod nvml;
 pub mod profile;
 pub mod ptx;
 pub mod state;
+pub mod trace;
