@@ -12,7 +12,7 @@
 
 use super::entry::{call, enter};
 use super::errors::{CUresult, Code};
-use super::queue::Op;
+use super::queue::{Op, Shape};
 use super::Inner;
 use crate::ptx::{self, Counts, Fault, Memory, Region};
 use crate::state::Sim;
@@ -44,6 +44,17 @@ impl Pending {
     /// The kernel's name (its `.entry`).
     pub fn name(&self) -> &str {
         &self.code.kernels[self.kernel].name
+    }
+
+    /// The launch's shape, as CUPTI records it.
+    pub fn shape(&self) -> Shape {
+        Shape {
+            grid: self.key.grid,
+            block: self.key.block,
+            static_shared: u32::try_from(self.code.kernels[self.kernel].shared_bytes)
+                .unwrap_or(u32::MAX),
+            dynamic_shared: self.key.shared,
+        }
     }
 }
 
@@ -103,13 +114,14 @@ fn i32_param(bytes: &[u8]) -> Option<i32> {
 }
 
 impl Inner {
-    /// Runs `pending` on `gpu`: a fault of the profile, a reused run, or the interpreter.
-    pub(super) fn execute(&mut self, sim: &Sim, gpu: usize, pending: Pending) {
+    /// Runs `pending` on `gpu`: a fault of the profile, a reused run, or the interpreter;
+    /// whether it completed.
+    pub(super) fn execute(&mut self, sim: &Sim, gpu: usize, pending: Pending) -> bool {
         if pending.name() == self.faults.launch_error {
             self.gpus[gpu].memo = None;
             self.gpus[gpu].clock.kernel(0, 0);
             self.fault(gpu, Code::ILLEGAL_ADDRESS);
-            return;
+            return false;
         }
         let memo = (self.gpus[gpu].memo.take())
             .filter(|m| m.key == pending.key && self.unchanged(&m.touched));
@@ -153,6 +165,7 @@ impl Inner {
                 let bytes = counts.global_bytes_loaded + counts.global_bytes_stored;
                 self.gpus[gpu].clock.kernel(bytes, counts.flops);
                 self.gpus[gpu].memo = memo;
+                true
             }
             Err(fault) => {
                 self.gpus[gpu].clock.kernel(0, 0);
@@ -162,6 +175,7 @@ impl Inner {
                     Fault::Failed(_) => self.fault(gpu, Code::LAUNCH_FAILED),
                     Fault::InvalidLaunch(_) => self.gpus[gpu].deferred = Some(Code::INVALID_VALUE),
                 }
+                false
             }
         }
     }

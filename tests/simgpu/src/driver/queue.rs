@@ -11,6 +11,7 @@ use super::errors::Code;
 use super::launch::Pending;
 use super::library::Work;
 use super::Inner;
+use crate::libs::cupti::activity as cupti;
 use crate::state::Sim;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -59,6 +60,24 @@ pub(super) enum Op {
     },
     /// Nothing: done once everything before it is (a synchronous call waits for it).
     Marker,
+}
+
+/// Where a piece of work was enqueued: its stream and its place in the order of enqueueing.
+#[derive(Clone, Copy)]
+struct Issued {
+    stream: u64,
+    seq: u64,
+}
+
+/// A kernel's launch shape, as CUPTI records it (all 0 for a library kernel, whose shape the
+/// simulator does not model).
+#[derive(Clone, Copy, Default)]
+pub(super) struct Shape {
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    /// Shared memory the kernel declares, and that given at launch, bytes.
+    pub static_shared: u32,
+    pub dynamic_shared: u32,
 }
 
 /// Where a copy reads from.
@@ -196,11 +215,12 @@ impl Streams {
             .map(|(_, key)| key)
     }
 
-    /// Takes the first piece of work of stream `key`, with the device it runs on.
-    fn pop(&mut self, key: u64) -> Option<(usize, Op)> {
+    /// Takes the first piece of work of stream `key`, with the device it runs on and its
+    /// place in the order of enqueueing.
+    fn pop(&mut self, key: u64) -> Option<(usize, u64, Op)> {
         let stream = self.map.get_mut(&key)?;
-        let (_, op) = stream.queue.pop_front()?;
-        Some((stream.gpu, op))
+        let (seq, op) = stream.queue.pop_front()?;
+        Some((stream.gpu, seq, op))
     }
 
     /// Forgets destroyed streams that have drained.
@@ -213,8 +233,8 @@ impl Inner {
     /// Runs every piece of work that may run, in order, until none may.
     pub(super) fn advance(&mut self, sim: &Sim) {
         while let Some(key) = self.streams.next(|op| self.ready(op)) {
-            if let Some((gpu, op)) = self.streams.pop(key) {
-                self.run(sim, gpu, op);
+            if let Some((gpu, seq, op)) = self.streams.pop(key) {
+                self.run(sim, gpu, Issued { stream: key, seq }, op);
             }
         }
         self.streams.reap();
@@ -242,6 +262,32 @@ impl Inner {
         }
     }
 
+    /// Reports a kernel that ran on `gpu` from `start` to now (model seconds) to CUPTI. Its
+    /// stream id is 7 for the null stream (the id CUPTI gives the legacy default stream) and
+    /// the stream handle's number plus 8 for the others; its correlation id is its place in
+    /// the order of enqueueing, as CUPTI's count the API calls that enqueue work.
+    fn completed(&self, sim: &Sim, gpu: usize, issued: Issued, name: &str, start: f64, s: Shape) {
+        let stream = if issued.stream == Streams::null(gpu) {
+            7
+        } else {
+            (issued.stream & 0xffff_ffff) as u32 + 8
+        };
+        let kernel = cupti::Kernel {
+            name,
+            start,
+            end: self.gpus[gpu].clock.now(),
+            device: gpu as u32,
+            context: gpu as u32 + 1,
+            stream,
+            correlation: issued.seq as u32,
+            grid: s.grid,
+            block: s.block,
+            static_shared: s.static_shared,
+            dynamic_shared: s.dynamic_shared,
+        };
+        cupti::kernel(sim, &kernel);
+    }
+
     /// The 32-bit word at `address` of device or pinned memory, as the host last wrote it.
     fn word(&self, address: u64) -> Option<u32> {
         let alloc = self.memory.find(address, 4)?;
@@ -256,15 +302,27 @@ impl Inner {
         Some(word.load(Ordering::Acquire))
     }
 
-    /// Runs `op` on `gpu`; an access to memory freed since it was enqueued is an illegal
-    /// address.
-    fn run(&mut self, sim: &Sim, gpu: usize, op: Op) {
+    /// Runs `op`, enqueued as `issued`, on `gpu`; an access to memory freed since it was
+    /// enqueued is an illegal address. A kernel or library kernel that completes is reported
+    /// to CUPTI.
+    fn run(&mut self, sim: &Sim, gpu: usize, issued: Issued, op: Op) {
+        let start = self.gpus[gpu].clock.now();
         let outcome = match op {
             Op::Launch(pending) => {
-                self.execute(sim, gpu, *pending);
+                let (name, shape) = (pending.name().to_owned(), pending.shape());
+                if self.execute(sim, gpu, *pending) {
+                    self.completed(sim, gpu, issued, &name, start, shape);
+                }
                 Ok(())
             }
-            Op::Library(work) => self.run_library(gpu, *work),
+            Op::Library(work) => {
+                let name = work.name.clone();
+                let ran = self.run_library(gpu, *work);
+                if ran.is_ok() {
+                    self.completed(sim, gpu, issued, &name, start, Shape::default());
+                }
+                ran
+            }
             Op::Copy {
                 dst,
                 src,
