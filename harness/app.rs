@@ -65,6 +65,14 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> anyhow::Result<ExitCode>
                 options::Runs::Latest(dir, kind) => {
                     compare::load::latest(&dir, kind).map_err(compare::CompareError::from)?
                 }
+                options::Runs::Calibrate(files) => {
+                    let calibration =
+                        compare::calibrate::calibrate(&files, compare_options.threshold)?;
+                    let bytes = report::calibration(&report_options, &calibration)?;
+                    output::write(&report_options.destination, &bytes)?;
+                    let wrong = calibration.benchmarks.iter().any(|b| b.false_verdicts > 0.0);
+                    return Ok(ExitCode::from(if wrong { EXIT_FINDINGS } else { EXIT_CLEAN }));
+                }
             };
             let report = compare::compare(&old, &new, &compare_options)?;
             let bytes = report::exporter_for(&report_options).compare(&report)?;

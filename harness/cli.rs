@@ -101,6 +101,12 @@ pub struct DoctorArgs {
     /// Static analysis only: load nothing (for trees one should not execute code from).
     #[arg(long)]
     pub no_load: bool,
+    /// Read DIR as the host's `/` (an image unpacked with `docker export | tar -x`, a node's
+    /// file system from a support bundle): /proc/driver/nvidia, /sys/module/nvidia,
+    /// /etc/ld.so.cache, /usr/local/cuda*, /etc/cdi, ... are read below it, links followed
+    /// inside it. Static analysis only: nothing is loaded or run from it.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["no_system", "command", "program"])]
+    pub sysroot: Option<PathBuf>,
     /// Seconds one library may take to load before it counts as hung (default 10); with a
     /// COMMAND, seconds the command may run before it is stopped (default 600).
     #[arg(long, value_name = "SECONDS")]
@@ -196,6 +202,11 @@ pub struct BenchArgs {
     /// A short run: one size per benchmark, batch mode only, shorter time limits.
     #[arg(long)]
     pub quick: bool,
+    /// Run each combination's benchmarks N times, each in fresh worker processes, interleaved
+    /// with the other combinations' (A B C A B C): compare needs the variation between runs.
+    /// Default: 3 with --quick, else 5.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub repeat: Option<u32>,
     /// Exit 0 even when benchmarks were skipped (no GPU): for hosts meant to run only the
     /// CPU-side benchmarks. Without it a skipped benchmark exits 1.
     #[arg(long)]
@@ -215,14 +226,19 @@ pub struct BenchArgs {
 #[derive(Debug, Args)]
 pub struct CompareArgs {
     /// The earlier run's result file (JSON).
-    #[arg(required_unless_present = "latest", requires = "new")]
+    #[arg(required_unless_present_any = ["latest", "calibrate"], requires = "new")]
     pub old: Option<PathBuf>,
     /// The later run's result file (JSON).
     pub new: Option<PathBuf>,
     /// Compare the two newest runs of this command in --results instead of two files.
     #[arg(long, value_enum, value_name = "KIND", conflicts_with = "old")]
     pub latest: Option<crate::compare::load::Kind>,
-    /// Where --latest looks for runs.
+    /// Bench runs of one build on this host (A/A runs): compare every pair and say, per
+    /// benchmark, how often a verdict called a change that is not there and the smallest change
+    /// it can detect, to set --threshold from.
+    #[arg(long, value_name = "FILE", num_args = 2.., conflicts_with_all = ["old", "latest"])]
+    pub calibrate: Vec<PathBuf>,
+    /// Where --latest looks for runs, and where earlier runs teach each benchmark's noise floor.
     #[arg(long, value_name = "DIR", default_value = "results")]
     pub results: PathBuf,
     /// Percent a benchmark must be slower or faster by, with confidence, to count.

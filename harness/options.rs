@@ -185,15 +185,17 @@ pub fn bench(
     if args.format == Format::Junit {
         return Err(OptionsError::JunitNotForBench);
     }
+    let depth = if args.quick {
+        Depth::Quick
+    } else {
+        Depth::Full
+    };
     let options = BenchOptions {
         selection: selection(args.search, args.combinations)?,
-        depth: if args.quick {
-            Depth::Quick
-        } else {
-            Depth::Full
-        },
+        depth,
         timeout: timeout(args.timeout)?,
         worker: std::env::current_exe().map_err(OptionsError::NoExecutable)?,
+        repeat: args.repeat.unwrap_or_else(|| depth.repetitions()),
     };
     let report = report(
         ReportArgs {
@@ -219,6 +221,8 @@ pub enum Runs {
     Files(PathBuf, PathBuf),
     /// The two newest of a kind in this directory.
     Latest(PathBuf, crate::compare::load::Kind),
+    /// Every pair of these A/A bench runs (`--calibrate`).
+    Calibrate(Vec<PathBuf>),
 }
 
 /// `compare`'s options: the two runs, how to judge, how to report.
@@ -239,8 +243,12 @@ pub fn compare(
         threshold: args.threshold / 100.0,
         fail_on,
         allow_different_gpus: args.allow_different_gpus,
+        history: Some(args.results.clone()),
     };
     let report = report(args.report, color);
+    if !args.calibrate.is_empty() {
+        return Ok((Runs::Calibrate(args.calibrate), options, report));
+    }
     match (args.latest, args.old, args.new) {
         (Some(kind), _, _) => Ok((Runs::Latest(args.results, kind), options, report)),
         (None, Some(old), Some(new)) => Ok((Runs::Files(old, new), options, report)),
@@ -293,6 +301,7 @@ pub fn doctor(
         command: args.command,
         command_timeout,
         quiet: args.quiet,
+        sysroot: args.sysroot.as_deref().map(sysroot).transpose()?,
     };
     let verbose = args.verbose;
     Ok((

@@ -235,6 +235,8 @@ fn cu11_rows() -> Vec<BenchResult> {
 fn report() -> BenchReport {
     BenchReport {
         schema: BENCH_SCHEMA.into(),
+        schema_minor: 0,
+        repeat: 0,
         started: "2026-11-23T04:00:00Z".into(),
         host: HostInfo {
             hostname: "node-7".into(),

@@ -46,6 +46,7 @@ fn options(roots: Vec<PathBuf>, system: bool, driver_dir: Option<PathBuf>) -> Be
         depth: Depth::Full,
         timeout: TIMEOUT,
         worker: common::stackbench_bin(),
+        repeat: 1,
     }
 }
 

@@ -12,6 +12,7 @@ pub mod files;
 pub mod model;
 pub mod plan;
 pub mod protocol;
+pub mod repeat;
 pub mod stats;
 pub mod suite;
 pub mod worker;
@@ -19,7 +20,7 @@ pub mod worker;
 use crate::check::{self, CheckError};
 use crate::compat::ComputeCapability;
 use crate::discover::Host;
-use model::{BenchReport, BENCH_SCHEMA};
+use model::{BenchReport, BenchResult, BENCH_SCHEMA, BENCH_SCHEMA_MINOR};
 use plan::Depth;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -38,6 +39,8 @@ pub struct BenchOptions {
     pub timeout: Duration,
     /// The stackbench executable that serves as worker (`__bench`, `__gpu`).
     pub worker: PathBuf,
+    /// How many times each combination's benchmarks run (`--repeat`), at least 1.
+    pub repeat: u32,
 }
 
 /// What a run works on: the host's fingerprint, the selected combinations, the GPU, and the
@@ -75,7 +78,27 @@ impl BenchOptions {
     }
 }
 
-/// Runs every selected combination's benchmarks, one combination at a time.
+/// The progress of one repetition: the combination's name says which.
+struct Repetition<'a> {
+    progress: &'a dyn Progress,
+    at: u32,
+    of: u32,
+}
+
+impl Progress for Repetition<'_> {
+    fn update(&self, combination: &str, done: usize, total: usize, last: &BenchResult) {
+        let name = if self.of > 1 {
+            format!("{combination} (repetition {} of {})", self.at, self.of)
+        } else {
+            combination.to_owned()
+        };
+        self.progress.update(&name, done, total, last);
+    }
+}
+
+/// Runs every selected combination's benchmarks, one combination at a time, `repeat` times
+/// over, interleaved (A B C A B C): each repetition in fresh workers, so that the variation
+/// between runs shows in the results.
 pub fn bench(
     options: &BenchOptions,
     host: &Host,
@@ -84,15 +107,33 @@ pub fn bench(
     let started = crate::timestamp::now();
     let scope = scope(options, host)?;
     let settings = options.settings(&scope);
-    let mut combinations = Vec::with_capacity(scope.selected.combinations.len());
+    let repeat = options.repeat.max(1);
+    let mut runs: Vec<Vec<_>> = scope
+        .selected
+        .combinations
+        .iter()
+        .map(|_| Vec::new())
+        .collect();
+    for at in 1..=repeat {
+        let progress = Repetition {
+            progress,
+            at,
+            of: repeat,
+        };
+        for (combination, runs) in scope.selected.combinations.iter().zip(&mut runs) {
+            runs.push(suite::run(combination, &settings, &progress));
+        }
+    }
+    let mut combinations = Vec::with_capacity(runs.len());
     let mut benchmarks = Vec::new();
-    for combination in &scope.selected.combinations {
-        let (run, results) = suite::run(combination, &settings, progress);
+    for (run, results) in runs.into_iter().filter_map(repeat::merge) {
         combinations.push(run);
         benchmarks.extend(results);
     }
     Ok(BenchReport {
         schema: BENCH_SCHEMA.to_owned(),
+        schema_minor: BENCH_SCHEMA_MINOR,
+        repeat,
         started,
         host: scope.selected.host.clone(),
         gpu: scope.selected.gpu.clone(),

@@ -13,10 +13,27 @@ use std::path::PathBuf;
 /// Schema tag of the bench report.
 pub const BENCH_SCHEMA: &str = "stackbench.bench/v1";
 
+/// The minor version of [`BENCH_SCHEMA`] this stackbench writes: 1 adds `repeat` and each
+/// benchmark's `repetitions` (files without them, minor 0, are one repetition each).
+pub const BENCH_SCHEMA_MINOR: u32 = 1;
+
+/// Whether a number is zero (serde: left out when it is).
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
 /// Everything one `stackbench bench` run measured.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct BenchReport {
     pub schema: String,
+    /// The schema's minor version ([`BENCH_SCHEMA_MINOR`]); absent (0) in files written before
+    /// repetitions were kept apart.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub schema_minor: u32,
+    /// `--repeat`: how many times each combination's benchmarks ran, each time in fresh worker
+    /// processes, interleaved with the other combinations'. Absent (0) in older files: one run.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub repeat: u32,
     /// When the run started, RFC 3339 in UTC.
     pub started: String,
     /// The host and stackbench's version.
@@ -291,9 +308,82 @@ pub struct BenchResult {
     pub cupti: Option<CuptiCheck>,
     pub telemetry: Option<Telemetry>,
     pub stopped_by: Option<StopReason>,
+    /// Each repetition of the benchmark, in the order they ran; their kept samples lie one
+    /// after another in `samples_ns`. Empty in files of schema minor 0 (one repetition).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub repetitions: Vec<Repetition>,
+}
+
+/// One repetition of a benchmark: one fresh worker's run of it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Repetition {
+    pub status: Status,
+    /// Why it was skipped or failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// How many of the benchmark's `samples_ns` are this repetition's (the next ones in order).
+    pub samples: usize,
+    /// Samples it took, kept or not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub samples_taken: Option<u64>,
+    /// The median of its kept samples, ns.
+    pub median_ns: Option<f64>,
+    /// Its relative noise over every sample it took.
+    pub noise: Option<f64>,
+    pub stopped_by: Option<StopReason>,
+}
+
+/// Why a benchmark's samples cannot be split into its repetitions.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{id}: its repetitions hold {counted} samples but samples_ns has {kept}")]
+pub struct RepetitionsMismatch {
+    pub id: String,
+    pub counted: usize,
+    pub kept: usize,
 }
 
 impl BenchResult {
+    /// The kept samples of each measured repetition that has any, in order: the whole of
+    /// `samples_ns` for a file without repetitions.
+    pub fn repetition_samples(&self) -> Result<Vec<&[f64]>, RepetitionsMismatch> {
+        if self.repetitions.is_empty() {
+            return Ok([self.samples_ns.as_slice()]
+                .into_iter()
+                .filter(|s| !s.is_empty())
+                .collect());
+        }
+        let counted: usize = self.repetitions.iter().map(|r| r.samples).sum();
+        if counted != self.samples_ns.len() {
+            return Err(RepetitionsMismatch {
+                id: self.id.clone(),
+                counted,
+                kept: self.samples_ns.len(),
+            });
+        }
+        let mut rest = self.samples_ns.as_slice();
+        let mut slices = Vec::with_capacity(self.repetitions.len());
+        for repetition in &self.repetitions {
+            let (mine, after) = rest.split_at(repetition.samples);
+            rest = after;
+            if repetition.status == Status::Measured && !mine.is_empty() {
+                slices.push(mine);
+            }
+        }
+        Ok(slices)
+    }
+
+    /// The medians of its measured repetitions (the summary's, for a file without them).
+    pub fn repetition_medians(&self) -> Vec<f64> {
+        if self.repetitions.is_empty() {
+            return self.summary.map(|s| s.median_ns).into_iter().collect();
+        }
+        self.repetitions
+            .iter()
+            .filter(|r| r.status == Status::Measured)
+            .filter_map(|r| r.median_ns)
+            .collect()
+    }
+
     /// A benchmark not run, with the reason.
     pub fn skipped(key: Key, reason: impl Into<String>) -> BenchResult {
         BenchResult {
@@ -333,6 +423,7 @@ impl BenchResult {
             cupti: None,
             telemetry: None,
             stopped_by: None,
+            repetitions: Vec::new(),
         }
     }
 }

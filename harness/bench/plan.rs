@@ -45,12 +45,23 @@ impl Depth {
         })
     }
 
-    /// The stop rule's limits for CPU work (compilation, loading), noisier by nature.
+    /// The stop rule's limits for CPU work (compilation, loading), noisier by nature. A quick
+    /// run's limit is short: it repeats three times, and the repetitions, not more samples of
+    /// one, are what carry the variation between runs.
     pub fn cpu_limits(self) -> Limits {
         Limits::standard(match self {
             Depth::Full => 10.0,
-            Depth::Quick => 3.0,
+            Depth::Quick => 1.0,
         })
+    }
+
+    /// How many times each combination's benchmarks run when `--repeat` is not given: 3 for
+    /// `--quick`, 5 for the full suite.
+    pub fn repetitions(self) -> u32 {
+        match self {
+            Depth::Full => 5,
+            Depth::Quick => 3,
+        }
     }
 
     fn modes(self) -> &'static [Mode] {

@@ -1,8 +1,9 @@
 //! What differs between two runs of one kind: the environment, each benchmark's samples, each
 //! check's outcome, the findings and the libraries.
 
+use super::floor::History;
 use super::model::{BenchmarkRow, Change, CheckChange, CheckRow, Item};
-use super::stats::ratio_of_medians;
+use super::stats::{self, Estimate, Ratio, Verdict};
 use crate::bench::model::{BenchReport, BenchResult, Status as BenchStatus};
 use crate::check::model::{CheckReport, Status};
 use crate::diagnose::finding::Finding;
@@ -178,10 +179,62 @@ fn measured(result: Option<&BenchResult>) -> Option<&BenchResult> {
     result.filter(|r| r.status == BenchStatus::Measured && !r.samples_ns.is_empty())
 }
 
+/// What would settle an unclear row with `old` and `new` repetitions: more of them.
+fn settle(old: usize, new: usize) -> String {
+    let fewer = old.min(new);
+    let more = if fewer < 5 { 5 } else { 2 * fewer };
+    format!("run both with --repeat {more}")
+}
+
+/// Why a row is unclear, and what would settle it.
+fn why_unclear(ratio: &Ratio, threshold: f64, estimate: &Estimate, reps: (usize, usize)) -> String {
+    let (old, new) = reps;
+    let pct = 100.0 * threshold;
+    let wide = (ratio.high / ratio.low).ln() > 2.0 * (1.0 + threshold).ln();
+    let cause = if old.min(new) < 2 {
+        format!(
+            "too few repetitions (old {old}, new {new}): the variation between runs is the noise floor's"
+        )
+    } else if wide {
+        format!(
+            "the interval is wider than ±{pct:.1}%, so it can show neither a change nor sameness"
+        )
+    } else {
+        format!("the interval reaches across ±{pct:.1}%")
+    };
+    let floor = if estimate.floor_set {
+        "; the noise floor set it"
+    } else {
+        ""
+    };
+    format!("{cause}{floor}; {}", settle(old, new))
+}
+
+/// The comparison of one row measured in both runs: its estimate and the repetitions behind
+/// each side; `None` when either side's samples do not make a figure.
+fn judged(
+    old: &BenchResult,
+    new: &BenchResult,
+    floor: &stats::Floor,
+) -> Option<(Estimate, usize, usize)> {
+    let (a, b) = (
+        old.repetition_samples().ok()?,
+        new.repetition_samples().ok()?,
+    );
+    let estimate = stats::estimate(&a, &b, floor)?;
+    Some((estimate, a.len(), b.len()))
+}
+
 /// Every benchmark of either run, matched by id (which holds the combination and the
 /// parameters), in the new run's order, then the old run's leftovers; rows measured in neither
-/// run and ending the same way in both (skipped twice) are left out.
-pub fn benchmarks(old: &BenchReport, new: &BenchReport, threshold: f64) -> Vec<BenchmarkRow> {
+/// run and ending the same way in both (skipped twice) are left out. Each row measured in both
+/// is judged on its repetitions, its interval held to the noise floor `history` gives it.
+pub fn benchmarks(
+    old: &BenchReport,
+    new: &BenchReport,
+    threshold: f64,
+    history: &History,
+) -> Vec<BenchmarkRow> {
     let by_id: BTreeMap<&str, &BenchResult> =
         old.benchmarks.iter().map(|r| (r.id.as_str(), r)).collect();
     // Whether each run's combination of a row ran on the simulated driver.
@@ -213,8 +266,19 @@ pub fn benchmarks(old: &BenchReport, new: &BenchReport, threshold: f64) -> Vec<B
             if measured(o).is_none() && measured(n).is_none() && status(o) == status(n) {
                 return None;
             }
-            let ratio = match (measured(o), measured(n)) {
-                (Some(o), Some(n)) => ratio_of_medians(&o.samples_ns, &n.samples_ns),
+            let (floor, judged) = match (measured(o), measured(n)) {
+                (Some(o), Some(n)) => {
+                    let floor = history.floor(&n.id, &n.combination, n.side, &[old, new]);
+                    (Some(floor), judged(o, n, &floor))
+                }
+                _ => (None, None),
+            };
+            let ratio = judged.map(|(e, _, _)| e.ratio);
+            let verdict = ratio.map(|r| r.verdict(threshold));
+            let why = match (verdict, judged) {
+                (Some(Verdict::Unclear), Some((e, a, b))) => {
+                    Some(why_unclear(&e.ratio, threshold, &e, (a, b)))
+                }
                 _ => None,
             };
             let (old_clock, old_throttled) = o.map(clocks).unwrap_or_default();
@@ -234,13 +298,18 @@ pub fn benchmarks(old: &BenchReport, new: &BenchReport, threshold: f64) -> Vec<B
                 new_status: n.map(|r| r.status.name().to_owned()),
                 old_median_ns: o.and_then(|r| r.summary).map(|s| s.median_ns),
                 new_median_ns: n.and_then(|r| r.summary).map(|s| s.median_ns),
-                verdict: ratio.map(|r| r.verdict(threshold)),
+                verdict,
                 ratio,
                 clocks_differ,
                 simulated_vs_real: matches!(
                     (simulated(old, o), simulated(new, n)),
                     (Some(a), Some(b)) if a != b
                 ),
+                old_repetitions: judged.map(|(_, a, _)| a),
+                new_repetitions: judged.map(|(_, _, b)| b),
+                floor: floor.filter(|_| judged.is_some()),
+                floor_set: judged.is_some_and(|(e, _, _)| e.floor_set),
+                why,
             })
         })
         .collect()
@@ -374,6 +443,8 @@ mod tests {
             .collect();
         BenchReport {
             schema: String::new(),
+            schema_minor: 0,
+            repeat: 0,
             started: String::new(),
             host: HostInfo {
                 hostname: "h".into(),
@@ -416,11 +487,16 @@ mod tests {
             Some("SIMULATED GPU (stackbench's simulated driver)")
         );
         assert_eq!(simulated_change(true, true), None);
-        let rows = benchmarks(&real, &simulated, 0.02);
+        let rows = benchmarks(&real, &simulated, 0.02, &History::default());
         assert_eq!(rows.len(), 1);
         assert!(rows[0].simulated_vs_real, "{:?}", rows[0]);
         assert_eq!(rows[0].verdict, Some(super::super::stats::Verdict::Slower));
-        let same_kind = benchmarks(&simulated, &bench_run(true, 2000.0), 0.02);
+        let same_kind = benchmarks(
+            &simulated,
+            &bench_run(true, 2000.0),
+            0.02,
+            &History::default(),
+        );
         assert!(!same_kind[0].simulated_vs_real);
         let json = serde_json::to_value(&same_kind[0]).unwrap();
         assert!(json.get("simulated_vs_real").is_none(), "{json}");

@@ -5,7 +5,9 @@
 //! for checks, what newly fails, what was fixed and what fails for a new reason; for doctor and
 //! scan, the findings and libraries that appeared or disappeared.
 
+pub mod calibrate;
 mod diff;
+pub mod floor;
 pub mod load;
 pub mod model;
 pub mod stats;
@@ -41,6 +43,8 @@ pub struct CompareOptions {
     pub fail_on: Vec<FailOn>,
     /// Compare runs made on different GPUs.
     pub allow_different_gpus: bool,
+    /// Where earlier runs are, to learn each benchmark's noise floor from (`--results`).
+    pub history: Option<PathBuf>,
 }
 
 /// Why two runs cannot be compared (exit status 2).
@@ -120,7 +124,13 @@ pub fn compare(
     match (&old, &new) {
         (Run::Bench(a), Run::Bench(b)) => {
             report.environment.extend(diff::bench_environment(a, b));
-            report.benchmarks = diff::benchmarks(a, b, options.threshold);
+            let history = options
+                .history
+                .as_deref()
+                .map_or_else(floor::History::default, |dir| {
+                    floor::History::gather(dir, &[(old_path, a), (new_path, b)])
+                });
+            report.benchmarks = diff::benchmarks(a, b, options.threshold, &history);
         }
         (Run::Check(a), Run::Check(b)) => {
             report.environment.extend(diff::check_environment(a, b));
@@ -235,6 +245,11 @@ mod tests {
                 verdict: Some(Verdict::Slower),
                 clocks_differ: false,
                 simulated_vs_real,
+                old_repetitions: Some(1),
+                new_repetitions: Some(1),
+                floor: None,
+                floor_set: false,
+                why: None,
             }],
             checks: Vec::new(),
             findings: Vec::new(),

@@ -1,7 +1,7 @@
 //! The comparison's data model: the canonical shape of `stackbench.compare/v1`, which every
 //! exporter renders. Fields are only ever added.
 
-use super::stats::{Ratio, Verdict};
+use super::stats::{Floor, Ratio, Verdict};
 use crate::check::model::is_false;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -68,7 +68,8 @@ pub struct BenchmarkRow {
     pub new_status: Option<String>,
     pub old_median_ns: Option<f64>,
     pub new_median_ns: Option<f64>,
-    /// New over old, with its 99% bootstrap interval, when both were measured.
+    /// New figure over old (each the geometric mean of its repetitions' medians), with its 99%
+    /// two-level bootstrap interval held to the noise floor, when both were measured.
     pub ratio: Option<Ratio>,
     pub verdict: Option<Verdict>,
     /// The SM clocks recorded in the two runs differ (by more than the threshold) or a sample
@@ -79,6 +80,20 @@ pub struct BenchmarkRow {
     /// a regression. Absent (false) otherwise.
     #[serde(default, skip_serializing_if = "is_false")]
     pub simulated_vs_real: bool,
+    /// The measured repetitions behind each side's figure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub old_repetitions: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new_repetitions: Option<usize>,
+    /// The noise floor the interval was held to, and where it came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub floor: Option<Floor>,
+    /// The floor, not the runs' own variation, set the interval (on either side).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub floor_set: bool,
+    /// Why an `unclear` row is unclear, and what would settle it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
 }
 
 /// How a check changed.

@@ -1,26 +1,38 @@
-//! Whether one set of samples is slower than another: the ratio of their medians (new over
-//! old, so above 1 is slower) with a bootstrap confidence interval, and the verdict that needs
-//! both significance and size (GUIDE.md section 7).
+//! Whether one run of a benchmark is slower than another: the ratio of their figures (new over
+//! old, so above 1 is slower) with a 99% interval that carries the variation between runs, and
+//! the verdict that needs evidence both ways (GUIDE.md section 7).
+//!
+//! A run's figure is the geometric mean of its repetitions' medians (the median, for one
+//! repetition). The interval is a two-level bootstrap (Kalibera and Jones, "Rigorous
+//! benchmarking in reasonable time", 2013): resample the repetitions, then each picked
+//! repetition's samples. A bootstrap of a few repetitions is too narrow, so its spread is
+//! widened by the small-sample factor `sqrt(R/(R-1)) t/z`; and it is never narrower than the
+//! [`Floor`]: the variation between runs that no pair of runs shows by itself (learned from the
+//! history of the host, or a stated default).
 
+use crate::bench::model::Side;
 use serde::{Deserialize, Serialize};
 
-/// Bootstrap resamples per comparison.
-const RESAMPLES: usize = 2000;
-/// The confidence level of the interval: 99%, so that a page of A/A rows rarely shows a
-/// significant difference by chance.
+/// Level-one resamples (of repetitions) per comparison.
+const RESAMPLES: usize = 4000;
+/// Level-two resamples (of samples) kept per repetition, drawn from by every level-one resample.
+const WITHIN: usize = 128;
+/// The normal quantile of the interval's upper tail: 99% two-sided.
+pub const Z99: f64 = 2.575_829;
+/// The interval's tail probability on each side.
 const TAIL: f64 = 0.005;
 
 /// A benchmark's verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
-    /// The whole interval is beyond the threshold, slower.
+    /// The whole interval lies above 1 + threshold.
     Slower,
-    /// The whole interval is beyond the threshold, faster.
+    /// The whole interval lies below 1 - threshold.
     Faster,
-    /// No significant difference (the interval holds 1), or one wholly within the threshold.
+    /// The whole interval lies within 1 ± threshold: shown to be the same (an equivalence test).
     Same,
-    /// A significant difference that may or may not exceed the threshold: measure again.
+    /// Neither shown: the interval reaches across a threshold.
     Unclear,
 }
 
@@ -35,7 +47,7 @@ impl Verdict {
     }
 }
 
-/// New median over old median, with its confidence interval.
+/// New figure over old, with its 99% interval.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Ratio {
     pub ratio: f64,
@@ -51,12 +63,90 @@ impl Ratio {
             Verdict::Slower
         } else if self.high < down {
             Verdict::Faster
-        } else if (self.low <= 1.0 && self.high >= 1.0) || (self.low >= down && self.high <= up) {
+        } else if self.low >= down && self.high <= up {
             Verdict::Same
         } else {
             Verdict::Unclear
         }
     }
+}
+
+/// Where a noise floor came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FloorSource {
+    /// Earlier runs of the same build and environment on this host (`--results`).
+    History,
+    /// Too little history: stackbench's stated default for the benchmark's side.
+    Default,
+}
+
+/// The variation between runs of one benchmark on one host, as relative standard deviations
+/// of log figures, that an interval is never narrower than.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Floor {
+    pub source: FloorSource,
+    /// Between runs (separate `bench` commands, minutes apart): what no pair of runs shows.
+    pub between_runs: f64,
+    /// Between the repetitions of one run: counted from history, or for a side with one
+    /// repetition (whose runs cannot show it).
+    pub between_repetitions: f64,
+    /// The earlier runs it was learned from (0 for the default).
+    #[serde(default)]
+    pub runs: usize,
+}
+
+impl Floor {
+    /// The stated default: CPU-side figures (compilation, library loading) move 10% between
+    /// runs and between repetitions on a shared host (this project's 2-core VM showed NVRTC
+    /// compile medians 20-40% apart a minute apart); GPU figures from CUDA events, nothing
+    /// between runs beyond what their repetitions show, and 2% between repetitions when a side
+    /// has only one.
+    pub fn default_for(side: Side) -> Floor {
+        let (between_runs, between_repetitions) = match side {
+            Side::Cpu => (0.10, 0.10),
+            Side::Gpu => (0.0, 0.02),
+        };
+        Floor {
+            source: FloorSource::Default,
+            between_runs,
+            between_repetitions,
+            runs: 0,
+        }
+    }
+
+    /// Where the floor came from and what it is, in words.
+    pub fn words(&self) -> String {
+        let source = match self.source {
+            FloorSource::History => format!("learned from {} earlier runs", self.runs),
+            FloorSource::Default => "stated default".to_owned(),
+        };
+        format!(
+            "{source}: {:.1}% between runs, {:.1}% between repetitions",
+            100.0 * self.between_runs,
+            100.0 * self.between_repetitions
+        )
+    }
+
+    /// The floor's half-width of the log ratio's 99% interval for `old` and `new` repetitions.
+    pub fn half_width(&self, old: usize, new: usize) -> f64 {
+        let (old, new) = (old.max(1) as f64, new.max(1) as f64);
+        let repetitions = self.source == FloorSource::History || old.min(new) < 2.0;
+        let within = if repetitions {
+            self.between_repetitions.powi(2) * (1.0 / old + 1.0 / new)
+        } else {
+            0.0
+        };
+        Z99 * (2.0 * self.between_runs.powi(2) + within).sqrt()
+    }
+}
+
+/// The ratio of a comparison, and whether the floor, not the runs' own variation, set its
+/// interval (on either side).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Estimate {
+    pub ratio: Ratio,
+    pub floor_set: bool,
 }
 
 /// The median of `values` (sorted in place); `values` must not be empty.
@@ -74,42 +164,161 @@ pub(crate) fn median(values: &mut [f64]) -> f64 {
 struct Random(u64);
 
 impl Random {
+    /// A uniform index below `n` (`n` > 0).
     fn below(&mut self, n: usize) -> usize {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
         z ^= z >> 31;
-        (z % n as u64) as usize
+        ((u128::from(z) * n as u128) >> 64) as usize
     }
 }
 
-/// The ratio of medians of `new` over `old` with a percentile-bootstrap interval; `None` when
-/// either has no samples or a median that is not positive.
-pub fn ratio_of_medians(old: &[f64], new: &[f64]) -> Option<Ratio> {
-    if old.is_empty() || new.is_empty() || old.iter().chain(new).any(|x| !x.is_finite()) {
-        return None;
+/// Student's t, two-sided 99% (upper 0.995 quantile), for `df` degrees of freedom; a df
+/// between table rows takes the smaller row's (wider) value.
+fn t99(df: usize) -> f64 {
+    const TABLE: [(usize, f64); 16] = [
+        (1, 63.657),
+        (2, 9.925),
+        (3, 5.841),
+        (4, 4.604),
+        (5, 4.032),
+        (6, 3.707),
+        (7, 3.499),
+        (8, 3.355),
+        (9, 3.250),
+        (10, 3.169),
+        (12, 3.055),
+        (15, 2.947),
+        (20, 2.845),
+        (30, 2.750),
+        (60, 2.660),
+        (120, 2.617),
+    ];
+    TABLE
+        .iter()
+        .rev()
+        .find(|(d, _)| *d <= df)
+        .map_or(TABLE[0].1, |(_, t)| *t)
+}
+
+/// How much a percentile bootstrap of `old` and `new` repetitions (both at least 2) is widened:
+/// `sqrt(m/(m-1))` for the bootstrap's biased variance (m the fewer repetitions), times
+/// Student's t over the normal quantile for the repetitions' degrees of freedom.
+pub fn small_sample_factor(old: usize, new: usize) -> f64 {
+    let fewer = old.min(new) as f64;
+    (fewer / (fewer - 1.0)).sqrt() * t99(old + new - 2) / Z99
+}
+
+/// `count` bootstrap medians of `sorted` (resampled with replacement), as logs.
+fn bootstrap_log_medians(sorted: &[f64], count: usize, random: &mut Random) -> Vec<f64> {
+    let n = sorted.len();
+    let (a, b) = ((n - 1) / 2, n / 2);
+    let mut hits = vec![0u32; n];
+    (0..count)
+        .map(|_| {
+            hits.iter_mut().for_each(|h| *h = 0);
+            for _ in 0..n {
+                hits[random.below(n)] += 1;
+            }
+            let (mut seen, mut low, mut high) = (0usize, None, sorted[n - 1]);
+            for (value, &h) in sorted.iter().zip(&hits) {
+                seen += h as usize;
+                if low.is_none() && seen > a {
+                    low = Some(*value);
+                }
+                if seen > b {
+                    high = *value;
+                    break;
+                }
+            }
+            ((low.unwrap_or(high) + high) / 2.0).ln()
+        })
+        .collect()
+}
+
+/// The log of each repetition's median, and its pool of bootstrap log medians.
+struct Side2 {
+    logs: Vec<f64>,
+    pools: Vec<Vec<f64>>,
+}
+
+impl Side2 {
+    fn new(repetitions: &[&[f64]], random: &mut Random) -> Option<Side2> {
+        let mut logs = Vec::with_capacity(repetitions.len());
+        let mut pools = Vec::with_capacity(repetitions.len());
+        for samples in repetitions {
+            let mut sorted = samples.to_vec();
+            let m = median(&mut sorted);
+            if m <= 0.0 || !m.is_finite() {
+                return None;
+            }
+            logs.push(m.ln());
+            pools.push(bootstrap_log_medians(&sorted, WITHIN, random));
+        }
+        Some(Side2 { logs, pools })
     }
-    let (m_old, m_new) = (median(&mut old.to_vec()), median(&mut new.to_vec()));
-    if m_old <= 0.0 || m_new <= 0.0 {
-        return None;
+
+    /// The log figure: the mean of the repetitions' log medians.
+    fn figure(&self) -> f64 {
+        self.logs.iter().sum::<f64>() / self.logs.len() as f64
     }
-    let mut random = Random(0x5EED_u64 ^ (old.len() as u64) << 32 ^ new.len() as u64);
-    let mut resample = |from: &[f64], into: &mut Vec<f64>| {
-        into.clear();
-        into.extend((0..from.len()).map(|_| from[random.below(from.len())]));
-        median(into)
+
+    /// One two-level resample of the log figure.
+    fn resample(&self, random: &mut Random) -> f64 {
+        let r = self.pools.len();
+        let total: f64 = (0..r)
+            .map(|_| {
+                let pool = &self.pools[random.below(r)];
+                pool[random.below(pool.len())]
+            })
+            .sum();
+        total / r as f64
+    }
+}
+
+/// The ratio of `new`'s figure over `old`'s, each given as its repetitions' kept samples, with
+/// its 99% interval held to `floor`; `None` when either side has no samples, a sample that is
+/// not finite or a median that is not positive.
+pub fn estimate(old: &[&[f64]], new: &[&[f64]], floor: &Floor) -> Option<Estimate> {
+    let usable = |side: &[&[f64]]| {
+        !side.is_empty()
+            && side
+                .iter()
+                .all(|r| !r.is_empty() && r.iter().all(|x| x.is_finite()))
     };
-    let (mut a, mut b) = (Vec::with_capacity(old.len()), Vec::with_capacity(new.len()));
-    let mut ratios: Vec<f64> = (0..RESAMPLES)
-        .map(|_| resample(new, &mut b) / resample(old, &mut a))
+    if !usable(old) || !usable(new) {
+        return None;
+    }
+    let count = |side: &[&[f64]]| side.iter().map(|r| r.len() as u64).sum::<u64>();
+    let mut random = Random(0x5EED ^ (count(old) << 32) ^ count(new) ^ (old.len() as u64) << 56);
+    let (a, b) = (Side2::new(old, &mut random)?, Side2::new(new, &mut random)?);
+    let point = b.figure() - a.figure();
+    let mut differences: Vec<f64> = (0..RESAMPLES)
+        .map(|_| b.resample(&mut random) - a.resample(&mut random))
         .collect();
-    ratios.sort_by(f64::total_cmp);
-    let at = |q: f64| ratios[((q * (RESAMPLES - 1) as f64).round() as usize).min(RESAMPLES - 1)];
-    Some(Ratio {
-        ratio: m_new / m_old,
-        low: at(TAIL),
-        high: at(1.0 - TAIL),
+    differences.sort_by(f64::total_cmp);
+    let at =
+        |q: f64| differences[((q * (RESAMPLES - 1) as f64).round() as usize).min(RESAMPLES - 1)];
+    let (r_old, r_new) = (old.len(), new.len());
+    let factor = if r_old.min(r_new) >= 2 {
+        small_sample_factor(r_old, r_new)
+    } else {
+        1.0
+    };
+    let (below, above) = (
+        factor * (point - at(TAIL)).max(0.0),
+        factor * (at(1.0 - TAIL) - point).max(0.0),
+    );
+    let f = floor.half_width(r_old, r_new);
+    Some(Estimate {
+        ratio: Ratio {
+            ratio: point.exp(),
+            low: (point - below.max(f)).exp(),
+            high: (point + above.max(f)).exp(),
+        },
+        floor_set: f > below || f > above,
     })
 }
 
@@ -126,66 +335,140 @@ mod tests {
             .collect()
     }
 
+    /// `count` repetitions around `centers[i]`.
+    fn runs(centers: &[f64], spread: f64, n: usize, seed: u64) -> Vec<Vec<f64>> {
+        centers
+            .iter()
+            .enumerate()
+            .map(|(i, &c)| samples(c, spread, n, seed + i as u64))
+            .collect()
+    }
+
+    fn slices(runs: &[Vec<f64>]) -> Vec<&[f64]> {
+        runs.iter().map(Vec::as_slice).collect()
+    }
+
+    const GPU: Floor = Floor {
+        source: FloorSource::Default,
+        between_runs: 0.0,
+        between_repetitions: 0.02,
+        runs: 0,
+    };
+
     #[test]
-    fn a_clear_slowdown_is_slower_and_a_clear_speedup_faster() {
-        let old = samples(100.0, 0.01, 50, 1);
-        let slower = ratio_of_medians(&old, &samples(110.0, 0.01, 50, 2)).unwrap();
-        assert_eq!(slower.verdict(0.02), Verdict::Slower);
-        assert!((slower.ratio - 1.1).abs() < 0.01);
-        let faster = ratio_of_medians(&old, &samples(90.0, 0.01, 50, 3)).unwrap();
-        assert_eq!(faster.verdict(0.02), Verdict::Faster);
+    fn a_three_percent_slowdown_over_five_tight_repetitions_is_slower() {
+        let old = runs(&[100.0; 5], 0.01, 200, 1);
+        let new = runs(&[103.0; 5], 0.01, 200, 20);
+        let e = estimate(&slices(&old), &slices(&new), &GPU).unwrap();
+        assert_eq!(e.ratio.verdict(0.02), Verdict::Slower, "{e:?}");
+        assert!((e.ratio.ratio - 1.03).abs() < 0.005, "{e:?}");
+        let back = estimate(&slices(&new), &slices(&old), &GPU).unwrap();
+        assert_eq!(back.ratio.verdict(0.02), Verdict::Faster, "{back:?}");
     }
 
     #[test]
-    fn small_or_insignificant_differences_are_the_same() {
-        let old = samples(100.0, 0.01, 50, 4);
-        // 0.5% slower: significant with this little noise, but within 2%.
-        assert_eq!(
-            ratio_of_medians(&old, &samples(100.5, 0.01, 50, 5))
-                .unwrap()
-                .verdict(0.02),
-            Verdict::Same
-        );
-        // Very noisy: no significant difference at all.
-        let noisy = ratio_of_medians(&samples(100.0, 0.5, 20, 6), &samples(103.0, 0.5, 20, 7));
-        assert_eq!(noisy.unwrap().verdict(0.02), Verdict::Same);
+    fn repetitions_that_disagree_widen_the_interval_beyond_their_samples() {
+        // Tight samples in each repetition, but the repetitions 10% apart: one repetition's
+        // samples alone would call 1.05 significant; the repetitions say it is not.
+        let old = runs(&[95.0, 105.0, 100.0], 0.001, 100, 3);
+        let new = runs(&[100.0, 110.0, 105.0], 0.001, 100, 30);
+        let e = estimate(&slices(&old), &slices(&new), &GPU).unwrap();
+        assert_eq!(e.ratio.verdict(0.02), Verdict::Unclear, "{e:?}");
+        assert!(e.ratio.low < 1.0 && e.ratio.high > 1.1, "{e:?}");
     }
 
     #[test]
-    fn a_significant_change_near_the_threshold_is_unclear() {
-        let r = Ratio {
+    fn same_needs_the_whole_interval_within_the_threshold() {
+        let old = runs(&[100.0; 5], 0.01, 200, 5);
+        let new = runs(&[100.5; 5], 0.01, 200, 50);
+        let e = estimate(&slices(&old), &slices(&new), &GPU).unwrap();
+        assert_eq!(e.ratio.verdict(0.02), Verdict::Same, "{e:?}");
+        // An interval that holds 1 but reaches past the threshold is no evidence of sameness.
+        let wide = Ratio {
+            ratio: 1.29,
+            low: 0.96,
+            high: 1.41,
+        };
+        assert_eq!(wide.verdict(0.02), Verdict::Unclear);
+        let near = Ratio {
             ratio: 1.025,
             low: 1.01,
             high: 1.04,
         };
-        assert_eq!(r.verdict(0.02), Verdict::Unclear);
+        assert_eq!(near.verdict(0.02), Verdict::Unclear);
+    }
+
+    #[test]
+    fn one_repetition_a_side_is_held_to_the_floor_and_says_so() {
+        let old = runs(&[100.0], 0.001, 100, 7);
+        let new = runs(&[103.0], 0.001, 100, 70);
+        let e = estimate(&slices(&old), &slices(&new), &GPU).unwrap();
+        assert!(e.floor_set);
+        let width = (e.ratio.high / e.ratio.ratio).ln();
+        assert!((width - GPU.half_width(1, 1)).abs() < 1e-9, "{e:?}");
+        assert_eq!(e.ratio.verdict(0.02), Verdict::Unclear);
+        let cpu = Floor::default_for(Side::Cpu);
+        let slow = runs(&[300.0], 0.001, 100, 8);
+        let e = estimate(&slices(&old), &slices(&slow), &cpu).unwrap();
+        assert_eq!(
+            e.ratio.verdict(0.02),
+            Verdict::Slower,
+            "three times as slow: {e:?}"
+        );
+    }
+
+    #[test]
+    fn the_same_inputs_give_the_same_interval() {
+        let old = runs(&[100.0, 101.0, 99.0], 0.05, 50, 9);
+        let new = runs(&[102.0, 100.0, 104.0], 0.05, 50, 90);
+        let first = estimate(&slices(&old), &slices(&new), &GPU).unwrap();
+        let second = estimate(&slices(&old), &slices(&new), &GPU).unwrap();
+        assert_eq!(first, second);
+    }
+
+    #[test]
+    fn the_small_sample_factor_shrinks_towards_one() {
+        let three = small_sample_factor(3, 3);
+        let five = small_sample_factor(5, 5);
+        let many = small_sample_factor(100, 100);
+        assert!(
+            three > five && five > many && many > 1.0,
+            "{three} {five} {many}"
+        );
+        assert!((three - 1.5f64.sqrt() * 4.604 / Z99).abs() < 1e-9);
     }
 
     #[test]
     fn nothing_to_compare_is_none() {
-        assert_eq!(ratio_of_medians(&[], &[1.0]), None);
-        assert_eq!(ratio_of_medians(&[0.0], &[1.0]), None);
-        assert_eq!(ratio_of_medians(&[1.0, f64::NAN], &[1.0]), None);
+        let floor = Floor::default_for(Side::Cpu);
+        assert_eq!(estimate(&[], &[&[1.0]], &floor), None);
+        assert_eq!(estimate(&[&[0.0]], &[&[1.0]], &floor), None);
+        assert_eq!(estimate(&[&[1.0, f64::NAN]], &[&[1.0]], &floor), None);
+        assert_eq!(estimate(&[&[]], &[&[1.0]], &floor), None);
     }
 
     proptest! {
         #[test]
-        fn a_run_compared_with_itself_is_the_same(
-            values in proptest::collection::vec(1.0f64..1e9, 1..100)
+        fn a_run_compared_with_itself_is_never_slower_or_faster(
+            values in proptest::collection::vec(1.0f64..1e9, 1..60),
+            repetitions in 1usize..5,
         ) {
-            let r = ratio_of_medians(&values, &values).unwrap();
-            prop_assert_eq!(r.verdict(0.02), Verdict::Same);
-            prop_assert!(r.low <= 1.0 + 1e-12 || r.high >= 1.0);
-            prop_assert!((r.ratio - 1.0).abs() < 1e-12);
+            let side: Vec<&[f64]> = (0..repetitions).map(|_| values.as_slice()).collect();
+            let e = estimate(&side, &side, &GPU).unwrap();
+            prop_assert!(!matches!(e.ratio.verdict(0.02), Verdict::Slower | Verdict::Faster));
+            prop_assert!((e.ratio.ratio - 1.0).abs() < 1e-12);
+            prop_assert!(e.ratio.low <= 1.0 && e.ratio.high >= 1.0);
         }
 
         #[test]
-        fn the_interval_holds_the_point_estimate_order(
+        fn the_interval_holds_the_point_estimate(
             old in proptest::collection::vec(1.0f64..1e6, 2..40),
             new in proptest::collection::vec(1.0f64..1e6, 2..40),
+            split in 1usize..3,
         ) {
-            let r = ratio_of_medians(&old, &new).unwrap();
-            prop_assert!(r.low <= r.high);
+            let (a, b) = old.split_at(old.len().min(split));
+            let e = estimate(&[a, b].into_iter().filter(|s| !s.is_empty()).collect::<Vec<_>>(), &[&new], &GPU).unwrap();
+            prop_assert!(e.ratio.low <= e.ratio.ratio && e.ratio.ratio <= e.ratio.high);
         }
     }
 }

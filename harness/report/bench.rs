@@ -259,6 +259,8 @@ mod tests {
     fn unmeasured_benchmarks_group_by_reason_failures_first() {
         let report = BenchReport {
             schema: String::new(),
+            schema_minor: 0,
+            repeat: 0,
             started: String::new(),
             host: crate::model::HostInfo {
                 hostname: String::new(),

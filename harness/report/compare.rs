@@ -34,6 +34,35 @@ pub fn ratio_cells(row: &BenchmarkRow) -> (String, String) {
     }
 }
 
+/// The repetitions behind each side's figure: `3 vs 5`, `-` when not judged.
+pub fn repetitions(row: &BenchmarkRow) -> String {
+    match (row.old_repetitions, row.new_repetitions) {
+        (Some(old), Some(new)) => format!("{old} vs {new}"),
+        _ => "-".to_owned(),
+    }
+}
+
+/// What a reader needs beside a row's verdict: why it is unclear and what would settle it, and
+/// the noise floor when it set the interval.
+pub fn note(row: &BenchmarkRow) -> Option<String> {
+    let mut parts = Vec::new();
+    parts.extend(row.why.clone());
+    if row.floor_set {
+        if let Some(floor) = &row.floor {
+            parts.push(format!("noise floor {}", floor.words()));
+        }
+    }
+    (!parts.is_empty()).then(|| parts.join("; "))
+}
+
+/// The title of the benchmarks' table.
+pub fn benchmarks_title(report: &CompareReport) -> String {
+    format!(
+        "threshold {:.1}%; 99% interval of the ratio of figures (each the geometric mean of its          repetitions' medians), bootstrapping repetitions then samples, never narrower than the          noise floor",
+        100.0 * report.threshold
+    )
+}
+
 /// The verdict, with a mark when the clocks differ and when one side is simulated.
 pub fn verdict(row: &BenchmarkRow) -> String {
     let verdict = row.verdict.map_or("-", |v| v.name());
@@ -171,7 +200,29 @@ mod tests {
             verdict: Some(Verdict::Slower),
             clocks_differ,
             simulated_vs_real,
+            old_repetitions: Some(3),
+            new_repetitions: Some(5),
+            floor: Some(crate::compare::stats::Floor::default_for(
+                crate::bench::model::Side::Cpu,
+            )),
+            floor_set: true,
+            why: None,
         }
+    }
+
+    #[test]
+    fn a_row_shows_its_repetitions_and_the_floor_that_set_its_interval() {
+        let mut unclear = row(false, false);
+        assert_eq!(repetitions(&unclear), "3 vs 5");
+        unclear.why = Some("the interval reaches across ±2.0%; run both with --repeat 5".into());
+        assert_eq!(
+            note(&unclear).unwrap(),
+            "the interval reaches across ±2.0%; run both with --repeat 5; noise floor stated \
+             default: 10.0% between runs, 10.0% between repetitions"
+        );
+        unclear.floor_set = false;
+        unclear.why = None;
+        assert_eq!(note(&unclear), None);
     }
 
     fn report(old: bool, new: bool, rows: Vec<BenchmarkRow>) -> CompareReport {

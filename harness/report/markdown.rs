@@ -225,20 +225,24 @@ impl Exporter for Markdown {
         if !report.benchmarks.is_empty() {
             let _ = writeln!(
                 out,
-                "## Benchmarks (threshold {:.1}%, 99% bootstrap interval of the ratio of medians)\n",
-                100.0 * report.threshold
+                "## Benchmarks\n\n{}.\n",
+                view::benchmarks_title(report)
             );
-            out.push_str("| benchmark | old median | new median | change | interval | verdict |\n");
-            out.push_str("| --- | --- | --- | --- | --- | --- |\n");
+            out.push_str(
+                "| benchmark | old median | new median | change | interval | repetitions | verdict | why |\n",
+            );
+            out.push_str("| --- | --- | --- | --- | --- | --- | --- | --- |\n");
             for b in &report.benchmarks {
                 let (change, interval) = view::ratio_cells(b);
                 let _ = writeln!(
                     out,
-                    "| `{}` | {} | {} | {change} | {interval} | {} |",
+                    "| `{}` | {} | {} | {change} | {interval} | {} | {} | {} |",
                     b.id,
                     view::median(b.old_median_ns),
                     view::median(b.new_median_ns),
-                    view::verdict(b)
+                    view::repetitions(b),
+                    view::verdict(b),
+                    escape(&view::note(b).unwrap_or_default())
                 );
             }
             out.push('\n');

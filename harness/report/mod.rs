@@ -2,6 +2,7 @@
 //! JSON is the canonical form; the others are views of it.
 
 mod bench;
+mod calibration;
 mod compare;
 mod csv;
 mod html;
@@ -62,6 +63,8 @@ pub fn exporter_for(options: &crate::options::ReportOptions) -> Box<dyn Exporter
         Format::Junit => Box::new(junit::Junit),
     }
 }
+
+pub use calibration::calibration;
 
 /// The history of runs (`stackbench report`) as a page: HTML with charts, Markdown without, or
 /// JSON.

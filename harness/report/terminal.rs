@@ -276,11 +276,8 @@ impl Exporter for Terminal {
         }
         out.push('\n');
         if !report.benchmarks.is_empty() {
-            let title = format!(
-                "benchmarks (threshold {:.1}%, 99% interval of the ratio of medians)",
-                100.0 * report.threshold
-            );
-            let _ = writeln!(out, "{}", self.paint(BOLD, &title));
+            let title = format!("benchmarks ({})", view::benchmarks_title(report));
+            let _ = writeln!(out, "{}", self.paint(BOLD, &wrap(&title, "  ")));
             let rows: Vec<Vec<String>> = report
                 .benchmarks
                 .iter()
@@ -292,12 +289,27 @@ impl Exporter for Terminal {
                         view::median(b.new_median_ns),
                         change,
                         interval,
+                        view::repetitions(b),
                         view::verdict(b),
                     ]
                 })
                 .collect();
-            let header = ["benchmark", "old", "new", "change", "interval", "verdict"];
+            let header = [
+                "benchmark",
+                "old",
+                "new",
+                "change",
+                "interval",
+                "repetitions",
+                "verdict",
+            ];
             self.table(&mut out, &header, &rows);
+            for b in &report.benchmarks {
+                if let Some(note) = view::note(b) {
+                    let line = format!("  {}: {note}", b.id);
+                    let _ = writeln!(out, "{}", wrap(&line, "    "));
+                }
+            }
             out.push('\n');
         }
         if !report.checks.is_empty() {
