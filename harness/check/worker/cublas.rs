@@ -9,6 +9,12 @@
 //!
 //! cuBLAS is column-major; a row-major `C = A B` is computed as the column-major `Cᵀ = Bᵀ Aᵀ`,
 //! which needs no transposition: the row-major buffers already are `Aᵀ` and `Bᵀ`.
+//!
+//! The shape and the layout leave no argument interchangeable: `m`, `n` and `k` all differ, and
+//! each matrix's rows are padded to a pitch (its leading dimension) that differs from the other
+//! two and from every dimension, with padding that is NaN, so a GEMM that swaps two arguments,
+//! transposes an operand or reads past a row fails (or is refused) instead of passing by
+//! symmetry.
 
 use super::device::{synchronize, DeviceBuffer, Plain};
 use super::outcome::{status_error, verify, Call, Checked, Finish, Outcome};
@@ -30,6 +36,13 @@ use std::ffi::c_void;
 const M: usize = 96;
 const N: usize = 80;
 const K: usize = 112;
+
+/// The row pitches (leading dimensions, in elements) of the row-major `A` (`M x K`), `B`
+/// (`K x N`) and `C` (`M x N`): each past its row, all distinct from one another and from
+/// `M`, `N` and `K`.
+const LDA: usize = K + 4;
+const LDB: usize = N + 8;
+const LDC: usize = N + 24;
 
 /// The cuBLASLt workspace: what its heuristics may plan with.
 const LT_WORKSPACE: usize = 4 << 20;
@@ -122,15 +135,42 @@ fn judged(what: &str, got: Vec<f64>, want: &[f64], precision: Precision) -> Chec
         .finish(|o| o.detail("precision", precision.name()))
 }
 
-/// A problem's inputs on the device, and room for the `M x N` result.
+/// A problem's inputs on the device, and room for the `M x N` result, each at its pitch.
 type Buffers<T> = (DeviceBuffer<T>, DeviceBuffer<T>, DeviceBuffer<T>);
 
-fn upload<T: Plain>(p: &Problem<T>) -> Result<Buffers<T>, Outcome> {
+/// The row-major `rows x cols` matrix `packed` with its rows `pitch` elements apart, the
+/// padding `fill`.
+fn pitched<T: Copy>(packed: &[T], cols: usize, pitch: usize, fill: T) -> Vec<T> {
+    packed
+        .chunks(cols)
+        .flat_map(|row| {
+            row.iter()
+                .copied()
+                .chain(std::iter::repeat_n(fill, pitch - cols))
+        })
+        .collect()
+}
+
+/// The `cols` leading elements of each `pitch`-long row of `padded`.
+fn unpitched<T: Copy>(padded: &[T], cols: usize, pitch: usize) -> Vec<T> {
+    padded
+        .chunks(pitch)
+        .flat_map(|row| row[..cols].iter().copied())
+        .collect()
+}
+
+/// Uploads a problem at the pitches, NaN (`nan`) in every padding element.
+fn upload<T: Plain>(p: &Problem<T>, nan: T) -> Result<Buffers<T>, Outcome> {
     Ok((
-        DeviceBuffer::from_slice(&p.a)?,
-        DeviceBuffer::from_slice(&p.b)?,
-        DeviceBuffer::alloc(M * N)?,
+        DeviceBuffer::from_slice(&pitched(&p.a, K, LDA, nan))?,
+        DeviceBuffer::from_slice(&pitched(&p.b, N, LDB, nan))?,
+        DeviceBuffer::from_slice(&vec![nan; M * LDC])?,
     ))
+}
+
+/// The `M x N` result read back from its pitch.
+fn result<T: Plain>(dc: &DeviceBuffer<T>) -> Result<Vec<T>, Outcome> {
+    Ok(unpitched(&dc.read()?, N, LDC))
 }
 
 /// The handle `cublas.handle` kept.
@@ -144,10 +184,11 @@ pub(crate) fn kept_handle(s: &Session) -> Result<cublasHandle_t, Outcome> {
 pub fn sgemm(s: &mut Session) -> Checked {
     let handle = kept_handle(s)?;
     let p = problem(|x| x, f64::from);
-    let (da, db, dc) = upload(&p)?;
+    let (da, db, dc) = upload(&p, f32::NAN)?;
     let (alpha, beta) = (1.0f32, 0.0f32);
-    // SAFETY: column-major Cᵀ (n x m) = Bᵀ (n x k) Aᵀ (k x m) over buffers of exactly those
-    // sizes, alive until the read below (which waits for the GEMM); alpha and beta on the host.
+    // SAFETY: column-major Cᵀ (n x m) = Bᵀ (n x k) Aᵀ (k x m) over buffers of those shapes at
+    // their pitches, alive until the read below (which waits for the GEMM); alpha and beta on
+    // the host.
     unsafe {
         blas::sgemm(
             handle,
@@ -158,17 +199,17 @@ pub fn sgemm(s: &mut Session) -> Checked {
             K as i32,
             &alpha,
             db.as_ptr(),
-            N as i32,
+            LDB as i32,
             da.as_ptr(),
-            K as i32,
+            LDA as i32,
             &beta,
             dc.as_ptr(),
-            N as i32,
+            LDC as i32,
         )
     }
     .call("cublasSgemm")?;
     synchronize()?;
-    let got = dc.read()?.into_iter().map(f64::from).collect();
+    let got = result(&dc)?.into_iter().map(f64::from).collect();
     judged("SGEMM", got, &p.want, Precision::F32)
 }
 
@@ -213,8 +254,8 @@ fn half_gemm<T: Plain>(
         )));
     }
     let handle = kept_handle(s)?;
-    let p = problem(to, back);
-    let (da, db, dc) = upload(&p)?;
+    let p = problem(&to, back);
+    let (da, db, dc) = upload(&p, to(f32::NAN))?;
     let (alpha, beta) = (1.0f32, 0.0f32);
     // SAFETY: as in sgemm, with 16-bit elements of the declared type; alpha and beta are f32 as
     // CUBLAS_COMPUTE_32F requires.
@@ -229,21 +270,21 @@ fn half_gemm<T: Plain>(
             (&alpha as *const f32).cast(),
             db.as_ptr() as *const c_void,
             data,
-            N as i32,
+            LDB as i32,
             da.as_ptr() as *const c_void,
             data,
-            K as i32,
+            LDA as i32,
             (&beta as *const f32).cast(),
             dc.as_ptr().cast(),
             data,
-            N as i32,
+            LDC as i32,
             cublasComputeType_t::CUBLAS_COMPUTE_32F,
             cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
         )
     }
     .call("cublasGemmEx")?;
     synchronize()?;
-    let got = dc.read()?.into_iter().map(back).collect();
+    let got = result(&dc)?.into_iter().map(back).collect();
     judged(&what, got, &p.want, precision)
 }
 
@@ -263,7 +304,7 @@ pub fn lt_matmul(s: &mut Session) -> Checked {
         .map(|h| h.0)
         .ok_or_else(|| Outcome::fail("no cuBLASLt handle (cublasLt.handle did not pass)"))?;
     let p = problem(|x| x, f64::from);
-    let (da, db, dc) = upload(&p)?;
+    let (da, db, dc) = upload(&p, f32::NAN)?;
     let workspace = DeviceBuffer::<u8>::alloc(LT_WORKSPACE)?;
     let f32_type = ltsys::cudaDataType::CUDA_R_32F;
     let desc = lt::create_matmul_desc(ltsys::cublasComputeType_t::CUBLAS_COMPUTE_32F, f32_type)
@@ -272,12 +313,12 @@ pub fn lt_matmul(s: &mut Session) -> Checked {
     let _desc = Destroy(|| unsafe {
         let _ = lt::destroy_matmul_desc(desc);
     });
-    let layout = |rows: usize, cols: usize| {
-        lt::create_matrix_layout(f32_type, rows as u64, cols as u64, rows as i64)
+    let layout = |rows: usize, cols: usize, ld: usize| {
+        lt::create_matrix_layout(f32_type, rows as u64, cols as u64, ld as i64)
             .call("cublasLtMatrixLayoutCreate")
     };
-    // Column-major: Bᵀ is n x k, Aᵀ is k x m, Cᵀ and Dᵀ are n x m.
-    let (lb, la, lc) = (layout(N, K)?, layout(K, M)?, layout(N, M)?);
+    // Column-major: Bᵀ is n x k, Aᵀ is k x m, Cᵀ and Dᵀ are n x m, each at its pitch.
+    let (lb, la, lc) = (layout(N, K, LDB)?, layout(K, M, LDA)?, layout(N, M, LDC)?);
     // SAFETY: as above.
     let _layouts = Destroy(|| unsafe {
         for l in [lb, la, lc] {
@@ -328,7 +369,7 @@ pub fn lt_matmul(s: &mut Session) -> Checked {
     }
     .call("cublasLtMatmul")?;
     synchronize()?;
-    let got = dc.read()?.into_iter().map(f64::from).collect();
+    let got = result(&dc)?.into_iter().map(f64::from).collect();
     judged("cublasLtMatmul FP32", got, &p.want, Precision::F32)
         .finish(|o| o.detail("workspace_bytes", heuristic.workspaceSize))
 }
@@ -353,6 +394,19 @@ mod tests {
             error.describe(),
             "CUBLAS_STATUS_ARCH_MISMATCH (8): the GPU lacks a feature this function needs"
         );
+    }
+
+    #[test]
+    fn pitches_are_distinct_and_padding_round_trips() {
+        let all = [M, N, K, LDA, LDB, LDC];
+        for (i, x) in all.iter().enumerate() {
+            assert!(all[..i].iter().all(|y| y != x), "{all:?}");
+        }
+        assert!(LDA >= K && LDB >= N && LDC >= N);
+        let packed = [1, 2, 3, 4, 5, 6];
+        let padded = pitched(&packed, 3, 5, 0);
+        assert_eq!(padded, [1, 2, 3, 0, 0, 4, 5, 6, 0, 0]);
+        assert_eq!(unpitched(&padded, 3, 5), packed);
     }
 
     #[test]
