@@ -38,16 +38,17 @@ use std::ffi::c_int;
 use std::path::{Path, PathBuf};
 use sys::Raw;
 
-/// The convolution: one 8x8 image of 3 channels, 4 filters of 3x3, padding 1 ("same"), stride
-/// 1, no dilation.
+/// The convolution: two 11x8 images of 3 channels, 6 filters of 5x4, padding 1, stride 1, no
+/// dilation. Every dimension differs from every other (N, C, H, W, K, R, S; and the output's P
+/// and Q), so a library or a call that mixes two of them up cannot pass by symmetry.
 const GEOMETRY: Geometry = Geometry {
-    n: 1,
+    n: 2,
     c: 3,
-    h: 8,
+    h: 11,
     w: 8,
-    k: 4,
-    r: 3,
-    s: 3,
+    k: 6,
+    r: 5,
+    s: 4,
     pad: 1,
     stride: 1,
     dilation: 1,
@@ -371,9 +372,19 @@ mod tests {
 
     #[test]
     fn the_checks_convolution_is_the_one_the_reasons_name() {
-        assert_eq!(GEOMETRY.describe(), "1x3x8x8 * 4x3x3x3");
-        assert_eq!(GEOMETRY.output(), Some([1, 4, 8, 8]));
+        assert_eq!(GEOMETRY.describe(), "2x3x11x8 * 6x3x5x4");
+        assert_eq!(GEOMETRY.output(), Some([2, 6, 9, 7]));
         assert_eq!(ints([1, 4, 8, 8]), [1, 4, 8, 8]);
+    }
+
+    #[test]
+    fn no_two_dimensions_of_the_checks_convolution_are_equal() {
+        let g = GEOMETRY;
+        let [_, _, p, q] = g.output().expect("the filter fits");
+        let mut all = vec![g.n, g.c, g.h, g.w, g.k, g.r, g.s, p, q];
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(all.len(), 9, "{g:?}");
     }
 
     #[rstest]
