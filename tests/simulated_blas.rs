@@ -1,0 +1,340 @@
+//! `check` and `bench` through the simulated CUDA runtime, cuBLAS and cuBLASLt (tests/simgpu,
+//! laid out by `ci/sim`): the checks pass against the simulator's own GEMM reference, the
+//! simulator's trace shows the arguments stackbench gave (shapes, leading dimensions,
+//! transposes, compute types), the bench's GEMM rows run at the profile's peaks, verified, and
+//! `wrong_results = "gemm"` fails every GEMM check and leaves the GEMM rows failed and untimed.
+
+mod common;
+
+use common::{isolated_stackbench, simulator, stdout_json};
+use serde_json::Value;
+use std::path::Path;
+
+/// The checks of the runtime and the two BLAS libraries.
+const BLAS_CHECKS: [&str; 10] = [
+    "cudart.load",
+    "cudart.memcpy",
+    "cublas.load",
+    "cublas.handle",
+    "cublas.sgemm",
+    "cublas.gemm_fp16",
+    "cublas.gemm_bf16",
+    "cublasLt.load",
+    "cublasLt.handle",
+    "cublasLt.matmul",
+];
+
+/// The profile's peaks (the default device), TFLOP/s, by the bench's precision ids.
+const PEAKS: [(&str, f64); 4] = [
+    ("f32", 67.0),
+    ("tf32", 495.0),
+    ("f16", 989.0),
+    ("bf16", 989.0),
+];
+
+/// A finished run: its exit status, report, and the simulator's trace lines.
+struct Run {
+    code: Option<i32>,
+    report: Value,
+    trace: Vec<Value>,
+}
+
+/// `stackbench <command> --format json` on the simulator with the profile `toml`, tracing the
+/// simulated libraries' calls.
+fn run(command: &[&str], toml: &str) -> Run {
+    let sim = simulator();
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let profile = dir.path().join("profile.toml");
+    std::fs::write(&profile, toml).expect("write the profile");
+    let trace = dir.path().join("trace.jsonl");
+    let mut stackbench = isolated_stackbench(dir.path());
+    stackbench
+        .env("STACKBENCH_SIM_PROFILE", &profile)
+        .env("STACKBENCH_SIM_TRACE", &trace)
+        .current_dir(dir.path())
+        .args(command);
+    if command[0] == "bench" {
+        stackbench.arg("--results").arg(dir.path());
+    }
+    let output = stackbench
+        .args(["--no-system", "--format", "json", "--root"])
+        .arg(&sim.toolkit_dir)
+        .arg("--driver-dir")
+        .arg(&sim.driver_dir)
+        .output()
+        .expect("run stackbench");
+    Run {
+        code: output.status.code(),
+        report: stdout_json(&output),
+        trace: read_trace(&trace),
+    }
+}
+
+/// The trace's lines, each one JSON object.
+fn read_trace(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+/// `check` with the profile `toml`.
+fn check(toml: &str) -> Run {
+    run(&["check", "--timeout", "120"], toml)
+}
+
+/// `(status, reason)` of check `id`.
+fn status<'a>(report: &'a Value, id: &str) -> (&'a str, &'a str) {
+    let r = report["combinations"][0]["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .find(|c| c["id"] == id)
+        .unwrap_or_else(|| panic!("no check {id}"));
+    (
+        r["status"].as_str().unwrap_or_default(),
+        r["reason"].as_str().unwrap_or_default(),
+    )
+}
+
+/// The trace's calls named `call`.
+fn calls<'a>(trace: &'a [Value], call: &str) -> Vec<&'a Value> {
+    trace.iter().filter(|t| t["call"] == call).collect()
+}
+
+/// The fields of a traced GEMM that say how it was called.
+fn arguments(t: &Value) -> Vec<String> {
+    [
+        "m",
+        "n",
+        "k",
+        "lda",
+        "ldb",
+        "ldc",
+        "transa",
+        "transb",
+        "atype",
+        "ctype",
+        "compute_type",
+        "status",
+    ]
+    .iter()
+    .map(|f| format!("{f}={}", t[*f]))
+    .collect()
+}
+
+#[test]
+fn check_passes_the_runtime_cublas_and_cublaslt_with_every_gemm_argument_distinct() {
+    let run = check("");
+    for id in BLAS_CHECKS {
+        assert_eq!(
+            status(&run.report, id).0,
+            "pass",
+            "{id}: {:?}",
+            status(&run.report, id)
+        );
+    }
+    // Row-major C = A B as column-major Cᵀ = Bᵀ Aᵀ: m = N (80), n = M (96), k = K (112), and
+    // each leading dimension the pitch of its own matrix: Bᵀ 88, Aᵀ 116, Cᵀ 104.
+    let expected = |call: &str, atype: &str, ctype: &str, compute: &str| -> Vec<String> {
+        let mut fields: Vec<String> = [
+            "m=80",
+            "n=96",
+            "k=112",
+            "lda=88",
+            "ldb=116",
+            "ldc=104",
+            "transa=\"CUBLAS_OP_N\"",
+            "transb=\"CUBLAS_OP_N\"",
+        ]
+        .map(String::from)
+        .to_vec();
+        fields.extend([
+            format!("atype=\"{atype}\""),
+            format!("ctype=\"{ctype}\""),
+            format!("compute_type=\"{compute}\""),
+            "status=\"CUBLAS_STATUS_SUCCESS\"".to_owned(),
+            call.to_owned(),
+        ]);
+        fields
+    };
+    let traced = |t: &Value| {
+        let mut fields = arguments(t);
+        fields.push(t["call"].as_str().unwrap_or_default().to_owned());
+        fields
+    };
+    let sgemm = calls(&run.trace, "cublasSgemm_v2");
+    assert_eq!(sgemm.len(), 1, "{:?}", run.trace);
+    assert_eq!(
+        traced(sgemm[0]),
+        expected(
+            "cublasSgemm_v2",
+            "CUDA_R_32F",
+            "CUDA_R_32F",
+            "CUBLAS_COMPUTE_32F"
+        )
+    );
+    let gemm_ex: Vec<Vec<String>> = calls(&run.trace, "cublasGemmEx")
+        .into_iter()
+        .map(traced)
+        .collect();
+    assert_eq!(
+        gemm_ex,
+        [
+            expected(
+                "cublasGemmEx",
+                "CUDA_R_16F",
+                "CUDA_R_16F",
+                "CUBLAS_COMPUTE_32F"
+            ),
+            expected(
+                "cublasGemmEx",
+                "CUDA_R_16BF",
+                "CUDA_R_16BF",
+                "CUBLAS_COMPUTE_32F"
+            ),
+        ]
+    );
+    let lt = calls(&run.trace, "cublasLtMatmul");
+    assert_eq!(lt.len(), 1, "{:?}", run.trace);
+    assert_eq!(
+        traced(lt[0]),
+        expected(
+            "cublasLtMatmul",
+            "CUDA_R_32F",
+            "CUDA_R_32F",
+            "CUBLAS_COMPUTE_32F"
+        )
+    );
+    assert_eq!(lt[0]["ldd"], 104);
+}
+
+#[test]
+fn wrong_gemm_results_fail_every_gemm_check_with_the_error_against_the_tolerance() {
+    let run = check("[faults]\nwrong_results = \"gemm\"\n");
+    for id in [
+        "cublas.sgemm",
+        "cublas.gemm_fp16",
+        "cublas.gemm_bf16",
+        "cublasLt.matmul",
+    ] {
+        let (s, why) = status(&run.report, id);
+        assert_eq!(s, "fail", "{id}: {why}");
+        assert!(
+            why.contains("differs from the CPU: relative error") && why.contains("tolerance"),
+            "{id}: {why}"
+        );
+    }
+    // The runtime's copy is no GEMM: untouched.
+    assert_eq!(status(&run.report, "cudart.memcpy").0, "pass");
+    assert_eq!(run.code, Some(1));
+}
+
+#[test]
+fn the_runtime_refuses_a_driver_older_than_cuda_13_0() {
+    let run = check("[[device]]\ncuda_version = \"12.0\"\n");
+    let (s, why) = status(&run.report, "cudart.memcpy");
+    assert_eq!(s, "fail", "{why}");
+    assert!(why.contains("cudaErrorInsufficientDriver (35)"), "{why}");
+}
+
+/// The bench's row of `benchmark` with `implementation` and `precision`.
+fn row<'a>(report: &'a Value, implementation: &str, precision: &str) -> &'a Value {
+    report["benchmarks"]
+        .as_array()
+        .expect("benchmarks")
+        .iter()
+        .find(|r| {
+            r["benchmark"] == "matmul"
+                && r["parameters"]["implementation"] == implementation
+                && r["parameters"]["precision"] == precision
+        })
+        .unwrap_or_else(|| panic!("no matmul {implementation} {precision} row"))
+}
+
+#[test]
+fn bench_times_every_cublas_precision_at_the_profile_s_peak_with_the_compute_type_it_names() {
+    let run = run(&["bench", "--quick", "--repeat", "1", "--allow-skip"], "");
+    assert_eq!(run.report["simulated"], true);
+    for (precision, peak) in PEAKS {
+        let r = row(&run.report, "cublas", precision);
+        assert_eq!(r["status"], "measured", "{r}");
+        assert_eq!(r["verified"]["passed"], true, "{r}");
+        let size = r["parameters"]["size"].as_f64().expect("a size");
+        // The model: 2 n³ at the peak, plus the launch latency.
+        let model_s = 2.0 * size.powi(3) / (peak * 1e12) + 2e-6;
+        let model = 2.0 * size.powi(3) / model_s / 1e12;
+        let rate = r["throughput"]["value"].as_f64().expect("a rate");
+        assert!(
+            (rate / model - 1.0).abs() < 0.05,
+            "{precision}: {rate} against {model}"
+        );
+        assert!(r["pct_of_peak"].as_f64().is_some(), "{r}");
+    }
+    // The NVRTC matmul of --quick is beyond the interpreter, and says so.
+    let tiled = row(&run.report, "nvrtc", "f32");
+    assert_eq!(tiled["status"], "skipped", "{tiled}");
+    assert!(
+        tiled["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("simulated"),
+        "{tiled}"
+    );
+    // Each precision reached cuBLAS as the call it names: SGEMM for FP32, FP32 data under the
+    // fast TF32 compute type for TF32, 16-bit data with FP32 accumulation for FP16 and BF16.
+    let mut seen: Vec<(String, String, String)> = run
+        .trace
+        .iter()
+        .filter(|t| t["library"] == "cublas" && t["status"] == "CUBLAS_STATUS_SUCCESS")
+        .map(|t| {
+            (
+                t["call"].as_str().unwrap_or_default().to_owned(),
+                t["atype"].as_str().unwrap_or_default().to_owned(),
+                t["compute_type"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    seen.sort();
+    seen.dedup();
+    let want = |call: &str, atype: &str, compute: &str| {
+        (call.to_owned(), atype.to_owned(), compute.to_owned())
+    };
+    assert_eq!(
+        seen,
+        [
+            want("cublasGemmEx", "CUDA_R_16BF", "CUBLAS_COMPUTE_32F"),
+            want("cublasGemmEx", "CUDA_R_16F", "CUBLAS_COMPUTE_32F"),
+            want("cublasGemmEx", "CUDA_R_32F", "CUBLAS_COMPUTE_32F_FAST_TF32"),
+            want("cublasSgemm_v2", "CUDA_R_32F", "CUBLAS_COMPUTE_32F"),
+        ]
+    );
+}
+
+#[test]
+fn bench_leaves_wrong_gemms_failed_and_untimed() {
+    let run = run(
+        &["bench", "--quick", "--repeat", "1", "--allow-skip"],
+        "[faults]\nwrong_results = \"gemm\"\n",
+    );
+    for (precision, _) in PEAKS {
+        let r = row(&run.report, "cublas", precision);
+        assert_eq!(r["status"], "failed", "{r}");
+        assert_eq!(r["verified"]["passed"], false, "{r}");
+        let why = r["reason"].as_str().unwrap_or_default();
+        assert!(
+            why.contains("relative error") && why.contains("not timed"),
+            "{why}"
+        );
+        assert!(r["throughput"].is_null() && r["summary"].is_null(), "{r}");
+    }
+    // The vector add is no GEMM: timed as ever.
+    let add = run.report["benchmarks"]
+        .as_array()
+        .expect("benchmarks")
+        .iter()
+        .find(|r| r["benchmark"] == "vector_add")
+        .expect("a vector_add row");
+    assert_eq!(add["status"], "measured", "{add}");
+}
