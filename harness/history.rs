@@ -98,6 +98,13 @@ pub struct Point {
     /// The figure is the simulated driver's, not a GPU's. Absent (false) otherwise.
     #[serde(default, skip_serializing_if = "is_false")]
     pub simulated: bool,
+    /// The run's measured repetitions (`bench --repeat`); absent for a run of one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repetitions: Option<usize>,
+    /// The lowest and the highest of its repetitions' medians: the spread between runs of the
+    /// point; absent for a run of one repetition.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spread_ns: Option<(f64, f64)>,
 }
 
 /// One check run: a row per check, a column per combination.
@@ -325,6 +332,12 @@ fn charts(bench: &[(usize, &BenchReport)]) -> Vec<Chart> {
             };
             let versions = versions(report, &result.combination);
             let versions_changed = series.points.last().is_none_or(|p| p.versions != versions);
+            let medians = result.repetition_medians();
+            let spread = (medians.len() > 1).then(|| {
+                let low = medians.iter().copied().fold(f64::INFINITY, f64::min);
+                let high = medians.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                (low, high)
+            });
             series.points.push(Point {
                 run,
                 median_ns: summary.median_ns,
@@ -333,6 +346,8 @@ fn charts(bench: &[(usize, &BenchReport)]) -> Vec<Chart> {
                 versions,
                 versions_changed,
                 simulated,
+                repetitions: spread.map(|_| medians.len()),
+                spread_ns: spread,
             });
         }
     }

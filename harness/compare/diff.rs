@@ -3,7 +3,7 @@
 
 use super::floor::History;
 use super::model::{BenchmarkRow, Change, CheckChange, CheckRow, Item};
-use super::stats::{self, Estimate, Ratio, Verdict};
+use super::stats::{self, Estimate, FloorSource, Verdict};
 use crate::bench::model::{BenchReport, BenchResult, Status as BenchStatus};
 use crate::check::model::{CheckReport, Status};
 use crate::diagnose::finding::Finding;
@@ -179,21 +179,44 @@ fn measured(result: Option<&BenchResult>) -> Option<&BenchResult> {
     result.filter(|r| r.status == BenchStatus::Measured && !r.samples_ns.is_empty())
 }
 
-/// What would settle an unclear row with `old` and `new` repetitions: more of them.
-fn settle(old: usize, new: usize) -> String {
-    let fewer = old.min(new);
-    let more = if fewer < 5 { 5 } else { 2 * fewer };
-    format!("run both with --repeat {more}")
+/// What would settle an unclear row with `old` and `new` repetitions: more of them, unless the
+/// floor's variation between runs set the interval, which no number of repetitions narrows.
+fn settle(old: usize, new: usize, between_runs: Option<FloorSource>) -> String {
+    match between_runs {
+        Some(FloorSource::Default) => format!(
+            "more repetitions do not narrow the variation between runs, here the stated default's: \
+             {} earlier runs of this build under --results teach this host's own, or set \
+             --threshold from `stackbench compare --calibrate`",
+            super::floor::MIN_RUNS
+        ),
+        Some(FloorSource::History) => {
+            "more repetitions do not narrow the variation between runs this host showed: set \
+             --threshold from `stackbench compare --calibrate` over A/A runs of it"
+                .to_owned()
+        }
+        None => {
+            let fewer = old.min(new);
+            let more = if fewer < 5 { 5 } else { 2 * fewer };
+            format!("run both with --repeat {more}")
+        }
+    }
 }
 
 /// Why a row is unclear, and what would settle it.
-fn why_unclear(ratio: &Ratio, threshold: f64, estimate: &Estimate, reps: (usize, usize)) -> String {
+fn why_unclear(
+    estimate: &Estimate,
+    floor: &stats::Floor,
+    threshold: f64,
+    reps: (usize, usize),
+) -> String {
     let (old, new) = reps;
+    let ratio = estimate.ratio;
     let pct = 100.0 * threshold;
     let wide = (ratio.high / ratio.low).ln() > 2.0 * (1.0 + threshold).ln();
     let cause = if old.min(new) < 2 {
         format!(
-            "too few repetitions (old {old}, new {new}): the variation between runs is the noise floor's"
+            "too few repetitions (old {old}, new {new}): the variation between runs is the noise \
+             floor's"
         )
     } else if wide {
         format!(
@@ -202,12 +225,14 @@ fn why_unclear(ratio: &Ratio, threshold: f64, estimate: &Estimate, reps: (usize,
     } else {
         format!("the interval reaches across ±{pct:.1}%")
     };
-    let floor = if estimate.floor_set {
+    let set = if estimate.floor_set {
         "; the noise floor set it"
     } else {
         ""
     };
-    format!("{cause}{floor}; {}", settle(old, new))
+    let between_runs = (estimate.floor_set && floor.between_runs > 0.0 && old.min(new) >= 2)
+        .then_some(floor.source);
+    format!("{cause}{set}; {}", settle(old, new, between_runs))
 }
 
 /// The comparison of one row measured in both runs: its estimate and the repetitions behind
@@ -275,9 +300,9 @@ pub fn benchmarks(
             };
             let ratio = judged.map(|(e, _, _)| e.ratio);
             let verdict = ratio.map(|r| r.verdict(threshold));
-            let why = match (verdict, judged) {
-                (Some(Verdict::Unclear), Some((e, a, b))) => {
-                    Some(why_unclear(&e.ratio, threshold, &e, (a, b)))
+            let why = match (verdict, judged, floor) {
+                (Some(Verdict::Unclear), Some((e, a, b)), Some(floor)) => {
+                    Some(why_unclear(&e, &floor, threshold, (a, b)))
                 }
                 _ => None,
             };

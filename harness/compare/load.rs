@@ -214,7 +214,20 @@ pub fn read(path: &Path) -> Result<Run, LoadError> {
         })
     }
     match schema.as_str() {
-        BENCH_SCHEMA => typed(path, &schema, value).map(Run::Bench),
+        BENCH_SCHEMA => {
+            let run: BenchReport = typed(path, &schema, value)?;
+            // Each repetition's samples must be where its count says: compare splits them.
+            for result in &run.benchmarks {
+                result
+                    .repetition_samples()
+                    .map_err(|e| LoadError::Malformed {
+                        path: path.to_path_buf(),
+                        schema: schema.clone(),
+                        reason: e.to_string(),
+                    })?;
+            }
+            Ok(Run::Bench(run))
+        }
         CHECK_SCHEMA => typed(path, &schema, value).map(Run::Check),
         DOCTOR_SCHEMA => typed(path, &schema, value).map(|r| Run::Doctor(Box::new(r))),
         SCAN_SCHEMA => typed(path, &schema, value).map(Run::Scan),
@@ -243,6 +256,21 @@ mod tests {
     #[case::damaged(
         r#"{"schema": "stackbench.bench/v1", "started": 3}"#,
         "does not read as one"
+    )]
+    #[case::repetitions_that_do_not_add_up(
+        r#"{"schema": "stackbench.bench/v1", "schema_minor": 1, "repeat": 2, "started": "2026-11-24T00:00:00Z",
+            "host": {"hostname": "h", "os": "linux", "arch": "x86_64", "stackbench_version": "0"},
+            "gpu": {"source": "none", "devices": [], "driver_version": null, "note": null},
+            "target": "sm_90", "driver_dir": null, "quick": true, "combinations": [],
+            "benchmarks": [{"id": "load/c", "combination": "c", "benchmark": "load", "side": "cpu",
+                "parameters": {}, "status": "measured", "samples_ns": [1.0, 2.0, 3.0],
+                "summary": null, "host_median_ns": null, "throughput": null, "pct_of_peak": null,
+                "verified": null, "cupti": null, "telemetry": null, "stopped_by": null,
+                "repetitions": [
+                    {"status": "measured", "samples": 2, "median_ns": 1.5, "noise": null, "stopped_by": null},
+                    {"status": "measured", "samples": 2, "median_ns": 3.0, "noise": null, "stopped_by": null}
+                ]}]}"#,
+        "load/c: its repetitions hold 4 samples but samples_ns has 3"
     )]
     fn bad_files_say_what_is_wrong_and_what_to_do(#[case] text: &str, #[case] says: &str) {
         let dir = tempfile::tempdir().unwrap();

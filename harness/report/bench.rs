@@ -49,6 +49,20 @@ pub fn variant(result: &BenchResult) -> String {
     }
 }
 
+/// What a repeated run adds to the headline: `; 3 repetitions of each combination, in fresh
+/// workers (figures over all their samples)`; nothing for a run of one.
+pub fn repetitions(report: &BenchReport) -> String {
+    if report.repeat > 1 {
+        format!(
+            "; {} repetitions of each combination, in fresh workers (figures over all their \
+             samples)",
+            report.repeat
+        )
+    } else {
+        String::new()
+    }
+}
+
 /// The rate (`2870.1 GB/s`), or the median time for work that has no rate.
 pub fn figure(result: &BenchResult) -> String {
     match (&result.throughput, &result.summary) {

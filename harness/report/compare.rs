@@ -58,7 +58,8 @@ pub fn note(row: &BenchmarkRow) -> Option<String> {
 /// The title of the benchmarks' table.
 pub fn benchmarks_title(report: &CompareReport) -> String {
     format!(
-        "threshold {:.1}%; 99% interval of the ratio of figures (each the geometric mean of its          repetitions' medians), bootstrapping repetitions then samples, never narrower than the          noise floor",
+        "threshold {:.1}%; 99% interval of new over old, repetitions then samples bootstrapped, \
+         held to the noise floor",
         100.0 * report.threshold
     )
 }
@@ -218,7 +219,7 @@ mod tests {
         assert_eq!(
             note(&unclear).unwrap(),
             "the interval reaches across ±2.0%; run both with --repeat 5; noise floor stated \
-             default: 10.0% between runs, 10.0% between repetitions"
+             default: 15.0% between runs, 10.0% between repetitions"
         );
         unclear.floor_set = false;
         unclear.why = None;

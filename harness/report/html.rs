@@ -55,8 +55,9 @@ fn benchmarks(out: &mut String, history: &History) {
     }
     out.push_str(
         "<p class=\"meta\">Each point is one run's median; the bar and the band are its \
-         interquartile range. A marker (v1, v2, ...) shows where the driver or library versions \
-         behind a line changed.</p>\n",
+         interquartile range; the thin capped whisker beside a repeated run's bar spans its \
+         repetitions' medians, the variation between runs. A marker (v1, v2, ...) shows where \
+         the driver or library versions behind a line changed.</p>\n",
     );
     for side in [Side::Gpu, Side::Cpu] {
         let charts: Vec<&Chart> = history.charts.iter().filter(|c| c.side == side).collect();

@@ -72,14 +72,15 @@ impl Exporter for Markdown {
         let host = &report.host;
         let _ = writeln!(
             out,
-            "**On `{}`** ({} {}, stackbench {}), started {}: {}{}.\n",
+            "**On `{}`** ({} {}, stackbench {}), started {}: {}{}{}.\n",
             host.hostname,
             host.os,
             host.arch,
             host.stackbench_version,
             report.started,
             bench::counts(report),
-            if report.quick { " (`--quick`)" } else { "" }
+            if report.quick { " (`--quick`)" } else { "" },
+            bench::repetitions(report)
         );
         let _ = writeln!(
             out,
@@ -583,6 +584,14 @@ fn history_charts(out: &mut String, history: &crate::history::History) {
                             bench::duration(p.q1_ns),
                             bench::duration(p.q3_ns)
                         );
+                        if let (Some((low, high)), Some(n)) = (p.spread_ns, p.repetitions) {
+                            let _ = write!(
+                                cell,
+                                ", {n} repetitions {} to {}",
+                                bench::duration(low),
+                                bench::duration(high)
+                            );
+                        }
                         if p.versions_changed {
                             let _ = write!(cell, " {}", version_mark(&sets, &p.versions));
                         }

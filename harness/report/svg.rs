@@ -1,5 +1,6 @@
 //! A benchmark's history as inline SVG: per series, the median of each run joined by a line,
-//! its interquartile range as a shaded band and a bar, and a marker where the versions behind
+//! its interquartile range as a shaded band and a bar, the spread of its repetitions' medians
+//! (the variation between runs) as a capped whisker, and a marker where the versions behind
 //! the figure changed. No script, no fonts or styles to fetch.
 
 use super::html::escape;
@@ -42,9 +43,11 @@ pub fn chart(chart: &Chart, runs: &[RunEntry]) -> String {
     let points = chart.series.iter().flat_map(|s| s.points.iter());
     let low = points
         .clone()
-        .map(|p| p.q1_ns)
+        .map(|p| p.spread_ns.map_or(p.q1_ns, |(l, _)| l.min(p.q1_ns)))
         .fold(f64::INFINITY, f64::min);
-    let high = points.map(|p| p.q3_ns).fold(f64::NEG_INFINITY, f64::max);
+    let high = points
+        .map(|p| p.spread_ns.map_or(p.q3_ns, |(_, h)| h.max(p.q3_ns)))
+        .fold(f64::NEG_INFINITY, f64::max);
     let axis = Axis::new(low, high);
     let y = |ns: f64| TOP + (HEIGHT - TOP - BOTTOM) * (axis.high - ns) / (axis.high - axis.low);
 
@@ -134,9 +137,29 @@ pub fn chart(chart: &Chart, runs: &[RunEntry]) -> String {
             } else {
                 (colour.to_owned(), "")
             };
+            // The spread between the run's repetitions: a thin capped whisker beside the bar.
+            let spread = match (point.spread_ns, point.repetitions) {
+                (Some((low, high)), Some(n)) => {
+                    let (top, bottom, side) = (y(high), y(low), at + 4.0);
+                    let _ = write!(
+                        svg,
+                        r#"<path class="spread" d="M{side:.1},{top:.1}V{bottom:.1}M{:.1},{top:.1}H{:.1}M{:.1},{bottom:.1}H{:.1}" stroke="{colour}" stroke-width="1" fill="none"/>"#,
+                        side - 2.0,
+                        side + 2.0,
+                        side - 2.0,
+                        side + 2.0
+                    );
+                    format!(
+                        "; {n} repetitions, their medians {} to {}",
+                        super::bench::duration(low),
+                        super::bench::duration(high)
+                    )
+                }
+                _ => String::new(),
+            };
             let _ = write!(
                 svg,
-                r#"<line x1="{at:.1}" x2="{at:.1}" y1="{q1:.1}" y2="{q3:.1}" stroke="{colour}" stroke-width="1.5"/><circle cx="{at:.1}" cy="{median:.1}" r="3.5" fill="{fill}"><title>{}, {}: median {} (interquartile {} to {}); {mark}: {}{simulated}</title></circle>"#,
+                r#"<line x1="{at:.1}" x2="{at:.1}" y1="{q1:.1}" y2="{q3:.1}" stroke="{colour}" stroke-width="1.5"/><circle cx="{at:.1}" cy="{median:.1}" r="3.5" fill="{fill}"><title>{}, {}: median {} (interquartile {} to {}){spread}; {mark}: {}{simulated}</title></circle>"#,
                 escape(&series.label),
                 escape(&runs[point.run].when),
                 super::bench::duration(point.median_ns),

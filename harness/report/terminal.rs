@@ -135,8 +135,9 @@ impl Exporter for Terminal {
         let quick = if report.quick { " (--quick)" } else { "" };
         let _ = writeln!(
             out,
-            "{} {counts}{quick}",
-            self.paint(BOLD, "stackbench bench:")
+            "{} {counts}{quick}{}",
+            self.paint(BOLD, "stackbench bench:"),
+            super::bench::repetitions(report)
         );
         if let Some(banner) = super::bench_simulated(report) {
             let _ = writeln!(
