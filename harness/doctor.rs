@@ -5,6 +5,7 @@ use crate::compat::ComputeCapability;
 use crate::diagnose::driver::is_stub_or_compat;
 use crate::diagnose::finding::{Finding, Severity};
 use crate::diagnose::{self, Context, InstallationProbe};
+use crate::discover::nvidia::DriverFacts;
 use crate::discover::{self, Host};
 use crate::gpu::{self, GpuInfo};
 use crate::model::{HostInfo, Installation, Library, Problem, ScanReport, SearchRoot};
@@ -42,6 +43,13 @@ pub struct DoctorReport {
     /// The `LD_LIBRARY_PATH` entries `cargo run` added, left out of the modelled environment.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cargo_search_path: Vec<String>,
+    /// With `--sysroot`: the directory read as the host's `/`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sysroot: Option<PathBuf>,
+    /// With `--sysroot`: the driver's own files as read there (kernel module, driver libraries
+    /// in the loader's order, GPUs, NVSwitches, Fabric Manager).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver_files: Option<DriverFacts>,
 }
 
 impl DoctorReport {
@@ -85,10 +93,21 @@ pub struct DoctorOptions {
     pub command_timeout: Duration,
     /// Keep the command's output rather than passing it through.
     pub quiet: bool,
+    /// Read this directory as the host's `/` (an unpacked image, a node's file system): static
+    /// analysis only, nothing run or loaded from it, nothing read outside it.
+    pub sysroot: Option<PathBuf>,
 }
 
-/// Runs the doctor on `host`.
+/// Runs the doctor on `host`, or, with `--sysroot`, on the host that directory holds.
 pub fn doctor(options: &DoctorOptions, host: &Host) -> DoctorReport {
+    let below = options.sysroot.as_ref().map(|dir| Host {
+        sysroot: dir.clone(),
+        ..host.clone()
+    });
+    let host = below.as_ref().unwrap_or(host);
+    let sysroot = !host.is_own_root();
+    // Nothing is run or loaded from another machine's files.
+    let load = options.load && !sysroot;
     let scan = crate::scan::scan(&options.discover, host);
     // Windows trees are read, never loaded; the Linux rules and probes see the rest.
     let (windows, linux): (Vec<Installation>, Vec<Installation>) = scan
@@ -105,18 +124,32 @@ pub fn doctor(options: &DoctorOptions, host: &Host) -> DoctorReport {
     };
     let ld_library_path = host.env.get("LD_LIBRARY_PATH").cloned();
     // The host's LD_LIBRARY_PATH as `Host` gives it (without what `cargo run` added).
-    let mut search = SearchContext::host();
-    search.ld_library_path = ld_library_path
-        .as_deref()
-        .map(crate::resolve::split_search_path)
-        .unwrap_or_default();
-    let gpu = match options.target {
+    let search = match sysroot {
+        true => search_below(host, ld_library_path.as_deref()),
+        false => {
+            let mut search = SearchContext::host();
+            search.ld_library_path = ld_library_path
+                .as_deref()
+                .map(crate::resolve::split_search_path)
+                .unwrap_or_default();
+            search
+        }
+    };
+    let driver_files = discover::nvidia::read(host);
+    let container = discover::container::read(host);
+    let mut gpu = match options.target {
         Some(cc) => GpuInfo::target(cc),
-        None if options.load => gpu::detect(&options.worker),
+        None if sysroot => GpuInfo::none(
+            "--sysroot: nothing is run from the tree; give --target sm_XX to check GPU code",
+        ),
+        None if load => gpu::detect(&options.worker),
         None => GpuInfo::none("--no-load: NVML not asked; give --target sm_XX to check GPU code"),
     };
+    if sysroot && gpu.driver_version.is_none() {
+        gpu.driver_version = driver_files.module_version().map(str::to_owned);
+    }
     // A command is the live load: the host's libraries are not loaded one by one besides.
-    let probes = if options.load && options.command.is_empty() {
+    let probes = if load && options.command.is_empty() {
         probe_all(
             &linux_scan,
             ld_library_path.as_deref(),
@@ -133,7 +166,8 @@ pub fn doctor(options: &DoctorOptions, host: &Host) -> DoctorReport {
         &probes,
         gpu.compute_capability(),
     )
-    .with_windows(&windows, &options.windows);
+    .with_windows(&windows, &options.windows)
+    .with_host_files(&driver_files, &container, sysroot);
     ctx.verify_hashes = options.verify_hashes;
     let mut command = (!options.command.is_empty()).then(|| {
         crate::command::run(
@@ -172,7 +206,7 @@ pub fn doctor(options: &DoctorOptions, host: &Host) -> DoctorReport {
         schema: DOCTOR_SCHEMA.to_string(),
         host: host_info,
         gpu,
-        loaded: options.load,
+        loaded: load,
         findings,
         probes,
         searched,
@@ -181,7 +215,45 @@ pub fn doctor(options: &DoctorOptions, host: &Host) -> DoctorReport {
         program,
         command,
         cargo_search_path: host.cargo_search_path.clone(),
+        sysroot: sysroot.then(|| host.sysroot.clone()),
+        driver_files: sysroot.then_some(driver_files),
     }
+}
+
+/// The loader's search on the host below a sysroot: its `LD_LIBRARY_PATH`, its ld.so.cache and
+/// its default directories, each place taken where its links lead inside the sysroot (a cached
+/// library by its real file), so the loader's simulation reads nothing outside it.
+fn search_below(host: &Host, ld_library_path: Option<&str>) -> SearchContext {
+    let inside = |path: &Path| {
+        host.real(path)
+            .or_else(|| discover::inside::place(&host.sysroot, path))
+            .unwrap_or_else(|| host.place(path))
+    };
+    let mut search = SearchContext::host();
+    search.ld_library_path = ld_library_path
+        .map(crate::resolve::split_search_path)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|e| match e.starts_with('/') {
+            true => inside(Path::new(&e)).display().to_string(),
+            false => e,
+        })
+        .collect();
+    search.cache = host
+        .read(&host.ld_so_cache)
+        .and_then(|bytes| discover::ldcache::parse(&bytes).ok())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|mut entry| {
+            entry.path = inside(&entry.path);
+            entry
+        })
+        .collect();
+    search.default_dirs = crate::resolve::X86_64_DEFAULT_DIRS
+        .iter()
+        .map(|d| inside(Path::new(d)))
+        .collect();
+    search
 }
 
 /// Loads every installation's libraries: one worker per installation, as many installations at

@@ -15,7 +15,7 @@ use std::sync::Mutex;
 /// Scans the host (and the given roots) and reads every CUDA library found.
 pub fn scan(options: &discover::Options, host: &Host) -> ScanReport {
     let discovery = discover::discover(options, host);
-    build_report(discovery)
+    build_report(discovery, host)
 }
 
 /// One directory entry resolved to its file.
@@ -24,7 +24,7 @@ struct Entry {
     chain: Vec<PathBuf>,
 }
 
-fn build_report(discovery: Discovery) -> ScanReport {
+fn build_report(discovery: Discovery, host: &Host) -> ScanReport {
     let Discovery {
         searched,
         found,
@@ -50,7 +50,12 @@ fn build_report(discovery: Discovery) -> ScanReport {
                 installation.sources.push(*source);
             }
         }
-        match symlink::follow(&found.path) {
+        // Below a sysroot, links are followed inside it, never on this machine.
+        let chain = match host.is_own_root() {
+            true => symlink::follow(&found.path),
+            false => discover::inside::follow(&host.sysroot, &found.path),
+        };
+        match chain {
             Chain::Resolved(chain) => {
                 let real = chain.last().cloned().unwrap_or_default();
                 groups

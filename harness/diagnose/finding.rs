@@ -73,6 +73,22 @@ pub enum Cause {
     PythonDllSearchPath,
     /// A file a wheel's `RECORD` lists is missing or changed: the package must be reinstalled.
     DamagedInstallation,
+    /// The loaded kernel module's version differs from the user-space driver's (`libcuda.so.1`,
+    /// `libnvidia-ml.so.1`): "Driver/library version mismatch" until a reboot or module reload.
+    KernelModuleMismatch,
+    /// Another driver version's `libcuda` reachable before the current one, or left behind
+    /// beside it (a runfile install over a package install).
+    StaleDriverLibrary,
+    /// An NVSwitch system without `nvidia-fabricmanager`, or with one of another version than
+    /// the driver: error 802 for every CUDA program.
+    FabricManager,
+    /// A container the NVIDIA Container Toolkit gives no GPU, no `libcuda.so.1` or no NVML
+    /// (`NVIDIA_VISIBLE_DEVICES`, `NVIDIA_DRIVER_CAPABILITIES`), or a CDI spec naming a driver
+    /// version the host does not have.
+    ContainerCapabilities,
+    /// A `cuda-compat` `libcuda` on the search path older than the host's driver, or on a GPU
+    /// forward compatibility does not support.
+    CudaCompat,
 }
 
 /// One finding of `doctor`.
@@ -205,7 +221,11 @@ impl Cause {
     pub fn is_root(self) -> bool {
         matches!(
             self,
-            Cause::NoDriver
+            Cause::KernelModuleMismatch
+                | Cause::StaleDriverLibrary
+                | Cause::FabricManager
+                | Cause::CudaCompat
+                | Cause::NoDriver
                 | Cause::StubDriver
                 | Cause::CompatDriver
                 | Cause::DriverTooOld
@@ -215,6 +235,17 @@ impl Cause {
 }
 
 impl Cause {
+    /// Among root causes, the order to show them in: the kernel module's mismatch first (it
+    /// breaks NVML and every CUDA call), then the other causes of a driver upgrade, then the rest.
+    pub fn root_rank(self) -> u8 {
+        match self {
+            Cause::KernelModuleMismatch => 0,
+            Cause::StaleDriverLibrary | Cause::FabricManager | Cause::CudaCompat => 1,
+            _ if self.is_root() => 2,
+            _ => 3,
+        }
+    }
+
     /// The stable snake_case code, as in JSON.
     pub fn code(self) -> String {
         serde_json::to_value(self)

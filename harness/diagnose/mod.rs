@@ -2,19 +2,25 @@
 //! what is wrong, why, and what to do. One module per family of causes.
 
 mod arch;
+mod container;
 mod cudnn;
 mod deps;
 pub mod driver;
+mod fabric;
 pub mod finding;
+mod forward;
 mod hygiene;
 mod load;
 pub mod program;
 mod record;
 mod shadow;
+mod upgrade;
 mod wheel;
 pub mod windows;
 
 use crate::compat::{ComputeCapability, CudaVersion};
+use crate::discover::container::ContainerFacts;
+use crate::discover::nvidia::DriverFacts;
 use crate::elf;
 use crate::model::{Installation, Library, ScanReport};
 use crate::probe::LoadReport;
@@ -58,6 +64,14 @@ pub struct Context<'a> {
     pub windows_search: &'a windows::WindowsSearch,
     /// Check each wheel file's SHA-256 against its RECORD, not only its size.
     pub verify_hashes: bool,
+    /// The driver's own files (kernel module, driver libraries, NVSwitch, Fabric Manager):
+    /// the rules of a driver upgrade look at them; `None`: not read.
+    pub driver_files: Option<&'a DriverFacts>,
+    /// Containers and the NVIDIA Container Toolkit, as the host's files and environment show.
+    pub container: Option<&'a ContainerFacts>,
+    /// The host is a file system read below `--sysroot` (an image, a node's copy), not this
+    /// machine: what is mounted at run time (the driver, in a container) is not there.
+    pub sysroot: bool,
 }
 
 impl<'a> Context<'a> {
@@ -78,7 +92,23 @@ impl<'a> Context<'a> {
             windows: &[],
             windows_search: &NO_WINDOWS_SEARCH,
             verify_hashes: false,
+            driver_files: None,
+            container: None,
+            sysroot: false,
         }
+    }
+
+    /// The same context with the driver's and the containers' files read from the host.
+    pub fn with_host_files(
+        mut self,
+        driver: &'a DriverFacts,
+        container: &'a ContainerFacts,
+        sysroot: bool,
+    ) -> Context<'a> {
+        self.driver_files = Some(driver);
+        self.container = Some(container);
+        self.sysroot = sysroot;
+        self
     }
 
     /// The same context with Windows installations and their programs' DLL search.
@@ -259,6 +289,11 @@ fn every_rule(ctx: &Context) -> Vec<Finding> {
         findings.extend(shadow::check(ctx));
         findings.extend(arch::check(ctx));
     }
+    findings.extend(upgrade::check(ctx));
+    findings.extend(fabric::check(ctx));
+    findings.extend(forward::check(ctx));
+    findings.extend(container::check(ctx));
+    container::explain_missing_driver(ctx, &mut findings);
     findings.extend(windows::check(ctx.windows, ctx.windows_search));
     findings
 }
@@ -385,7 +420,7 @@ fn order(mut findings: Vec<Finding>) -> Vec<Finding> {
         .map(|f| {
             (
                 f.severity,
-                !f.cause.is_root(),
+                f.cause.root_rank(),
                 // A damaged wheel explains the missing libraries folded into it: next.
                 f.cause != Cause::DamagedInstallation,
                 std::cmp::Reverse(reach(f)),

@@ -1,11 +1,14 @@
 //! Where CUDA installations are: the places a host keeps them, walked safely, giving every
 //! library file found and how it was found.
 
+pub mod container;
 pub mod envwalk;
+pub mod inside;
 pub mod layout;
 pub mod ldcache;
 pub mod ldconf;
 pub mod metadata;
+pub mod nvidia;
 pub mod python;
 pub mod walk;
 
@@ -110,6 +113,23 @@ impl Host {
         self.sysroot == Path::new("/")
     }
 
+    /// The real file or directory `path` names on this host (an absolute place as the host
+    /// names it, or one already below the sysroot): below a sysroot every link is followed
+    /// inside it ([`inside`]), on the machine's own root the path is made canonical. `None`
+    /// when it does not exist.
+    pub fn real(&self, path: impl AsRef<Path>) -> Option<PathBuf> {
+        if self.is_own_root() {
+            path.as_ref().canonicalize().ok()
+        } else {
+            inside::resolve(&self.sysroot, path.as_ref())
+        }
+    }
+
+    /// The bytes of the file `path` names on this host, read through [`Host::real`].
+    pub fn read(&self, path: impl AsRef<Path>) -> Option<Vec<u8>> {
+        std::fs::read(self.real(path)?).ok()
+    }
+
     /// This host as it is.
     pub fn current() -> Host {
         // Lossy: a variable that is not UTF-8 must not stop the scan.
@@ -210,13 +230,16 @@ pub struct Discovery {
 pub fn discover(options: &Options, host: &Host) -> Discovery {
     let (starts, plan_problems) = search_plan(options, host);
     let mut walk = Walk::default();
+    if !host.is_own_root() {
+        walk.root = Some(host.sysroot.clone());
+    }
     let mut found: Vec<Found> = Vec::new();
     let mut index: HashMap<PathBuf, usize> = HashMap::new();
     let mut searched = Vec::new();
     for (root, limits) in starts {
         let before = walk.libraries.len();
         walk.visit(&root.path, limits);
-        for path in walk.libraries[before..].iter().map(|p| identity(p)) {
+        for path in walk.libraries[before..].iter().map(|p| identity(p, host)) {
             let at = *index.entry(path.clone()).or_insert_with(|| {
                 found.push(Found {
                     path,
@@ -241,13 +264,10 @@ pub fn discover(options: &Options, host: &Host) -> Discovery {
     }
 }
 
-/// A found path with its directory made canonical, so `cuda/lib64/x` and
+/// A found path with its directory made canonical (inside the sysroot), so `cuda/lib64/x` and
 /// `cuda-12.9/targets/x86_64-linux/lib/x` are one file; the file name itself stays as found.
-fn identity(path: &Path) -> PathBuf {
-    match (
-        path.parent().and_then(|d| d.canonicalize().ok()),
-        path.file_name(),
-    ) {
+fn identity(path: &Path, host: &Host) -> PathBuf {
+    match (path.parent().and_then(|d| host.real(d)), path.file_name()) {
         (Some(dir), Some(name)) => dir.join(name),
         _ => path.to_path_buf(),
     }
@@ -258,12 +278,27 @@ fn identity(path: &Path) -> PathBuf {
 pub fn search_plan(options: &Options, host: &Host) -> (Vec<(SearchRoot, Limits)>, Vec<Problem>) {
     let mut plan = Vec::new();
     let mut problems = Vec::new();
-    let mut add = |path: PathBuf, source: Source, limits: Limits| {
-        plan.push((SearchRoot { path, source }, limits));
-    };
     for root in &options.roots {
-        add(root.clone(), Source::Root, ROOT);
+        let path = root.clone();
+        plan.push((
+            SearchRoot {
+                path,
+                source: Source::Root,
+            },
+            ROOT,
+        ));
     }
+    // Below a sysroot each place is taken where its links lead inside it, so an absolute link
+    // (`/usr/local/cuda -> /etc/alternatives/cuda`) is never followed on this machine.
+    let mut add = |path: PathBuf, source: Source, limits: Limits| {
+        let path = match host.is_own_root() {
+            true => Some(path),
+            false => inside::place(&host.sysroot, &path),
+        };
+        if let Some(path) = path {
+            plan.push((SearchRoot { path, source }, limits));
+        }
+    };
     if !options.system {
         return (plan, problems);
     }

@@ -41,6 +41,9 @@ pub struct Walk {
     /// again, for that start. A directory the entry cap cut short is not kept: a later start
     /// reads it.
     visited: HashMap<DirId, Visited>,
+    /// The sysroot links are followed inside (see [`super::inside`]); `None` on the machine's
+    /// own root.
+    pub root: Option<PathBuf>,
 }
 
 /// A directory's (device, inode).
@@ -140,18 +143,12 @@ impl Walk {
             let Ok(file_type) = entry.file_type() else {
                 continue;
             };
-            let is_dir = if file_type.is_symlink() {
-                match fs::metadata(&path) {
-                    Ok(target) => target.is_dir(),
-                    Err(e) if is_link_loop(&e) && catalog::classify(&name).is_none() => {
-                        self.problem(ProblemKind::SymlinkLoop, &path, e.to_string());
-                        continue;
-                    }
-                    Err(_) => false,
-                }
+            let (is_dir, path) = if file_type.is_symlink() {
+                self.linked(path, &name)
             } else {
-                file_type.is_dir()
+                (file_type.is_dir(), Some(path))
             };
+            let Some(path) = path else { continue };
             if is_dir {
                 if !SKIPPED_DIRS.contains(&name.as_ref()) {
                     subdirs.push(path);
@@ -182,6 +179,26 @@ impl Walk {
             );
         }
         Some(id)
+    }
+
+    /// A symlinked entry: whether it leads to a directory, and the path to go on with (`None`:
+    /// a link loop, reported). Below a sysroot a directory link is replaced by where it leads
+    /// inside the sysroot, so the walk never leaves it; a file link stays as found.
+    fn linked(&mut self, path: PathBuf, name: &str) -> (bool, Option<PathBuf>) {
+        if let Some(root) = &self.root {
+            return match super::inside::resolve(root, &path) {
+                Some(real) if real.is_dir() => (true, Some(real)),
+                _ => (false, Some(path)),
+            };
+        }
+        match fs::metadata(&path) {
+            Ok(target) => (target.is_dir(), Some(path)),
+            Err(e) if is_link_loop(&e) && catalog::classify(name).is_none() => {
+                self.problem(ProblemKind::SymlinkLoop, &path, e.to_string());
+                (false, None)
+            }
+            Err(_) => (false, Some(path)),
+        }
     }
 
     /// Reports again the libraries a directory read before held, and those below it.
