@@ -578,6 +578,9 @@ fn the_kernel_record_is_laid_out_as_nvidia_s_header_declares_it() {
         }
     }
     assert_eq!(fields.len(), 49, "every field and the size");
-    assert_eq!(c_fields, fields);
-    assert_eq!(c_constants, rust_constants());
+    assert_eq!(
+        c_fields, fields,
+        "(offset, size) of each field: NVIDIA's header (left), the simulator's record (right)"
+    );
+    assert_eq!(c_constants, rust_constants(), "NVIDIA's header (left)");
 }
