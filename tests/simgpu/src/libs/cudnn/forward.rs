@@ -38,13 +38,10 @@ fn geometry(x: &Tensor, w: &Filter, c: &Convolution) -> Result<Geometry, Failure
         mode: c.mode,
     };
     if x.dims[1] != w.dims[1] {
-        return Err(Failure::new(
-            status::BAD_PARAM_SHAPE_MISMATCH,
-            format!(
-                "the input has {} channels, the filter {}",
-                x.dims[1], w.dims[1]
-            ),
-        ));
+        return Err(Failure::bad(format!(
+            "the input has {} channels, the filter {}",
+            x.dims[1], w.dims[1]
+        )));
     }
     if g.output().is_none() {
         return Err(Failure::bad(format!(
@@ -82,7 +79,7 @@ impl Problem {
         let out = geometry.output().unwrap_or_default();
         if y.dims != out {
             return Err(Failure::new(
-                status::BAD_PARAM_SHAPE_MISMATCH,
+                status::BAD_PARAM,
                 format!(
                     "the output descriptor is {:?}, the convolution gives {:?}",
                     y.dims, out
