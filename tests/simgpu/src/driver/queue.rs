@@ -263,14 +263,15 @@ impl Inner {
     }
 
     /// Reports a kernel that ran on `gpu` from `start` to now (model seconds) to CUPTI. Its
-    /// stream id is 7 for the null stream (the id CUPTI gives the legacy default stream) and
-    /// the stream handle's number plus 8 for the others; its correlation id is its place in
-    /// the order of enqueueing, as CUPTI's count the API calls that enqueue work.
+    /// stream id is 7 for the null stream and the stream handle's number plus 8 for the others:
+    /// one id per stream, as CUPTI gives (its own numbering is undocumented). Its correlation
+    /// id is its place in the order of enqueueing, as CUPTI's count the API calls that enqueue
+    /// work.
     fn completed(&self, sim: &Sim, gpu: usize, issued: Issued, name: &str, start: f64, s: Shape) {
         let stream = if issued.stream == Streams::null(gpu) {
             7
         } else {
-            (issued.stream & 0xffff_ffff) as u32 + 8
+            ((issued.stream & 0xffff_ffff) as u32).wrapping_add(8)
         };
         let kernel = cupti::Kernel {
             name,
