@@ -112,6 +112,7 @@ fn driver() -> DriverUse {
         path: "/usr/lib/x86_64-linux-gnu/libcuda.so.1".into(),
         real_path: "/usr/lib/x86_64-linux-gnu/libcuda.so.535.261.03".into(),
         version: Some("535.261.03".into()),
+        kernel_module: None,
     }
 }
 
@@ -848,6 +849,7 @@ fn simulated_toolkit() -> CombinationReport {
             path: driver.into(),
             real_path: driver.into(),
             version: None,
+            kernel_module: None,
         }),
         libraries: vec![
             library(

@@ -420,3 +420,50 @@ fn a_cuda_compat_libcuda_on_a_geforce_gpu_is_unsupported() {
         "{message}"
     );
 }
+
+#[test]
+fn a_check_run_records_the_kernel_module_beside_the_driver_library() {
+    use stackbench::check::{check, CheckOptions, Selection};
+    // The host: a 550.54.15 module loaded; the combination: CUDA 12.9's runtime with the 535
+    // driver library of the fixtures (no GPU here: the checks fail, the record stays).
+    let host_tree = Tree::new();
+    host_tree.module(PROC_550, "550.54.15");
+    let toolkit = Tree::new();
+    std::fs::create_dir_all(toolkit.path("lib")).unwrap();
+    std::fs::copy(real_cudart(), toolkit.path("lib/libcudart.so.12")).unwrap();
+    let options = CheckOptions {
+        selection: Selection {
+            discover: stackbench::discover::Options {
+                roots: vec![toolkit.root()],
+                system: false,
+            },
+            driver_dir: Some(fixture(DRIVER_AMD64)),
+            select: Vec::new(),
+            config: Default::default(),
+            target: None,
+            device: 0,
+        },
+        timeout: std::time::Duration::from_secs(60),
+        worker: stackbench_bin(),
+    };
+    let host = stackbench::discover::Host {
+        sysroot: host_tree.root(),
+        ..stackbench::discover::Host::default()
+    };
+    let report = check(&options, &host).expect("a check run");
+    assert!(!report.combinations.is_empty(), "{report:#?}");
+    for combination in &report.combinations {
+        let driver = combination.driver.as_ref().expect("a driver library");
+        assert_eq!(driver.version.as_deref(), Some("535.261.03"), "{driver:?}");
+        assert_eq!(
+            driver.kernel_module.as_deref(),
+            Some("550.54.15"),
+            "{driver:?}"
+        );
+    }
+    let json = serde_json::to_value(&report).unwrap();
+    assert_eq!(
+        json["combinations"][0]["driver"]["kernel_module"],
+        "550.54.15"
+    );
+}

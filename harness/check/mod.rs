@@ -125,6 +125,13 @@ pub fn check(options: &CheckOptions, host: &Host) -> Result<CheckReport, CheckEr
             combinations.extend(handles.into_iter().filter_map(|h| h.join().ok()));
         });
     }
+    let module = crate::discover::nvidia::kernel_modules(host)
+        .into_iter()
+        .next()
+        .map(|m| m.version);
+    for driver in combinations.iter_mut().filter_map(|c| c.driver.as_mut()) {
+        driver.kernel_module.clone_from(&module);
+    }
     Ok(CheckReport {
         schema: CHECK_SCHEMA.to_owned(),
         started,
@@ -263,5 +270,6 @@ fn driver_use(path: &std::path::Path, checks: &[CheckResult]) -> DriverUse {
         path: path.to_path_buf(),
         real_path: path.canonicalize().unwrap_or_else(|_| path.to_path_buf()),
         version: detail("driver_version"),
+        kernel_module: None,
     }
 }

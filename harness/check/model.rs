@@ -81,6 +81,11 @@ pub struct DriverUse {
     pub real_path: PathBuf,
     /// The driver version from the file's name (`535.261.03`).
     pub version: Option<String>,
+    /// The loaded kernel module's version (`/proc/driver/nvidia/version`), beside the
+    /// user-space driver's: after an upgrade without a reboot the two differ. Absent when the
+    /// host shows no module.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_module: Option<String>,
 }
 
 /// One CUDA library of a combination.
