@@ -20,13 +20,21 @@ const CLOSE: f64 = 0.05;
 /// `stackbench <command> --format json` on the simulator with the `[faults]` lines `faults`;
 /// the exit status and the report.
 fn run(command: &[&str], faults: &str) -> (Option<i32>, Value) {
+    let (code, report, _) = traced(command, faults);
+    (code, report)
+}
+
+/// [`run`], and the simulator's trace of CUPTI's calls (one JSON object a call).
+fn traced(command: &[&str], faults: &str) -> (Option<i32>, Value, Vec<Value>) {
     let sim = simulator();
     let dir = tempfile::tempdir().expect("temporary directory");
     let profile = dir.path().join("profile.toml");
     std::fs::write(&profile, format!("[faults]\n{faults}\n")).expect("write the profile");
+    let trace = dir.path().join("trace.jsonl");
     let mut stackbench = isolated_stackbench(dir.path());
     stackbench
         .env("STACKBENCH_SIM_PROFILE", &profile)
+        .env("STACKBENCH_SIM_TRACE", &trace)
         .current_dir(dir.path())
         .args(command);
     if command[0] == "bench" {
@@ -42,7 +50,11 @@ fn run(command: &[&str], faults: &str) -> (Option<i32>, Value) {
         .arg(&sim.driver_dir)
         .output()
         .expect("run stackbench");
-    (output.status.code(), stdout_json(&output))
+    let calls = (std::fs::read_to_string(&trace).unwrap_or_default().lines())
+        .map(|line| serde_json::from_str::<Value>(line).expect("a JSON trace line"))
+        .filter(|call| call["library"] == "cupti")
+        .collect();
+    (output.status.code(), stdout_json(&output), calls)
 }
 
 /// Every check of the report's one combination.
@@ -73,9 +85,23 @@ fn close(got: f64, want: f64) -> bool {
 
 #[test]
 fn check_reads_the_kernel_records_of_the_vector_add_it_launched() {
-    let (_, report) = run(&["check", "--timeout", "60"], "");
+    let (_, report, calls) = traced(&["check", "--timeout", "60"], "");
     let activity = check(&report, "cupti.activity");
     assert_eq!(activity["status"], "pass", "{activity}");
+    // Kernel activity was enabled, and every record the simulator wrote was read.
+    let call = |name: &str| {
+        (calls.iter())
+            .find(|c| c["call"] == name)
+            .unwrap_or_else(|| panic!("no {name} in {calls:?}"))
+    };
+    let enable = call("cuptiActivityEnable");
+    assert_eq!(
+        (&enable["kind"], &enable["status"]),
+        (&10.into(), &0.into())
+    );
+    let flush = call("cuptiActivityFlushAll");
+    assert_eq!(flush["records"], activity["details"]["records"], "{flush}");
+    assert_eq!(flush["dropped"], 0, "{flush}");
     let details = &activity["details"];
     assert_eq!(details["kernel"], "vector_add", "{activity}");
     // 1 Mi floats: two read and one written at the profile's bandwidth, and the launch's cost.

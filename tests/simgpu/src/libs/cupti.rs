@@ -14,6 +14,7 @@ pub mod record;
 pub mod result;
 
 use crate::state::sim;
+use crate::trace;
 use activity::{BufferCompleted, BufferRequested};
 use result::{CUptiResult, Error};
 use std::ffi::{c_char, c_void};
@@ -105,10 +106,16 @@ pub extern "C" fn cuptiActivityRegisterCallbacks(
 }
 
 /// `cuptiActivityEnable`: `CUPTI_ACTIVITY_KIND_KERNEL` or `CONCURRENT_KERNEL` (one of them);
-/// other kinds are not recorded here (`CUPTI_ERROR_NOT_SUPPORTED`).
+/// other kinds are not recorded here (`CUPTI_ERROR_NOT_SUPPORTED`). Traced with its answer.
 #[no_mangle]
 pub extern "C" fn cuptiActivityEnable(kind: u32) -> CUptiResult {
-    guarded(|| activity::enable(sim(), kind))
+    let status = guarded(|| activity::enable(sim(), kind));
+    trace::record(
+        "cupti",
+        "cuptiActivityEnable",
+        &[("kind", kind.into()), ("status", status.into())],
+    );
+    status
 }
 
 /// `cuptiActivityDisable`.
@@ -118,7 +125,7 @@ pub extern "C" fn cuptiActivityDisable(kind: u32) -> CUptiResult {
 }
 
 /// `cuptiActivityFlushAll`: every record into the client's buffers, handed back before it
-/// returns (all are complete, so the flag changes nothing).
+/// returns (all are complete, so the flag changes nothing). Traced with the records written.
 #[no_mangle]
 pub extern "C" fn cuptiActivityFlushAll(_flag: u32) -> CUptiResult {
     guarded(|| activity::flush(sim()))

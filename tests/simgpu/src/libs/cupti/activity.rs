@@ -20,6 +20,7 @@
 use super::record::{self, ActivityKernel10, KERNEL_BYTES, KIND_CONCURRENT_KERNEL, KIND_KERNEL};
 use super::result::Error;
 use crate::state::Sim;
+use crate::trace;
 use std::collections::HashMap;
 use std::ffi::{c_void, CStr, CString};
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -264,11 +265,13 @@ impl Kept {
 }
 
 /// `cuptiActivityFlushAll`: every kept record into the client's buffers, each buffer handed
-/// back before this returns. Needs registered callbacks (`CUPTI_ERROR_INVALID_OPERATION`).
+/// back before this returns, traced with the records written, the buffers and the records
+/// dropped. Needs registered callbacks (`CUPTI_ERROR_INVALID_OPERATION`).
 pub fn flush(sim: &Sim) -> Result<(), Error> {
     let (callbacks, kept) = with(sim, |host| (host.callbacks, std::mem::take(&mut host.kept)));
     let (requested, completed) = callbacks.ok_or(Error::INVALID_OPERATION)?;
     let mut rest = kept.as_slice();
+    let mut buffers = 0usize;
     while !rest.is_empty() {
         let (mut buffer, mut size, mut max) = (std::ptr::null_mut(), 0usize, 0usize);
         // SAFETY: three valid places for the client to write, as CUPTI passes them.
@@ -294,8 +297,18 @@ pub fn flush(sim: &Sim) -> Result<(), Error> {
         }
         // SAFETY: the buffer the client gave, `count` records of it written.
         unsafe { completed(std::ptr::null_mut(), 0, buffer, size, count * KERNEL_BYTES) };
+        buffers += 1;
         rest = later;
     }
+    trace::record(
+        "cupti",
+        "cuptiActivityFlushAll",
+        &[
+            ("records", (kept.len() - rest.len()).into()),
+            ("buffers", buffers.into()),
+            ("dropped", rest.len().into()),
+        ],
+    );
     Ok(())
 }
 
