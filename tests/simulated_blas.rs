@@ -9,6 +9,11 @@ mod common;
 use common::{isolated_stackbench, simulator, stdout_json};
 use serde_json::Value;
 use std::path::Path;
+use std::sync::{Mutex, PoisonError};
+
+/// One bench of this file at a time: each holds a few GiB for the 8192² GEMMs of --quick
+/// (device memory, the simulator's reference, the bench's own copies).
+static ONE_BENCH: Mutex<()> = Mutex::new(());
 
 /// The checks of the runtime and the two BLAS libraries.
 const BLAS_CHECKS: [&str; 10] = [
@@ -42,6 +47,8 @@ struct Run {
 /// `stackbench <command> --format json` on the simulator with the profile `toml`, tracing the
 /// simulated libraries' calls.
 fn run(command: &[&str], toml: &str) -> Run {
+    let _one =
+        (command[0] == "bench").then(|| ONE_BENCH.lock().unwrap_or_else(PoisonError::into_inner));
     let sim = simulator();
     let dir = tempfile::tempdir().expect("temporary directory");
     let profile = dir.path().join("profile.toml");

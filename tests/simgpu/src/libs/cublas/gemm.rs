@@ -210,25 +210,32 @@ impl Gemm {
         )
     }
 
-    /// Reads operand `o`'s `rows x cols` span, widened to f32.
+    /// Reads operand `o`'s `rows x cols` matrix, widened to f32 and rounded by `rounding`,
+    /// column by column at its leading dimension (what lies between columns comes too), never
+    /// holding more than a column's bytes.
     fn load(
-        &self,
         memory: &DeviceMemory<'_>,
         o: &Operand,
         (rows, cols): (usize, usize),
+        rounding: Rounding,
     ) -> Result<Vec<f32>, Code> {
-        let bytes = memory.read(o.address, span(rows, cols, o.ld) * o.element.size())?;
-        Ok(o.element.decode(&bytes))
+        let size = o.element.size();
+        let mut out = Vec::with_capacity(span(rows, cols, o.ld));
+        for j in 0..cols {
+            let len = if j + 1 == cols { rows } else { o.ld };
+            let address = o.address + (j * o.ld * size) as u64;
+            let column = o.element.decode(&memory.read(address, len * size)?);
+            out.extend(column.into_iter().map(|x| rounding.apply(x)));
+        }
+        Ok(out)
     }
 
     /// Computes `D` from device memory into device memory; with `wrong` (the fault), a few of
     /// its elements perturbed.
     fn run(&self, memory: &mut DeviceMemory<'_>, wrong: bool) -> Result<(), Code> {
         let (m, n) = (self.m, self.n);
-        let round =
-            |v: Vec<f32>| -> Vec<f32> { v.into_iter().map(|x| self.rounding.apply(x)).collect() };
-        let a = round(self.load(memory, &self.a, self.stored_a())?);
-        let b = round(self.load(memory, &self.b, self.stored_b())?);
+        let a = Gemm::load(memory, &self.a, self.stored_a(), self.rounding)?;
+        let b = Gemm::load(memory, &self.b, self.stored_b(), self.rounding)?;
         let mut d = product(
             self.transa,
             self.transb,
@@ -242,8 +249,10 @@ impl Gemm {
             self.b.ld,
         )
         .ok_or(Code::ILLEGAL_ADDRESS)?;
+        drop((a, b));
         if self.beta != 0.0 {
-            let c = self.load(memory, &self.c, (m, n))?;
+            // C as stored: beta scales it whatever the compute type rounds.
+            let c = Gemm::load(memory, &self.c, (m, n), Rounding::None)?;
             for j in 0..n {
                 for i in 0..m {
                     d[i + j * m] += self.beta * c[i + j * self.c.ld];
@@ -255,18 +264,16 @@ impl Gemm {
                 d[at] = perturb(d[at]);
             }
         }
-        // D's span is read first so that what lies between its columns stays as it was.
+        // Column by column: what lies between D's columns stays as it was.
         let size = self.d.element.size();
-        let mut out = memory.read(self.d.address, span(m, n, self.d.ld) * size)?;
+        let mut column = vec![0u8; m * size];
         for j in 0..n {
-            for i in 0..m {
-                let at = (i + j * self.d.ld) * size;
-                self.d
-                    .element
-                    .encode_into(d[i + j * m], &mut out[at..at + size]);
+            for (i, out) in column.chunks_exact_mut(size).enumerate() {
+                self.d.element.encode_into(d[i + j * m], out);
             }
+            memory.write(self.d.address + (j * self.d.ld * size) as u64, &column)?;
         }
-        memory.write(self.d.address, &out)
+        Ok(())
     }
 
     /// The states of A, B and D now, if each lies in device memory.
