@@ -48,6 +48,8 @@ pub struct CalibrationRow {
     pub detectable: f64,
     /// The smallest threshold at which no pair is `slower` or `faster`.
     pub threshold_for_none: f64,
+    /// The smallest threshold at which every pair is `same`: the widest reach of an interval.
+    pub threshold_for_same: f64,
 }
 
 /// Why runs cannot be calibrated from (exit status 2).
@@ -106,6 +108,7 @@ struct Tally {
     changes: Vec<f64>,
     detectable: Vec<f64>,
     threshold_for_none: f64,
+    threshold_for_same: f64,
 }
 
 /// Each benchmark's tally over every pair of `runs` (older first), in the first run's order.
@@ -153,6 +156,8 @@ fn rows(runs: &[&BenchReport], threshold: f64) -> Vec<CalibrationRow> {
                     .push((1.0 + threshold) * r.ratio / r.low - 1.0);
                 tally.threshold_for_none =
                     tally.threshold_for_none.max(r.low - 1.0).max(1.0 - r.high);
+                tally.threshold_for_same =
+                    tally.threshold_for_same.max(r.high - 1.0).max(1.0 - r.low);
             }
         }
     }
@@ -175,6 +180,7 @@ fn rows(runs: &[&BenchReport], threshold: f64) -> Vec<CalibrationRow> {
                 widest_change: tally.changes.iter().copied().fold(0.0, f64::max),
                 detectable: median_or_zero(tally.detectable),
                 threshold_for_none: tally.threshold_for_none,
+                threshold_for_same: tally.threshold_for_same,
             })
         })
         .collect()
@@ -249,7 +255,7 @@ mod tests {
     }
 
     #[test]
-    fn every_pair_is_tallied_and_the_threshold_for_none_covers_the_widest_interval() {
+    fn every_pair_is_tallied_and_the_thresholds_cover_the_widest_interval() {
         let runs = [
             run("2026-01-01T00:00:00Z", [100.0, 104.0, 98.0]),
             run("2026-01-01T00:01:00Z", [101.0, 99.0, 103.0]),
@@ -270,8 +276,10 @@ mod tests {
             "{row:?}"
         );
         assert!(row.detectable > 0.02, "{row:?}");
-        // At the threshold for none, no pair would be slower or faster; just below it, one is.
-        assert!(row.threshold_for_none >= 0.0);
+        // Intervals that all hold 1: no threshold makes a pair slower or faster, and only one
+        // as wide as the widest interval's reach makes them all the same.
+        assert_eq!(row.threshold_for_none, 0.0);
+        assert!(row.threshold_for_same > row.widest_change, "{row:?}");
     }
 
     #[test]

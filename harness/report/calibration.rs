@@ -37,6 +37,7 @@ fn cells(row: &CalibrationRow) -> Vec<String> {
         pct(row.widest_change),
         pct(row.detectable),
         pct(row.threshold_for_none),
+        pct(row.threshold_for_same),
     ]
 }
 
@@ -60,6 +61,7 @@ pub fn calibration(
 ) -> Result<Vec<u8>, OutputError> {
     let mut header: Vec<&str> = HEADER.to_vec();
     header.push("threshold for none");
+    header.push("threshold for same");
     let rows: Vec<Vec<String>> = report.benchmarks.iter().map(cells).collect();
     let text = match options.format {
         Format::Json => return super::json::to_json(report),
@@ -122,7 +124,8 @@ pub fn calibration(
             out.push_str(
                 "\n  detectable change: the median over pairs of the smallest slowdown each pair's \
                  interval would have called slower; threshold for none: the smallest --threshold \
-                 at which no pair is slower or faster\n",
+                 at which no pair is slower or faster; threshold for same: the smallest at which \
+                 every pair is the same\n",
             );
             out
         }
