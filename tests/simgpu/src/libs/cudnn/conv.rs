@@ -19,9 +19,13 @@ pub struct Geometry {
     pub input: [usize; 4],
     /// `[k, c, r, s]`.
     pub filter: [usize; 4],
+    /// Zero rows and columns added on each side.
     pub pad: [usize; 2],
+    /// Rows and columns between neighbouring outputs' windows (`u`, `v`).
     pub stride: [usize; 2],
+    /// Rows and columns between neighbouring filter taps.
     pub dilation: [usize; 2],
+    /// Whether the filter is flipped.
     pub mode: Mode,
 }
 

@@ -202,12 +202,19 @@ pub unsafe extern "C" fn cudnnGetConvolutionForwardAlgorithmMaxCount(
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct AlgoPerf {
+    /// `cudnnConvolutionFwdAlgo_t`.
     pub algo: c_int,
+    /// Whether it can run this problem.
     pub status: Status,
+    /// Milliseconds measured (-1: not measured).
     pub time: f32,
+    /// Workspace bytes it needs.
     pub memory: usize,
+    /// `cudnnDeterminism_t`.
     pub determinism: c_int,
+    /// `cudnnMathType_t`.
     pub math_type: c_int,
+    /// Zero.
     pub reserved: [c_int; 3],
 }
 

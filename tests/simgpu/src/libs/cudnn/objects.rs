@@ -41,9 +41,13 @@ pub struct Filter {
 /// A set `cudnnConvolutionDescriptor_t` (2-D); pairs are (height, width).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Convolution {
+    /// Zero padding.
     pub pad: [usize; 2],
+    /// `u`, `v`.
     pub stride: [usize; 2],
+    /// Between filter taps.
     pub dilation: [usize; 2],
+    /// `cudnnConvolutionMode_t`.
     pub mode: Mode,
     /// `cudnnDataType_t` of the arithmetic.
     pub compute_type: i32,

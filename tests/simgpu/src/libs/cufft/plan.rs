@@ -47,8 +47,11 @@ impl Kind {
 /// basic layout is `embed = n`, `stride = 1`, `dist = prod(n)`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Layout {
+    /// The storage's dimensions (`inembed`/`onembed`; the first is not used).
     pub embed: Vec<usize>,
+    /// Elements between neighbours of the last dimension.
     pub stride: usize,
+    /// Elements between neighbouring batch elements.
     pub dist: usize,
 }
 
@@ -80,11 +83,15 @@ impl Layout {
 /// A plan.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plan {
+    /// The transform's data.
     pub kind: Kind,
     /// The transform's dimensions, slowest first.
     pub n: Vec<usize>,
+    /// Transforms per execution.
     pub batch: usize,
+    /// Where the input elements are.
     pub input: Layout,
+    /// Where the output elements go.
     pub output: Layout,
     /// The stream its work goes on (`cufftSetStream`), as an address.
     pub stream: usize,

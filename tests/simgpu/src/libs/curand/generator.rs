@@ -46,10 +46,13 @@ const DEFAULT_SEED: u64 = 0;
 /// One generator's state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Generator {
+    /// `curandRngType_t`.
     pub rng_type: c_int,
+    /// Philox's key.
     pub seed: u64,
     /// The position in the sequence the next generation starts at.
     pub offset: u64,
+    /// `curandOrdering_t`.
     pub ordering: c_int,
     /// The stream its work goes on, as an address.
     pub stream: usize,
