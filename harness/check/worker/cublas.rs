@@ -43,6 +43,7 @@ const K: usize = 112;
 const LDA: usize = K + 4;
 const LDB: usize = N + 8;
 const LDC: usize = N + 24;
+const _: () = assert!(LDA >= K && LDB >= N && LDC >= N);
 
 /// The cuBLASLt workspace: what its heuristics may plan with.
 const LT_WORKSPACE: usize = 4 << 20;
@@ -164,7 +165,7 @@ fn upload<T: Plain>(p: &Problem<T>, nan: T) -> Result<Buffers<T>, Outcome> {
     Ok((
         DeviceBuffer::from_slice(&pitched(&p.a, K, LDA, nan))?,
         DeviceBuffer::from_slice(&pitched(&p.b, N, LDB, nan))?,
-        DeviceBuffer::from_slice(&vec![nan; M * LDC])?,
+        DeviceBuffer::from_slice(&[nan; M * LDC])?,
     ))
 }
 
@@ -402,7 +403,6 @@ mod tests {
         for (i, x) in all.iter().enumerate() {
             assert!(all[..i].iter().all(|y| y != x), "{all:?}");
         }
-        assert!(LDA >= K && LDB >= N && LDC >= N);
         let packed = [1, 2, 3, 4, 5, 6];
         let padded = pitched(&packed, 3, 5, 0);
         assert_eq!(padded, [1, 2, 3, 0, 0, 4, 5, 6, 0, 0]);
