@@ -135,6 +135,11 @@ pub fn doctor(options: &DoctorOptions, host: &Host) -> DoctorReport {
             search
         }
     };
+    // Below a sysroot the rules see LD_LIBRARY_PATH's entries as placed inside it.
+    let ld_library_path = match sysroot {
+        true => ld_library_path.map(|_| search.ld_library_path.join(":")),
+        false => ld_library_path,
+    };
     let driver_files = discover::nvidia::read(host);
     let container = discover::container::read(host);
     let mut gpu = match options.target {

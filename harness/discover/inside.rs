@@ -15,7 +15,7 @@ const MAX_LINKS: usize = 40;
 enum Step {
     /// The real path of an existing file or directory, inside the root.
     Real(PathBuf),
-    /// A component is missing: the path up to it, inside the root.
+    /// A component is missing: the path inside the root with it and what follows it.
     Missing(PathBuf),
     /// More links than the kernel follows.
     Loop,
@@ -32,8 +32,8 @@ pub fn resolve(root: &Path, path: &Path) -> Option<PathBuf> {
 }
 
 /// A place to search below `root`: where `path` leads inside it, or, when part of it is
-/// missing, the missing place itself inside it (a walk of it finds nothing); `None` when its
-/// links loop.
+/// missing, the path from the missing entry on, inside it (nothing is there to find); `None`
+/// when its links loop.
 pub fn place(root: &Path, path: &Path) -> Option<PathBuf> {
     match walk(root, path) {
         Step::Real(real) | Step::Missing(real) => Some(real),
@@ -110,7 +110,12 @@ fn walk(root: &Path, path: &Path) -> Step {
         let next = current.join(&part);
         let meta = match std::fs::symlink_metadata(&next) {
             Ok(meta) => meta,
-            Err(_) => return Step::Missing(next),
+            // Nothing exists below a missing entry: the rest of the path is kept, as named.
+            Err(_) => {
+                let mut missing = next;
+                missing.extend(parts);
+                return Step::Missing(missing);
+            }
         };
         if !meta.file_type().is_symlink() {
             current = next;
@@ -176,6 +181,20 @@ mod tests {
         assert_eq!(resolve(&root, Path::new("/escape")), Some(root.join("etc")));
         // The machine's own /etc/passwd is not below the root: nothing.
         assert_eq!(resolve(&root, Path::new("/escape/passwd")), None);
+    }
+
+    #[test]
+    fn a_missing_place_keeps_its_whole_path_inside_the_root() {
+        let (_dir, root) = tree();
+        assert_eq!(
+            place(&root, Path::new("/usr/local/nvidia/lib64")),
+            Some(root.join("usr/local/nvidia/lib64"))
+        );
+        symlink("/opt/nvidia", root.join("usr/local/gone")).unwrap();
+        assert_eq!(
+            place(&root, Path::new("/usr/local/gone/lib")),
+            Some(root.join("opt/nvidia/lib"))
+        );
     }
 
     #[test]
