@@ -330,6 +330,8 @@ pub fn benchmarks(
                     (simulated(old, o), simulated(new, n)),
                     (Some(a), Some(b)) if a != b
                 ),
+                old_figure_ns: judged.map(|(e, _, _)| e.figures.0),
+                new_figure_ns: judged.map(|(e, _, _)| e.figures.1),
                 old_repetitions: judged.map(|(_, a, _)| a),
                 new_repetitions: judged.map(|(_, _, b)| b),
                 floor: floor.filter(|_| judged.is_some()),

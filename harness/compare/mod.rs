@@ -245,6 +245,8 @@ mod tests {
                 verdict: Some(Verdict::Slower),
                 clocks_differ: false,
                 simulated_vs_real,
+                old_figure_ns: None,
+                new_figure_ns: None,
                 old_repetitions: Some(1),
                 new_repetitions: Some(1),
                 floor: None,

@@ -80,6 +80,12 @@ pub struct BenchmarkRow {
     /// a regression. Absent (false) otherwise.
     #[serde(default, skip_serializing_if = "is_false")]
     pub simulated_vs_real: bool,
+    /// Each side's figure, ns: the geometric mean of its repetitions' medians (the median, for
+    /// one repetition), which `ratio` sets against each other.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub old_figure_ns: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new_figure_ns: Option<f64>,
     /// The measured repetitions behind each side's figure.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub old_repetitions: Option<usize>,

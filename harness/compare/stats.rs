@@ -147,6 +147,8 @@ impl Floor {
 pub struct Estimate {
     pub ratio: Ratio,
     pub floor_set: bool,
+    /// Each side's figure, ns: the geometric mean of its repetitions' medians.
+    pub figures: (f64, f64),
 }
 
 /// The median of `values` (sorted in place); `values` must not be empty.
@@ -319,6 +321,7 @@ pub fn estimate(old: &[&[f64]], new: &[&[f64]], floor: &Floor) -> Option<Estimat
             high: (point + above.max(f)).exp(),
         },
         floor_set: f > below || f > above,
+        figures: (a.figure().exp(), b.figure().exp()),
     })
 }
 

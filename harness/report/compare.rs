@@ -17,6 +17,15 @@ pub fn median(value: Option<f64>) -> String {
     value.map_or("-".to_owned(), duration)
 }
 
+/// A side's figure as the verdict weighed it (the geometric mean of its repetitions' medians),
+/// else its median: `(old, new)`.
+pub fn figures(row: &BenchmarkRow) -> (String, String) {
+    (
+        median(row.old_figure_ns.or(row.old_median_ns)),
+        median(row.new_figure_ns.or(row.new_median_ns)),
+    )
+}
+
 /// The change in percent (`+3.1%`) and its interval (`+2.4% … +3.9%`), or why there is none
 /// (`failed → measured`).
 pub fn ratio_cells(row: &BenchmarkRow) -> (String, String) {
@@ -201,6 +210,8 @@ mod tests {
             verdict: Some(Verdict::Slower),
             clocks_differ,
             simulated_vs_real,
+            old_figure_ns: None,
+            new_figure_ns: None,
             old_repetitions: Some(3),
             new_repetitions: Some(5),
             floor: Some(crate::compare::stats::Floor::default_for(

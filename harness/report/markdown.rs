@@ -230,17 +230,16 @@ impl Exporter for Markdown {
                 view::benchmarks_title(report)
             );
             out.push_str(
-                "| benchmark | old median | new median | change | interval | repetitions | verdict | why |\n",
+                "| benchmark | old | new | change | interval | repetitions | verdict | why |\n",
             );
             out.push_str("| --- | --- | --- | --- | --- | --- | --- | --- |\n");
             for b in &report.benchmarks {
                 let (change, interval) = view::ratio_cells(b);
+                let (old, new) = view::figures(b);
                 let _ = writeln!(
                     out,
-                    "| `{}` | {} | {} | {change} | {interval} | {} | {} | {} |",
+                    "| `{}` | {old} | {new} | {change} | {interval} | {} | {} | {} |",
                     b.id,
-                    view::median(b.old_median_ns),
-                    view::median(b.new_median_ns),
                     view::repetitions(b),
                     view::verdict(b),
                     escape(&view::note(b).unwrap_or_default())

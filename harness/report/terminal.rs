@@ -284,10 +284,11 @@ impl Exporter for Terminal {
                 .iter()
                 .map(|b| {
                     let (change, interval) = view::ratio_cells(b);
+                    let (old, new) = view::figures(b);
                     vec![
                         b.id.clone(),
-                        view::median(b.old_median_ns),
-                        view::median(b.new_median_ns),
+                        old,
+                        new,
                         change,
                         interval,
                         view::repetitions(b),
