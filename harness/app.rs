@@ -70,8 +70,15 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> anyhow::Result<ExitCode>
                         compare::calibrate::calibrate(&files, compare_options.threshold)?;
                     let bytes = report::calibration(&report_options, &calibration)?;
                     output::write(&report_options.destination, &bytes)?;
-                    let wrong = calibration.benchmarks.iter().any(|b| b.false_verdicts > 0.0);
-                    return Ok(ExitCode::from(if wrong { EXIT_FINDINGS } else { EXIT_CLEAN }));
+                    let wrong = calibration
+                        .benchmarks
+                        .iter()
+                        .any(|b| b.false_verdicts > 0.0);
+                    return Ok(ExitCode::from(if wrong {
+                        EXIT_FINDINGS
+                    } else {
+                        EXIT_CLEAN
+                    }));
                 }
             };
             let report = compare::compare(&old, &new, &compare_options)?;

@@ -143,7 +143,12 @@ fn left_behind(facts: &DriverFacts) -> Option<Finding> {
         .libcuda_files
         .iter()
         // A version some libcuda.so.1 on the search is: the copy's own finding says it.
-        .filter(|(_, v)| !facts.libcuda.iter().any(|f| f.version() == Some(v.as_str())))
+        .filter(|(_, v)| {
+            !facts
+                .libcuda
+                .iter()
+                .any(|f| f.version() == Some(v.as_str()))
+        })
         .collect();
     if others.is_empty() {
         return None;
