@@ -32,7 +32,7 @@ fn samples(median: f64, count: usize, seed: usize) -> Vec<f64> {
 /// `factor` times as slow as the first.
 fn run(started: &str, factor: f64) -> BenchReport {
     let combination = "pip:venv-cu12";
-    let keys = plan::gpu(combination, Depth::Full)
+    let keys = plan::gpu(combination, Depth::Full, false)
         .into_iter()
         .chain(plan::compile(combination, "sm_90"))
         .map(|p| p.key)

@@ -78,10 +78,15 @@ impl Depth {
         }
     }
 
-    fn matmul_sizes(self) -> &'static [u64] {
-        match self {
-            Depth::Full => &MATMUL_SIZES,
-            Depth::Quick => &MATMUL_SIZES[3..],
+    /// The matmul sides: a quick run's one size is the largest, except on a simulated device,
+    /// which computes every GEMM on the host's CPU (an 8192³ one takes it about 15 s, four
+    /// precisions a repetition) while its rate comes from the model at any size: there the
+    /// smallest.
+    fn matmul_sizes(self, simulated: bool) -> &'static [u64] {
+        match (self, simulated) {
+            (Depth::Full, _) => &MATMUL_SIZES,
+            (Depth::Quick, false) => &MATMUL_SIZES[3..],
+            (Depth::Quick, true) => &MATMUL_SIZES[..1],
         }
     }
 }
@@ -96,8 +101,9 @@ fn key(combination: &str, benchmark: &'static str, side: Side, parameters: Param
 }
 
 /// The GPU benchmarks of one combination, in the order they run: the copy ceiling first, then
-/// vector add, then every matmul (cuBLAS per precision, then the NVRTC kernel).
-pub fn gpu(combination: &str, depth: Depth) -> Vec<Planned> {
+/// vector add, then every matmul (cuBLAS per precision, then the NVRTC kernel), sized for a
+/// `simulated` device where that differs.
+pub fn gpu(combination: &str, depth: Depth, simulated: bool) -> Vec<Planned> {
     let mut planned = vec![Planned {
         key: key(
             combination,
@@ -138,7 +144,7 @@ pub fn gpu(combination: &str, depth: Depth) -> Vec<Planned> {
         .map(|&p| (Implementation::Cublas, p))
         .chain([(Implementation::Nvrtc, Precision::F32)]);
     for (implementation, precision) in matmuls {
-        for &size in depth.matmul_sizes() {
+        for &size in depth.matmul_sizes(simulated) {
             for &mode in depth.modes() {
                 planned.push(Planned {
                     key: key(
@@ -202,7 +208,7 @@ mod tests {
 
     #[test]
     fn the_full_suite_covers_every_size_precision_and_mode() {
-        let full = gpu("c", Depth::Full);
+        let full = gpu("c", Depth::Full, false);
         // copy + 5 vector-add sizes x 2 modes + (4 cuBLAS precisions + NVRTC) x 4 sizes x 2 modes
         assert_eq!(full.len(), 1 + 10 + 40);
         let ids: HashSet<String> = full.iter().map(|p| p.key.id()).collect();
@@ -214,10 +220,24 @@ mod tests {
 
     #[test]
     fn the_quick_suite_is_one_size_and_one_mode() {
-        let quick = gpu("c", Depth::Quick);
+        let quick = gpu("c", Depth::Quick, false);
         assert_eq!(quick.len(), 1 + 1 + 5);
         assert!(quick.iter().all(|p| p.mode == Some(Mode::Batch)));
         assert!(Depth::Quick.gpu_limits().time_limit_s < Depth::Full.gpu_limits().time_limit_s);
+        let ids: HashSet<String> = quick.iter().map(|p| p.key.id()).collect();
+        assert!(ids.contains("matmul/c/cublas/f32/8192/batch"));
+    }
+
+    #[test]
+    fn a_simulated_device_s_quick_matmuls_are_the_smallest_size() {
+        let quick = gpu("c", Depth::Quick, true);
+        assert_eq!(quick.len(), 1 + 1 + 5);
+        let sizes: HashSet<Option<u64>> = (quick.iter())
+            .filter(|p| p.key.benchmark == "matmul")
+            .map(|p| p.key.parameters.size)
+            .collect();
+        assert_eq!(sizes, HashSet::from([Some(1024)]));
+        assert_eq!(gpu("c", Depth::Full, true), gpu("c", Depth::Full, false));
     }
 
     #[test]

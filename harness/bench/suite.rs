@@ -87,15 +87,16 @@ pub fn run(
 ) -> (CombinationRun, Vec<BenchResult>) {
     let name = combination.name.as_str();
     let compile = plan::compile(name, settings.arch);
-    let gpu_plan = plan::gpu(name, settings.depth);
+    let mut client = start(combination, settings);
+    let setup = client.as_ref().map(|c| c.setup.clone()).unwrap_or_default();
+    let simulated = crate::check::model::CombinationReport::ran_simulated(&setup);
+    let gpu_plan = plan::gpu(name, settings.depth, simulated);
     let total = compile.len() + 1 + gpu_plan.len();
     let mut results = Vec::with_capacity(total);
     let report = |result: BenchResult, results: &mut Vec<BenchResult>| {
         progress.update(name, results.len() + 1, total, &result);
         results.push(result);
     };
-    let mut client = start(combination, settings);
-    let setup = client.as_ref().map(|c| c.setup.clone()).unwrap_or_default();
     let gpu_unavailable = match &client {
         Err(why) => Some(why.clone()),
         Ok(_) => unmet(&setup, "driver.devices").map(|why| format!("no GPU: {why}")),
@@ -144,7 +145,7 @@ pub fn run(
         peaks,
         l2_bytes,
         gpu_unavailable,
-        simulated: crate::check::model::CombinationReport::ran_simulated(&setup),
+        simulated,
     };
     (run, results)
 }
