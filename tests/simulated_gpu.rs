@@ -32,8 +32,11 @@ fn run_profile(command: &[&str], toml: &str) -> (Option<i32>, Value) {
         .current_dir(dir.path())
         .args(command);
     if command[0] == "bench" {
-        // Its files go to the temporary directory, not the checkout's results/.
-        stackbench.arg("--results").arg(dir.path());
+        // Its files go to the temporary directory, not the checkout's results/; one repetition
+        // (repetitions are compare's business, tested in tests/simulated_compare.rs).
+        stackbench
+            .args(["--repeat", "1", "--results"])
+            .arg(dir.path());
     }
     let output = stackbench
         .args(["--no-system", "--format", "json", "--root"])
@@ -69,44 +72,77 @@ fn status<'a>(report: &'a Value, id: &str) -> (&'a str, &'a str) {
 }
 
 #[test]
-fn check_runs_the_driver_nvrtc_and_nvml_on_the_simulated_gpu() {
+fn check_passes_every_check_of_the_simulated_combination() {
     let (code, report) = check("", "60");
     assert_eq!(report["simulated"], true);
-    let passed = [
-        "driver.library",
+    let checks = report["combinations"][0]["checks"]
+        .as_array()
+        .expect("checks");
+    // The driver, NVRTC, NVML and every simulated library of the CUDA 13.0 toolkit.
+    for id in [
         "driver.init",
-        "driver.version",
-        "driver.devices",
-        "driver.nvml",
         "driver.health",
-        "nvrtc.compile_vector_add",
-        "nvrtc.compile_matmul",
         "nvrtc.launch_vector_add",
         "nvrtc.launch_matmul",
-    ];
-    for id in passed {
-        assert_eq!(
-            status(&report, id).0,
-            "pass",
-            "{id}: {:?}",
-            status(&report, id)
-        );
+        "cudart.memcpy",
+        "cublas.sgemm",
+        "cublasLt.matmul",
+        "cudnn.conv_forward",
+        "cupti.activity",
+        "cufft.c2c",
+        "curand.generate",
+    ] {
+        assert!(checks.iter().any(|c| c["id"] == id), "no check {id}");
     }
-    // The device (15.0) is newer than NVRTC 12.9: PTX, JIT-compiled by the driver.
+    for c in checks {
+        let id = c["id"].as_str().unwrap_or_default();
+        let expected = if id == "coverage.kernels" {
+            "warn"
+        } else {
+            "pass"
+        };
+        assert_eq!(c["status"], expected, "{id}: {}", c["reason"]);
+    }
+    // The device (15.0) is newer than NVRTC 13.0: PTX, JIT-compiled by the driver.
     let launch = result(&report, "nvrtc.launch_vector_add");
     assert_eq!(launch["details"]["image"], "ptx", "{launch}");
-    let (coverage, why) = status(&report, "coverage.kernels");
-    assert_eq!(coverage, "warn");
-    assert!(why.contains("PTX"), "{why}");
-    // What the simulator does not provide yet is skipped, saying so.
-    for id in ["cublas.sgemm", "cudnn.conv_forward", "cupti.activity"] {
-        let (s, why) = status(&report, id);
-        assert_eq!(s, "skip", "{id}: {why}");
-    }
-    let (memcpy, why) = status(&report, "cudart.memcpy");
-    assert_eq!(memcpy, "skip", "{why}");
-    assert!(why.contains("simulated"), "{why}");
+    assert!(status(&report, "coverage.kernels").1.contains("PTX"));
     assert_eq!(code, Some(0), "{report}");
+}
+
+#[test]
+fn the_simulated_run_s_junit_report_is_valid() {
+    let sim = simulator();
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let output = isolated_stackbench(dir.path())
+        .args(["check", "--no-system", "--format", "junit", "--root"])
+        .arg(&sim.toolkit_dir)
+        .arg("--driver-dir")
+        .arg(&sim.driver_dir)
+        .output()
+        .expect("run stackbench");
+    assert_eq!(output.status.code(), Some(0));
+    let file = dir.path().join("check.xml");
+    std::fs::write(&file, &output.stdout).expect("write the report");
+    let schema = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/junit-10.xsd");
+    let lint = std::process::Command::new("xmllint")
+        .arg("--noout")
+        .arg("--schema")
+        .arg(&schema)
+        .arg(&file)
+        .output()
+        .expect("xmllint (Debian's libxml2-utils; ci/test installs it)");
+    assert!(
+        lint.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&lint.stderr),
+        String::from_utf8_lossy(&output.stdout)
+    );
+    let xml = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        xml.contains("cublas.sgemm") && xml.contains("simulated"),
+        "{xml}"
+    );
 }
 
 #[test]
@@ -224,7 +260,7 @@ fn the_telemetry_reads_the_device_the_benchmarks_ran_on() {
 
 #[test]
 fn ptx_newer_than_the_driver_s_jit_is_explained() {
-    // CUDA 12.9's NVRTC writes PTX ISA 8.8; a driver of CUDA 12.0 JIT-compiles up to 8.0.
+    // CUDA 13.0's NVRTC writes PTX ISA 9.0; a driver of CUDA 12.0 JIT-compiles up to 8.0.
     let old_driver = "[[device]]\ncuda_version = \"12.0\"\n";
     let (code, report) = run_profile(&["check", "--timeout", "60"], old_driver);
     let (s, why) = status(&report, "nvrtc.launch_vector_add");
