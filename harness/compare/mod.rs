@@ -111,6 +111,7 @@ pub fn compare(
         threshold: options.threshold,
         old: info(old_path, &old),
         new: info(new_path, &new),
+        upgrade: upgrade(&old, &new),
         environment: Vec::new(),
         benchmarks: Vec::new(),
         checks: Vec::new(),
@@ -156,6 +157,36 @@ pub fn compare(
     Ok(report)
 }
 
+/// The driver a run used: NVML's version, else the first driver library version a check run
+/// recorded; and the kernel module a check run saw loaded.
+fn driver(run: &Run) -> (Option<String>, Option<String>) {
+    let drivers = match run {
+        Run::Check(r) => r
+            .combinations
+            .iter()
+            .filter_map(|c| c.driver.as_ref())
+            .collect(),
+        _ => Vec::new(),
+    };
+    let version = (run.gpu().and_then(|g| g.driver_version.clone()))
+        .or_else(|| drivers.iter().find_map(|d| d.version.clone()));
+    let module = drivers.iter().find_map(|d| d.kernel_module.clone());
+    (version, module)
+}
+
+/// The driver change between `old` and `new`, if their drivers differ.
+fn upgrade(old: &Run, new: &Run) -> Option<model::Upgrade> {
+    let ((Some(a), old_module), (Some(b), new_module)) = (driver(old), driver(new)) else {
+        return None;
+    };
+    (a != b || old_module != new_module).then_some(model::Upgrade {
+        old: a,
+        new: b,
+        old_module,
+        new_module,
+    })
+}
+
 /// Every change that counts under `fail_on`, in words.
 fn regressions(report: &CompareReport, fail_on: &[FailOn]) -> Vec<String> {
     let counts = |kind: FailOn| fail_on.contains(&kind);
@@ -186,7 +217,15 @@ fn regressions(report: &CompareReport, fail_on: &[FailOn]) -> Vec<String> {
                 .checks
                 .iter()
                 .filter(|c| c.change == model::CheckChange::Regression)
-                .map(|c| format!("{} {}: fails now", c.combination, c.id)),
+                .map(|c| match &report.upgrade {
+                    Some(u) => format!(
+                        "{} {}: fails now, after the {}",
+                        c.combination,
+                        c.id,
+                        u.text()
+                    ),
+                    None => format!("{} {}: fails now", c.combination, c.id),
+                }),
         );
     }
     if counts(FailOn::Finding) {
@@ -229,6 +268,7 @@ mod tests {
             threshold: 0.02,
             old: run(false),
             new: run(simulated_vs_real),
+            upgrade: None,
             environment: Vec::new(),
             benchmarks: vec![BenchmarkRow {
                 id: "copy/c/1073741824".into(),

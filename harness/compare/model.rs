@@ -19,6 +19,10 @@ pub struct CompareReport {
     pub threshold: f64,
     pub old: RunInfo,
     pub new: RunInfo,
+    /// The driver change between the runs, when there is one: what a comparison across an
+    /// upgrade says first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upgrade: Option<Upgrade>,
     /// What changed in the environment between the runs.
     pub environment: Vec<Change>,
     pub benchmarks: Vec<BenchmarkRow>,
@@ -35,6 +39,33 @@ impl CompareReport {
     /// Whether one run was on the simulated driver and the other on a GPU.
     pub fn simulated_vs_real(&self) -> bool {
         self.old.simulated != self.new.simulated
+    }
+}
+
+/// The driver each run used, where they differ: the version (NVML's, else the driver library's
+/// file name) and the kernel module a check run saw loaded.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Upgrade {
+    pub old: String,
+    pub new: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub old_module: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new_module: Option<String>,
+}
+
+impl Upgrade {
+    /// `driver 550.54.15 -> 580.95.05 (kernel module 550.54.15 -> 580.95.05)`.
+    pub fn text(&self) -> String {
+        let module = match (&self.old_module, &self.new_module) {
+            (None, None) => String::new(),
+            (old, new) => format!(
+                " (kernel module {} -> {})",
+                old.as_deref().unwrap_or("unknown"),
+                new.as_deref().unwrap_or("unknown")
+            ),
+        };
+        format!("driver {} -> {}{module}", self.old, self.new)
     }
 }
 

@@ -160,6 +160,10 @@ pub fn headline(report: &CompareReport) -> String {
     let note = simulation(report)
         .map(|note| format!("; {note}"))
         .unwrap_or_default();
+    let regressions = match &report.upgrade {
+        Some(upgrade) => format!("{}: {regressions}", upgrade.text()),
+        None => regressions,
+    };
     if report.benchmarks.is_empty() {
         return format!("{regressions}{note}");
     }
@@ -244,6 +248,7 @@ mod tests {
             threshold: 0.02,
             old: run(old),
             new: run(new),
+            upgrade: None,
             environment: Vec::new(),
             benchmarks: rows,
             checks: Vec::new(),
