@@ -1,7 +1,8 @@
 //! `compare` and `report` on simulated GPU runs (tests/simgpu, laid out by `ci/sim`): a device
 //! 10% slower (`slowdown = 1.10`) is `slower` on every GPU row and fails the comparison, two runs
 //! of the same profile are never called `slower` or `faster` on a GPU row, and `report` draws
-//! the GPU charts of simulated runs, labelled simulated.
+//! the GPU charts of simulated runs, labelled simulated; check runs on the real 535 driver
+//! library and on the simulator's 580 compare with the driver change as their headline.
 //!
 //! The simulator's time is a model, so its GPU rows are the same in any load; the CPU rows
 //! (NVRTC compile, library load) are the host's and are left to tests/compare_repeated.rs.
@@ -119,4 +120,62 @@ fn a_slower_simulated_gpu_is_slower_on_every_gpu_row_and_the_same_one_never_is()
         html.contains("simulated"),
         "the simulated runs are not labelled"
     );
+}
+
+/// `check --format json` of the simulated toolkit with libcuda.so.1 from `driver_dir`, written
+/// to `file`.
+fn check(home: &Path, driver_dir: &Path, file: &Path) {
+    let sim = simulator();
+    let output = isolated_stackbench(home)
+        .args(["check", "--no-system", "--format", "json", "--root"])
+        .arg(&sim.toolkit_dir)
+        .arg("--driver-dir")
+        .arg(driver_dir)
+        .output()
+        .expect("run stackbench check");
+    std::fs::write(file, &output.stdout).expect("write the check report");
+}
+
+/// `stackbench compare OLD NEW` of runs on no GPU and on the simulated one, `args` added.
+fn compare_drivers(home: &Path, old: &Path, new: &Path, args: &[&str]) -> std::process::Output {
+    isolated_stackbench(home)
+        .args(["compare", "--allow-different-gpus"])
+        .args(args)
+        .arg(old)
+        .arg(new)
+        .output()
+        .expect("run stackbench compare")
+}
+
+#[test]
+fn compare_of_check_runs_on_two_drivers_headlines_the_driver_change() {
+    let home = tempfile::tempdir().expect("temporary directory");
+    let (real, simulated) = (home.path().join("535.json"), home.path().join("580.json"));
+    // The real 535.261.03 driver library (no GPU here), then the simulator's 580.95.05.
+    check(home.path(), &common::fixture(common::DRIVER_AMD64), &real);
+    check(home.path(), &simulator().driver_dir, &simulated);
+
+    let output = compare_drivers(home.path(), &real, &simulated, &[]);
+    let headline = String::from_utf8_lossy(&output.stdout);
+    let first = headline.lines().next().unwrap_or_default();
+    assert!(
+        first.contains("driver 535.261.03 -> 580.95.05"),
+        "{headline}"
+    );
+
+    // Back the other way, what fails only on the new side names the driver change.
+    let output = compare_drivers(home.path(), &simulated, &real, &["--format", "json"]);
+    let report = stdout_json(&output);
+    assert_eq!(report["upgrade"]["old"], "580.95.05", "{report}");
+    assert_eq!(report["upgrade"]["new"], "535.261.03", "{report}");
+    let regressions = report["regressions"].as_array().expect("regressions");
+    assert!(!regressions.is_empty(), "{report}");
+    for regression in regressions {
+        let text = regression.as_str().unwrap_or_default();
+        assert!(
+            text.contains("after the driver 580.95.05 -> 535.261.03"),
+            "{text}"
+        );
+    }
+    assert_eq!(output.status.code(), Some(1));
 }
