@@ -28,7 +28,6 @@ fn bench(c: &mut Criterion) {
         command: Vec::new(),
         command_timeout: Duration::from_secs(600),
         quiet: true,
-        sysroot: None,
     };
     let (live, offline) = (options(true), options(false));
     let mut group = c.benchmark_group("doctor");

@@ -29,8 +29,8 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> anyhow::Result<ExitCode>
             problems
         }
         Command::Doctor(args) => {
-            let (doctor_options, report_options) = options::doctor(args, cli.color)?;
-            let report = doctor::doctor(&doctor_options, &Host::current());
+            let (doctor_options, host, report_options) = options::doctor(args, cli.color)?;
+            let report = doctor::doctor(&doctor_options, &host);
             let bytes = report::exporter_for(&report_options).doctor(&report)?;
             output::write(&report_options.destination, &bytes)?;
             report.has_errors()

@@ -93,18 +93,12 @@ pub struct DoctorOptions {
     pub command_timeout: Duration,
     /// Keep the command's output rather than passing it through.
     pub quiet: bool,
-    /// Read this directory as the host's `/` (an unpacked image, a node's file system): static
-    /// analysis only, nothing run or loaded from it, nothing read outside it.
-    pub sysroot: Option<PathBuf>,
 }
 
-/// Runs the doctor on `host`, or, with `--sysroot`, on the host that directory holds.
+/// Runs the doctor on `host`: this machine, or the root file system `--sysroot` gives (an
+/// unpacked image, a node's file system), read by static analysis only, nothing run or loaded
+/// from it, nothing read outside it.
 pub fn doctor(options: &DoctorOptions, host: &Host) -> DoctorReport {
-    let below = options.sysroot.as_ref().map(|dir| Host {
-        sysroot: dir.clone(),
-        ..host.clone()
-    });
-    let host = below.as_ref().unwrap_or(host);
     let sysroot = !host.is_own_root();
     // Nothing is run or loaded from another machine's files.
     let load = options.load && !sysroot;
@@ -227,14 +221,16 @@ pub fn doctor(options: &DoctorOptions, host: &Host) -> DoctorReport {
 
 /// The loader's search on the host below a sysroot: its `LD_LIBRARY_PATH`, its ld.so.cache and
 /// its default directories, each place taken where its links lead inside the sysroot (a cached
-/// library by its real file), so the loader's simulation reads nothing outside it.
+/// library by its real file), and every candidate opened inside it, so the loader's simulation
+/// reads nothing outside it.
 fn search_below(host: &Host, ld_library_path: Option<&str>) -> SearchContext {
     let inside = |path: &Path| {
         host.real(path)
             .or_else(|| discover::inside::place(&host.sysroot, path))
             .unwrap_or_else(|| host.place(path))
     };
-    let mut search = SearchContext::host();
+    let mut search = SearchContext::native(|dir| host.real(dir).is_some_and(|d| d.is_dir()));
+    search.root = Some(host.sysroot.clone());
     search.ld_library_path = ld_library_path
         .map(crate::resolve::split_search_path)
         .unwrap_or_default()
@@ -254,10 +250,7 @@ fn search_below(host: &Host, ld_library_path: Option<&str>) -> SearchContext {
             entry
         })
         .collect();
-    search.default_dirs = crate::resolve::X86_64_DEFAULT_DIRS
-        .iter()
-        .map(|d| inside(Path::new(d)))
-        .collect();
+    search.default_dirs = search.default_dirs.iter().map(|d| inside(d)).collect();
     search
 }
 

@@ -73,10 +73,7 @@ pub fn scan(
     color: ColorChoice,
 ) -> Result<(discover::Options, Host, ReportOptions), OptionsError> {
     let host = match args.sysroot {
-        Some(dir) => Host {
-            sysroot: sysroot(&dir)?,
-            ..Host::current()
-        },
+        Some(dir) => Host::below(sysroot(&dir)?),
         None => Host::current(),
     };
     Ok((search(args.search)?, host, report(args.report, color)))
@@ -261,11 +258,11 @@ pub fn merge(args: crate::cli::MergeArgs, color: ColorChoice) -> (Vec<PathBuf>, 
     (args.files, report(args.report, color))
 }
 
-/// `doctor`'s options.
+/// `doctor`'s options, and the host it reads: this one, or the one `--sysroot` holds.
 pub fn doctor(
     args: DoctorArgs,
     color: ColorChoice,
-) -> Result<(DoctorOptions, ReportOptions), OptionsError> {
+) -> Result<(DoctorOptions, Host, ReportOptions), OptionsError> {
     let command_timeout = timeout(args.timeout.unwrap_or(600.0))?;
     let timeout = timeout(args.timeout.unwrap_or(10.0))?;
     let target = target(args.target.as_deref())?;
@@ -301,11 +298,15 @@ pub fn doctor(
         command: args.command,
         command_timeout,
         quiet: args.quiet,
-        sysroot: args.sysroot.as_deref().map(sysroot).transpose()?,
+    };
+    let host = match args.sysroot {
+        Some(dir) => Host::below(sysroot(&dir)?),
+        None => Host::current(),
     };
     let verbose = args.verbose;
     Ok((
         options,
+        host,
         ReportOptions {
             verbose,
             ..report(args.report, color)

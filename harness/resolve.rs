@@ -11,6 +11,7 @@
 //! the requester's own loaders (glibc also searches those when the requester has no DT_RUNPATH),
 //! `glibc-hwcaps` subdirectories, DF_1_NODEFLIB, and secure (setuid) mode.
 
+use crate::discover::inside;
 use crate::discover::ldcache::{self, CacheEntry};
 use crate::model::VersionNeed;
 use serde::{Deserialize, Serialize};
@@ -36,6 +37,10 @@ pub struct SearchContext {
     pub lib: String,
     /// What `$PLATFORM` expands to (the kernel's AT_PLATFORM: `x86_64`, `i686`, `aarch64`).
     pub platform: String,
+    /// The root file system the loader runs in when it is not this machine's (`--sysroot`):
+    /// every candidate is placed below it and its links followed inside it
+    /// ([`crate::discover::inside`]), so nothing outside it is opened.
+    pub root: Option<PathBuf>,
 }
 
 /// The default directories of [`SearchContext::host`] on x86-64: Debian's multiarch directories
@@ -135,21 +140,15 @@ impl SearchContext {
             machine: machine.to_owned(),
             lib,
             platform,
+            root: None,
         }
     }
 
     /// This host as a process like stackbench's own sees it: LD_LIBRARY_PATH from the
-    /// environment, `/etc/ld.so.cache` (empty when missing or unreadable), the default
-    /// directories, and `$LIB` as this distribution's glibc expands it (the multiarch directory
-    /// when `/lib/<triple>` exists, else `lib64` for 64-bit, else `lib`).
+    /// environment, `/etc/ld.so.cache` (empty when missing or unreadable), and the loader of
+    /// [`SearchContext::native`].
     pub fn host() -> Self {
-        let machine = match std::env::consts::ARCH {
-            "x86" => "i386",
-            "powerpc64" if cfg!(target_endian = "little") => "ppc64le",
-            other => other,
-        };
-        let class = crate::elf::OWN_CLASS;
-        let mut ctx = SearchContext::bare(class, machine);
+        let mut ctx = SearchContext::native(|dir| dir.is_dir());
         ctx.ld_library_path = std::env::var_os("LD_LIBRARY_PATH")
             .map(|v| split_search_path(&v.to_string_lossy()))
             .unwrap_or_default();
@@ -157,6 +156,21 @@ impl SearchContext {
             .ok()
             .and_then(|bytes| ldcache::parse(&bytes).ok())
             .unwrap_or_default();
+        ctx
+    }
+
+    /// The loader of this machine's architecture on a root file system whose directories
+    /// `is_dir` tells (an absolute path as that root names it): its default directories, and
+    /// `$LIB` as this distribution's glibc expands it (the multiarch directory when
+    /// `/lib/<triple>` exists, else `lib64` for 64-bit, else `lib`). Nothing on any path yet.
+    pub fn native(is_dir: impl Fn(&Path) -> bool) -> Self {
+        let machine = match std::env::consts::ARCH {
+            "x86" => "i386",
+            "powerpc64" if cfg!(target_endian = "little") => "ppc64le",
+            other => other,
+        };
+        let class = crate::elf::OWN_CLASS;
+        let mut ctx = SearchContext::bare(class, machine);
         let multiarch = abi(machine).map(|a| a.multiarch);
         ctx.default_dirs = match multiarch {
             Some("x86_64-linux-gnu") => X86_64_DEFAULT_DIRS.iter().map(PathBuf::from).collect(),
@@ -172,11 +186,29 @@ impl SearchContext {
             None => vec!["/lib".into(), "/usr/lib".into()],
         };
         ctx.lib = match multiarch {
-            Some(triple) if Path::new("/lib").join(triple).is_dir() => format!("lib/{triple}"),
-            _ if class == "ELF64" && Path::new("/lib64").is_dir() => "lib64".into(),
+            Some(triple) if is_dir(&Path::new("/lib").join(triple)) => format!("lib/{triple}"),
+            _ if class == "ELF64" && is_dir(Path::new("/lib64")) => "lib64".into(),
             _ => "lib".into(),
         };
         ctx
+    }
+
+    /// `path` as the loader names it: below [`SearchContext::root`] when there is one (an
+    /// absolute DT_RUNPATH entry of a library in the tree means the tree's directory).
+    fn placed(&self, path: PathBuf) -> PathBuf {
+        match &self.root {
+            Some(root) if !path.starts_with(root) => crate::discover::under(root, &path),
+            _ => path,
+        }
+    }
+
+    /// The file `path` names with every link resolved: inside [`SearchContext::root`] when
+    /// there is one. `None` when it does not exist.
+    pub fn real(&self, path: &Path) -> Option<PathBuf> {
+        match &self.root {
+            Some(root) => inside::resolve(root, path),
+            None => std::fs::canonicalize(path).ok(),
+        }
     }
 
     /// The ld.so.cache flag words this context's loader accepts.
@@ -324,7 +356,7 @@ pub fn resolve(name: &str, requester: &Requester, ctx: &SearchContext) -> Resolu
             (None, Some(format!("{name}: {why}")))
         }
     };
-    let real = found.as_ref().and_then(|p| std::fs::canonicalize(p).ok());
+    let real = found.as_ref().and_then(|p| ctx.real(p));
     Resolution {
         name: name.to_owned(),
         found,
@@ -413,7 +445,14 @@ impl Search<'_> {
     }
 
     fn try_path(&mut self, path: PathBuf, via: SearchStep) -> Outcome {
-        let result = verify(&path, &self.ctx.class, &self.ctx.machine);
+        let path = self.ctx.placed(path);
+        let result = match &self.ctx.root {
+            None => verify(&path, &self.ctx.class, &self.ctx.machine),
+            Some(root) => match inside::resolve(root, &path) {
+                Some(real) => verify(&real, &self.ctx.class, &self.ctx.machine),
+                None => AttemptResult::Missing,
+            },
+        };
         let outcome = match &result {
             AttemptResult::Accepted => Outcome::Found(path.clone()),
             AttemptResult::Invalid { error } => {

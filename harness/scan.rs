@@ -30,7 +30,7 @@ fn build_report(discovery: Discovery, host: &Host) -> ScanReport {
         found,
         mut problems,
     } = discovery;
-    let placements = place_directories(&found);
+    let placements = place_directories(&found, &host.sysroot);
     let placement_of = |path: &Path| {
         placements
             .get(path.parent().unwrap_or(Path::new("")))
@@ -93,7 +93,7 @@ fn build_report(discovery: Discovery, host: &Host) -> ScanReport {
     problems.sort_by(|a, b| a.path.cmp(&b.path));
     ScanReport {
         schema: SCAN_SCHEMA.to_string(),
-        host: host_info(),
+        host: host_info(host),
         searched,
         installations,
         problems,
@@ -101,7 +101,7 @@ fn build_report(discovery: Discovery, host: &Host) -> ScanReport {
 }
 
 /// The installation each directory of found libraries belongs to.
-fn place_directories(found: &[Found]) -> HashMap<PathBuf, layout::Placement> {
+fn place_directories(found: &[Found], top: &Path) -> HashMap<PathBuf, layout::Placement> {
     let mut components: BTreeMap<&Path, Vec<String>> = BTreeMap::new();
     for f in found {
         let name = f
@@ -117,7 +117,7 @@ fn place_directories(found: &[Found]) -> HashMap<PathBuf, layout::Placement> {
         .into_iter()
         .map(|(dir, names)| {
             let names: Vec<&str> = names.iter().map(String::as_str).collect();
-            (dir.to_path_buf(), layout::place(dir, &names))
+            (dir.to_path_buf(), layout::place(dir, &names, top))
         })
         .collect()
 }
@@ -448,11 +448,16 @@ fn toolkit_dir_version(root: &Path) -> Option<&str> {
     })
 }
 
-fn host_info() -> HostInfo {
+/// The host's name and this stackbench: below a sysroot the name the tree holds (its
+/// `/proc/sys/kernel/hostname` from a support bundle, else `/etc/hostname`).
+fn host_info(host: &Host) -> HostInfo {
+    let hostname = ["/proc/sys/kernel/hostname", "/etc/hostname"]
+        .iter()
+        .filter_map(|file| host.read(file))
+        .map(|bytes| String::from_utf8_lossy(&bytes).trim().to_string())
+        .find(|name| !name.is_empty());
     HostInfo {
-        hostname: std::fs::read_to_string("/proc/sys/kernel/hostname")
-            .map(|h| h.trim().to_string())
-            .unwrap_or_default(),
+        hostname: hostname.unwrap_or_default(),
         os: std::env::consts::OS.to_string(),
         arch: std::env::consts::ARCH.to_string(),
         stackbench_version: env!("CARGO_PKG_VERSION").to_string(),

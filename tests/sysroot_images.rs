@@ -185,7 +185,15 @@ fn causes(report: &Value) -> Vec<(String, String)> {
 fn a_running_cuda_runtime_container_reports_its_toolkit_and_nothing_wrong() {
     let image = runtime_image(true);
     let root: PathBuf = image.path().canonicalize().unwrap();
-    let (code, report) = doctor(&root);
+    // Traced: not one file outside the image is opened or looked for.
+    let traced = traced_doctor_sysroot(&root, IMAGE_ENV);
+    let (code, report) = (traced.code, &traced.report);
+    assert!(
+        traced.outside.is_empty(),
+        "read outside the image: {:#?}\n{}",
+        traced.outside,
+        traced.trace
+    );
     let installations = report["installations"].as_array().unwrap();
     let toolkit = installations
         .iter()
@@ -216,7 +224,7 @@ fn a_running_cuda_runtime_container_reports_its_toolkit_and_nothing_wrong() {
         report["driver_files"]["libcuda"][0]["real"],
         "/usr/lib/x86_64-linux-gnu/libcuda.so.535.261.03"
     );
-    let found = causes(&report);
+    let found = causes(report);
     assert!(
         found.iter().all(|(severity, _)| severity != "error"),
         "{:#}",

@@ -219,6 +219,31 @@ fn a_550_module_under_the_535_library_is_the_first_finding_naming_both_and_exits
 }
 
 #[test]
+fn doctor_sysroot_opens_nothing_outside_the_tree_that_a_process_does_not_open_anyway() {
+    // Absolute links and no ld.so.cache: the loader's simulation finds libcuda.so.1 in the
+    // default directories, behind a link that names a place this machine does not have (or
+    // has with something else in it).
+    let tree = Tree::new();
+    tree.module(PROC_550, "550.54.15").driver_535(LIB, true);
+    let decoy = Tree::new();
+    decoy.fake_libcuda("lib", "550.54.15");
+    let decoy_lib = decoy.path("lib");
+    let env = [("LD_LIBRARY_PATH", decoy_lib.to_str().unwrap())];
+    let sysroot = tree.root();
+    let traced = traced_doctor_sysroot(&sysroot, &env);
+    let report = &traced.report;
+    assert_eq!(traced.code, Some(1), "{report:#}");
+    assert_eq!(report["findings"][0]["cause"], "kernel_module_mismatch");
+    assert!(of_cause(report, "no_driver").is_empty(), "{report:#}");
+    assert!(
+        traced.outside.is_empty(),
+        "read outside the tree: {:#?}\n{}",
+        traced.outside,
+        traced.trace
+    );
+}
+
+#[test]
 fn the_healthy_tree_shows_none_of_the_upgrade_findings() {
     let tree = healthy();
     tree.write(

@@ -133,7 +133,7 @@ impl<'a> Context<'a> {
     /// The symbol versions a file defines (VERDEF): from the scan when it read the file, else
     /// read now (a system libc) and remembered.
     pub fn version_defs_of(&self, path: &Path) -> Option<Vec<String>> {
-        let real = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+        let real = self.search.real(path).unwrap_or_else(|| path.to_path_buf());
         let scanned = self
             .scan
             .installations

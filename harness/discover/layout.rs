@@ -15,15 +15,20 @@ pub struct Placement {
     pub layout: Layout,
 }
 
-/// Places a (canonical) directory holding libraries with the given components.
-pub fn place(dir: &Path, components: &[&str]) -> Placement {
+/// Places a (canonical) directory holding libraries with the given components; an
+/// installation's root is looked for no higher than `top` (the host's root file system).
+pub fn place(dir: &Path, components: &[&str], top: &Path) -> Placement {
     if let Some(site) = site_packages(dir) {
         return Placement {
             root: site,
             layout: Layout::Pip,
         };
     }
-    for root in dir.ancestors().take(MAX_ROOT_DISTANCE + 1) {
+    let candidates = dir
+        .ancestors()
+        .take(MAX_ROOT_DISTANCE + 1)
+        .take_while(|root| root.starts_with(top));
+    for root in candidates {
         if root.join("conda-meta").is_dir() {
             return Placement {
                 root: root.to_path_buf(),
@@ -119,7 +124,7 @@ mod tests {
         #[case] layout: Layout,
     ) {
         assert_eq!(
-            place(Path::new(dir), components),
+            place(Path::new(dir), components, Path::new("/")),
             Placement {
                 root: root.into(),
                 layout
@@ -135,7 +140,7 @@ mod tests {
         std::fs::create_dir_all(&lib).unwrap();
         std::fs::write(toolkit.join("version.json"), "{}").unwrap();
         assert_eq!(
-            place(&lib, &["cuda"]),
+            place(&lib, &["cuda"], Path::new("/")),
             Placement {
                 root: toolkit,
                 layout: Layout::Toolkit
@@ -145,10 +150,31 @@ mod tests {
         std::fs::create_dir_all(env.join("conda-meta")).unwrap();
         std::fs::create_dir_all(env.join("lib")).unwrap();
         assert_eq!(
-            place(&env.join("lib"), &["cudart"]),
+            place(&env.join("lib"), &["cudart"], Path::new("/")),
             Placement {
                 root: env,
                 layout: Layout::Conda
+            }
+        );
+    }
+
+    #[test]
+    fn no_root_is_looked_for_above_the_host_s_root_file_system() {
+        // A sysroot unpacked into a conda environment's directory is not part of it.
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(tmp.path().join("conda-meta")).unwrap();
+        let sysroot = tmp.path().join("image");
+        let lib = sysroot.join("srv");
+        std::fs::create_dir_all(&lib).unwrap();
+        assert_eq!(
+            place(&lib, &["cudart"], Path::new("/")).layout,
+            Layout::Conda
+        );
+        assert_eq!(
+            place(&lib, &["cudart"], &sysroot),
+            Placement {
+                root: lib,
+                layout: Layout::Directory
             }
         );
     }

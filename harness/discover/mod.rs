@@ -132,8 +132,15 @@ impl Host {
 
     /// This host as it is.
     pub fn current() -> Host {
+        Host::below(PathBuf::from("/"))
+    }
+
+    /// The host whose root file system is `sysroot` (`/`: this one), with this process's
+    /// environment standing for the one its programs get, and the kernel release the root
+    /// holds (`/proc/sys/kernel/osrelease`; below a sysroot only a support bundle has one).
+    pub fn below(sysroot: PathBuf) -> Host {
         // Lossy: a variable that is not UTF-8 must not stop the scan.
-        let env: HashMap<String, String> = std::env::vars_os()
+        let mut env: HashMap<String, String> = std::env::vars_os()
             .map(|(k, v)| {
                 (
                     k.to_string_lossy().into_owned(),
@@ -141,17 +148,22 @@ impl Host {
                 )
             })
             .collect();
-        let osrelease = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-        let mut env = env;
         let exe = std::env::current_exe().ok();
         let cargo_search_path = strip_cargo_search_path(&mut env, exe.as_deref());
+        let host = Host {
+            sysroot,
+            ..Host::default()
+        };
+        let osrelease = host
+            .read("/proc/sys/kernel/osrelease")
+            .map(|bytes| String::from_utf8_lossy(&bytes).to_ascii_lowercase())
+            .unwrap_or_default();
         Host {
             cargo_search_path,
             home: env.get("HOME").map(PathBuf::from),
-            wsl: env.contains_key("WSL_DISTRO_NAME")
-                || osrelease.to_ascii_lowercase().contains("microsoft"),
+            wsl: env.contains_key("WSL_DISTRO_NAME") || osrelease.contains("microsoft"),
             env,
-            ..Host::default()
+            ..host
         }
     }
 }

@@ -334,3 +334,110 @@ pub fn simulator() -> &'static Simulator {
         }
     })
 }
+
+/// `stackbench doctor --sysroot` run under `strace`.
+pub struct TracedDoctor {
+    pub code: Option<i32>,
+    pub report: serde_json::Value,
+    /// Every place it named or opened outside the tree that a run of `stackbench --version`
+    /// (the loader's own files) does not, nor the process's own `/proc/<pid>` and cgroup.
+    pub outside: Vec<String>,
+    /// strace's whole record, for the failure message.
+    pub trace: String,
+}
+
+/// Runs `stackbench doctor --sysroot tree --format json` under `strace -f -y`, with only
+/// `env` in the environment: its report, and what it read outside the tree (see
+/// [`TracedDoctor::outside`]).
+pub fn traced_doctor_sysroot(tree: &Path, env: &[(&str, &str)]) -> TracedDoctor {
+    let args = [
+        "doctor".as_ref(),
+        "--sysroot".as_ref(),
+        tree.as_os_str(),
+        "--format".as_ref(),
+        "json".as_ref(),
+    ];
+    let (code, stdout, trace) = traced(&args, env);
+    let (_, _, baseline) = traced(&["--version".as_ref()], env);
+    let mut allowed = outside(&baseline, tree);
+    // The tree's own path is made canonical, link by link from `/`.
+    allowed.extend(tree.ancestors().map(|a| a.display().to_string()));
+    let own = |place: &String| {
+        let proc_pid = place
+            .strip_prefix("/proc/")
+            .and_then(|rest| rest.split('/').next())
+            .is_some_and(|pid| pid == "self" || pid.bytes().all(|b| b.is_ascii_digit()));
+        // How many threads to start: the cgroup's CPU quota and the CPUs.
+        proc_pid
+            || place.starts_with("/sys/fs/cgroup")
+            || place.starts_with("/sys/devices/system/cpu")
+    };
+    let outside = outside(&trace, tree)
+        .into_iter()
+        .filter(|p| !allowed.contains(p) && !own(p))
+        .collect();
+    TracedDoctor {
+        code,
+        report: serde_json::from_slice(&stdout).expect("doctor's JSON"),
+        outside,
+        trace,
+    }
+}
+
+/// The places a traced run named or opened outside `tree`, from `strace -f -y`'s record: each
+/// call's path argument (its first string; the others are data, as `readlink`'s target) and
+/// every file descriptor's path (`3</usr/lib/...>`: where an opened link really led).
+fn outside(trace: &str, tree: &Path) -> std::collections::BTreeSet<String> {
+    let mut places = std::collections::BTreeSet::new();
+    // Starting the program and asking for its working directory read nothing.
+    let reads = |line: &&str| !line.contains("execve(") && !line.contains("getcwd(");
+    for line in trace.lines().filter(reads) {
+        let argument = line
+            .split_once('"')
+            .and_then(|(_, rest)| rest.split_once('"'))
+            .map(|(path, _)| path);
+        // The working directory `AT_FDCWD` names is not read.
+        let descriptors = line
+            .split("</")
+            .zip(line.split("</").skip(1))
+            .filter(|(before, _)| !before.ends_with("AT_FDCWD"))
+            .filter_map(|(_, rest)| rest.split_once('>'))
+            .map(|(path, _)| format!("/{path}"));
+        for place in argument.map(str::to_owned).into_iter().chain(descriptors) {
+            if !Path::new(&place).starts_with(tree) {
+                places.insert(place);
+            }
+        }
+    }
+    places
+}
+
+/// Runs `stackbench args` under `strace`, with only `env` in the environment: its exit code,
+/// its output, and the trace.
+fn traced(args: &[&std::ffi::OsStr], env: &[(&str, &str)]) -> (Option<i32>, Vec<u8>, String) {
+    let home = tempfile::tempdir().unwrap();
+    let record = home.path().join("trace");
+    let output = std::process::Command::new("strace")
+        .current_dir(home.path())
+        .env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("HOME", home.path())
+        .envs(env.iter().copied())
+        .args([
+            "-f",
+            "-qq",
+            "-y",
+            "-s",
+            "4096",
+            "-e",
+            "trace=%file,getdents64",
+            "-o",
+        ])
+        .arg(&record)
+        .arg(stackbench_bin())
+        .args(args)
+        .output()
+        .expect("strace (Debian's strace; ci/test installs it)");
+    let trace = std::fs::read_to_string(&record).expect("strace's record");
+    (output.status.code(), output.stdout, trace)
+}
