@@ -5,7 +5,7 @@
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use stackbench::bench::model::{
-    BenchReport, BenchResult, CombinationRun, Peaks, Repetition, Side, Status, BENCH_SCHEMA,
+    BenchReport, BenchResult, CombinationRun, Repetition, Side, Status, BENCH_SCHEMA,
     BENCH_SCHEMA_MINOR,
 };
 use stackbench::bench::plan::{self, Depth};
@@ -82,14 +82,7 @@ fn run(started: &str, factor: f64) -> BenchReport {
         quick: false,
         combinations: vec![CombinationRun {
             name: combination.into(),
-            cuda_version: None,
-            driver: None,
-            driver_cuda_version: None,
-            libraries: Vec::new(),
-            peaks: Peaks::default(),
-            l2_bytes: None,
-            gpu_unavailable: None,
-            simulated: false,
+            ..CombinationRun::default()
         }],
         benchmarks,
     }

@@ -55,7 +55,7 @@ pub struct BenchReport {
 }
 
 /// One combination as the benchmarks used it: the versions behind its figures.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct CombinationRun {
     /// As `check` names it (`pip:venv-cu12`).
     pub name: String,
@@ -466,6 +466,37 @@ impl BenchReport {
             count(Status::Skipped),
             count(Status::Failed),
         ]
+    }
+}
+
+#[cfg(test)]
+impl BenchReport {
+    /// A quick run of `benchmarks` for unit tests: one combination `c` (on the simulated
+    /// driver or not), no GPU, host `h`, nothing else set.
+    pub(crate) fn of(simulated: bool, benchmarks: Vec<BenchResult>) -> BenchReport {
+        BenchReport {
+            schema: BENCH_SCHEMA.into(),
+            schema_minor: BENCH_SCHEMA_MINOR,
+            repeat: 1,
+            started: String::new(),
+            host: HostInfo {
+                hostname: "h".into(),
+                os: "linux".into(),
+                arch: "x86_64".into(),
+                stackbench_version: "0".into(),
+            },
+            gpu: crate::gpu::GpuInfo::none("test"),
+            simulated,
+            target: "sm_90".into(),
+            driver_dir: None,
+            quick: true,
+            combinations: vec![CombinationRun {
+                name: "c".into(),
+                simulated,
+                ..CombinationRun::default()
+            }],
+            benchmarks,
+        }
     }
 }
 

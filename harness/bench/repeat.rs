@@ -221,14 +221,7 @@ mod tests {
     fn run(results: Vec<BenchResult>) -> (CombinationRun, Vec<BenchResult>) {
         let combination = CombinationRun {
             name: "c".into(),
-            cuda_version: None,
-            driver: None,
-            driver_cuda_version: None,
-            libraries: Vec::new(),
-            peaks: Peaks::default(),
-            l2_bytes: None,
-            gpu_unavailable: None,
-            simulated: false,
+            ..CombinationRun::default()
         };
         (combination, results)
     }

@@ -189,9 +189,7 @@ fn rows(runs: &[&BenchReport], threshold: f64) -> Vec<CalibrationRow> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::model::{BenchResult, CombinationRun, Key, Parameters, Peaks, Repetition};
-    use crate::gpu::GpuInfo;
-    use crate::model::HostInfo;
+    use crate::bench::model::{BenchResult, Key, Parameters, Repetition};
 
     /// A run started at `started` with one CPU benchmark of three repetitions at `medians`.
     fn run(started: &str, medians: [f64; 3]) -> BenchReport {
@@ -218,39 +216,16 @@ mod tests {
             });
             samples.extend(mine);
         }
+        let result = BenchResult {
+            summary: crate::bench::stats::summarize(&samples),
+            samples_ns: samples,
+            repetitions,
+            ..BenchResult::from_key(key)
+        };
         BenchReport {
-            schema: crate::bench::model::BENCH_SCHEMA.into(),
-            schema_minor: 1,
             repeat: 3,
             started: started.into(),
-            host: HostInfo {
-                hostname: "h".into(),
-                os: "linux".into(),
-                arch: "x86_64".into(),
-                stackbench_version: "0".into(),
-            },
-            gpu: GpuInfo::none("test"),
-            simulated: false,
-            target: "sm_90".into(),
-            driver_dir: None,
-            quick: true,
-            combinations: vec![CombinationRun {
-                name: "c".into(),
-                cuda_version: None,
-                driver: None,
-                driver_cuda_version: None,
-                libraries: Vec::new(),
-                peaks: Peaks::default(),
-                l2_bytes: None,
-                gpu_unavailable: None,
-                simulated: false,
-            }],
-            benchmarks: vec![BenchResult {
-                summary: crate::bench::stats::summarize(&samples),
-                samples_ns: samples,
-                repetitions,
-                ..BenchResult::from_key(key)
-            }],
+            ..BenchReport::of(false, vec![result])
         }
     }
 

@@ -455,7 +455,7 @@ mod tests {
     /// A bench run of combination `c` (on the simulated driver or not) with one vector add
     /// measured at `ns` per run.
     fn bench_run(simulated: bool, ns: f64) -> BenchReport {
-        use crate::bench::model::{CombinationRun, Key, Parameters, Peaks, Side};
+        use crate::bench::model::{Key, Parameters, Side};
         let key = Key {
             combination: "c".into(),
             benchmark: "vector_add",
@@ -468,39 +468,12 @@ mod tests {
         let samples: Vec<f64> = (0..40)
             .map(|i| ns * (1.0 + 0.001 * f64::from(i % 5)))
             .collect();
-        BenchReport {
-            schema: String::new(),
-            schema_minor: 0,
-            repeat: 0,
-            started: String::new(),
-            host: HostInfo {
-                hostname: "h".into(),
-                os: "linux".into(),
-                arch: "x86_64".into(),
-                stackbench_version: "0".into(),
-            },
-            gpu: GpuInfo::none("test"),
-            simulated,
-            target: "sm_90".into(),
-            driver_dir: None,
-            quick: true,
-            combinations: vec![CombinationRun {
-                name: "c".into(),
-                cuda_version: None,
-                driver: None,
-                driver_cuda_version: None,
-                libraries: Vec::new(),
-                peaks: Peaks::default(),
-                l2_bytes: None,
-                gpu_unavailable: None,
-                simulated,
-            }],
-            benchmarks: vec![BenchResult {
-                summary: crate::bench::stats::summarize(&samples),
-                samples_ns: samples,
-                ..BenchResult::from_key(key)
-            }],
-        }
+        let result = BenchResult {
+            summary: crate::bench::stats::summarize(&samples),
+            samples_ns: samples,
+            ..BenchResult::from_key(key)
+        };
+        BenchReport::of(simulated, vec![result])
     }
 
     #[test]

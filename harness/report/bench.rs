@@ -271,35 +271,12 @@ mod tests {
 
     #[test]
     fn unmeasured_benchmarks_group_by_reason_failures_first() {
-        let report = BenchReport {
-            schema: String::new(),
-            schema_minor: 0,
-            repeat: 0,
-            started: String::new(),
-            host: crate::model::HostInfo {
-                hostname: String::new(),
-                os: String::new(),
-                arch: String::new(),
-                stackbench_version: String::new(),
-            },
-            gpu: Default::default(),
-            target: "sm_90".into(),
-            driver_dir: None,
-            quick: true,
-            simulated: false,
-            combinations: Vec::new(),
-            benchmarks: (1..=4)
-                .map(|i| {
-                    result(
-                        i << 20,
-                        Status::Skipped,
-                        "no GPU",
-                        if i < 3 { "a" } else { "b" },
-                    )
-                })
-                .chain([result(1 << 20, Status::Failed, "died", "a")])
-                .collect(),
-        };
+        let failed = [result(1 << 20, Status::Failed, "died", "a")];
+        let skipped = (1..=4).map(|i| {
+            let combination = if i < 3 { "a" } else { "b" };
+            result(i << 20, Status::Skipped, "no GPU", combination)
+        });
+        let report = BenchReport::of(false, skipped.chain(failed).collect());
         let groups = unmeasured(&report);
         assert_eq!(groups.len(), 2);
         assert_eq!((groups[0].verb(), groups[0].reason), ("failed", "died"));
