@@ -17,7 +17,7 @@ use stackbench::bench::client::Client;
 use stackbench::bench::plan::Depth;
 use stackbench::bench::protocol::{Command, Reply, Workload};
 use stackbench::bench::{self, model::Verification, suite, BenchOptions};
-use stackbench::check::{combination::Combination, Selection};
+use stackbench::check::{combination::Combination, model::CombinationReport, Selection};
 use stackbench::discover::{Host, Options};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -147,7 +147,8 @@ pub fn cpu_targets(bench: &str) -> Vec<Target> {
 /// Prepares `workload` in the worker and verifies its output; why not, when it cannot be timed
 /// (among them, a workload beyond what the simulated GPU runs).
 pub fn prepare(client: &mut Client, workload: &Workload) -> Result<Option<Verification>, String> {
-    if let Some(why) = suite::beyond_the_simulator(&client.setup, workload) {
+    let simulated = CombinationReport::ran_simulated(&client.setup);
+    if let Some(why) = suite::beyond_the_simulator(simulated, workload) {
         return Err(why);
     }
     match client.ask(

@@ -117,7 +117,7 @@ pub fn run(
             (Some(why), _) => BenchResult::skipped(item.key.clone(), why.clone()),
             (None, Err(why)) => BenchResult::failed(item.key.clone(), why.clone()),
             (None, Ok(c)) => match unmet(&setup, gpu_check(&item.workload))
-                .or_else(|| beyond_the_simulator(&setup, &item.workload))
+                .or_else(|| beyond_the_simulator(simulated, &item.workload))
             {
                 Some(why) => BenchResult::skipped(item.key.clone(), why),
                 None => measure(c, item, settings.depth.gpu_limits(), settings.timeout),
@@ -178,22 +178,18 @@ fn gpu_check(workload: &Workload) -> &'static str {
 /// nanosecond per thread-instruction, so 1024³ takes seconds and 8192³ would take hours.
 const SIMULATED_MATMUL_MAX: u64 = 1024;
 
-/// Why a workload is not run on a simulated device, if it is not: an NVRTC matmul larger than
-/// [`SIMULATED_MATMUL_MAX`].
-pub fn beyond_the_simulator(setup: &[CheckResult], workload: &Workload) -> Option<String> {
+/// Why a workload is not run on a device that is `simulated`, if it is not: an NVRTC matmul
+/// larger than [`SIMULATED_MATMUL_MAX`].
+pub fn beyond_the_simulator(simulated: bool, workload: &Workload) -> Option<String> {
     match workload {
         Workload::Matmul {
             implementation: Implementation::Nvrtc,
             size,
             ..
-        } if *size > SIMULATED_MATMUL_MAX
-            && crate::check::model::CombinationReport::ran_simulated(setup) =>
-        {
-            Some(format!(
-                "the simulated GPU interprets the kernel's PTX: a {size}³ matmul is beyond what it \
+        } if simulated && *size > SIMULATED_MATMUL_MAX => Some(format!(
+            "the simulated GPU interprets the kernel's PTX: a {size}³ matmul is beyond what it \
                  runs in a test (up to {SIMULATED_MATMUL_MAX}³)"
-            ))
-        }
+        )),
         _ => None,
     }
 }
