@@ -15,25 +15,7 @@ use common::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Output;
-use std::sync::{Mutex, OnceLock};
-
-/// Runs `stackbench` with `args`, one run at a time in this test binary, with a HOME of its own.
-fn stackbench(args: &[&str]) -> Output {
-    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let home = tempfile::tempdir().expect("temporary HOME");
-    isolated_stackbench(home.path())
-        .args(args)
-        .output()
-        .expect("run stackbench")
-}
-
-/// The directory every test writes its files into, kept for the whole run.
-fn scratch() -> &'static Path {
-    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
-    DIR.get_or_init(|| tempfile::tempdir().expect("scratch directory"))
-        .path()
-}
+use std::sync::OnceLock;
 
 /// A real quick bench run of one fixture combination (its CPU-side figures), as a file.
 fn bench_run() -> &'static PathBuf {
@@ -43,43 +25,12 @@ fn bench_run() -> &'static PathBuf {
 
 /// A new quick bench run of one fixture combination, written to `name`.
 fn fresh_bench_run(name: &str) -> PathBuf {
-    let (root, driver) = (toolkits(), fixture(DRIVER_AMD64));
-    let output = stackbench(&[
-        "bench",
-        "--quick",
-        // One repetition: a side's interval is then the noise floor's, which no load on this
-        // machine moves (three repetitions under load can differ by more than threefold).
-        "--repeat",
-        "1",
-        "--allow-skip",
-        "--no-system",
-        "--root",
-        root.to_str().unwrap(),
-        "--driver-dir",
-        driver.to_str().unwrap(),
-        "--combination",
-        "pip:venv-cu12",
-        "--format",
-        "json",
-        "--results",
-        scratch().join("bench").to_str().unwrap(),
-    ]);
-    assert_eq!(output.status.code(), Some(0));
+    // One repetition: a side's interval is then the noise floor's, which no load on this
+    // machine moves (three repetitions under load can differ by more than threefold).
+    let output = fixture_bench("1");
     let path = scratch().join(name);
     std::fs::write(&path, &output.stdout).unwrap();
     path
-}
-
-fn compare(old: &Path, new: &Path, extra: &[&str]) -> Output {
-    let mut args = vec![
-        "compare",
-        old.to_str().unwrap(),
-        new.to_str().unwrap(),
-        "--format",
-        "json",
-    ];
-    args.extend_from_slice(extra);
-    stackbench(&args)
 }
 
 /// A run compared with itself: the same figures, but the interval still carries the variation
@@ -90,7 +41,7 @@ fn a_run_compared_with_itself_is_never_slower_or_faster() {
     let run = bench_run();
     let empty = scratch().join("no-history");
     std::fs::create_dir_all(&empty).unwrap();
-    let output = compare(run, run, &["--results", empty.to_str().unwrap()]);
+    let output = compare_json(run, run, &["--results", empty.to_str().unwrap()]);
     assert_eq!(output.status.code(), Some(0));
     let report = stdout_json(&output);
     assert_eq!(report["schema"], "stackbench.compare/v1");
@@ -122,7 +73,7 @@ fn a_run_compared_with_itself_is_never_slower_or_faster() {
 fn two_runs_of_the_same_build_are_matched_row_for_row() {
     let first = bench_run();
     let second = fresh_bench_run("bench-run-again.json");
-    let output = compare(first, &second, &[]);
+    let output = compare_json(first, &second, &[]);
     let report = stdout_json(&output);
     let rows = report["benchmarks"].as_array().unwrap();
     assert_eq!(rows.len(), 3, "two compile rows and the load row: {rows:?}");
@@ -149,7 +100,7 @@ fn the_same_run_three_times_as_slow_is_slower_and_exits_1() {
     slowed["host"]["stackbench_version"] = Value::from("0.0.9");
     let slow = scratch().join("bench-slow.json");
     std::fs::write(&slow, serde_json::to_vec(&slowed).unwrap()).unwrap();
-    let output = compare(run, &slow, &[]);
+    let output = compare_json(run, &slow, &[]);
     assert_eq!(output.status.code(), Some(1));
     let report = stdout_json(&output);
     for row in report["benchmarks"].as_array().unwrap() {
@@ -161,7 +112,7 @@ fn the_same_run_three_times_as_slow_is_slower_and_exits_1() {
     let change = &report["environment"][0];
     assert_eq!(change["what"], "stackbench", "{change}");
     // The other way round it is faster, which is no regression.
-    assert_eq!(compare(&slow, run, &[]).status.code(), Some(0));
+    assert_eq!(compare_json(&slow, run, &[]).status.code(), Some(0));
 }
 
 /// The real run as the simulated GPU would have made it, three times as slow: a simulated GPU
@@ -186,9 +137,9 @@ fn a_simulated_run_against_a_real_one_says_so_and_is_never_a_regression() {
     }
     let path = scratch().join("bench-simulated.json");
     std::fs::write(&path, serde_json::to_vec(&simulated).unwrap()).unwrap();
-    let refused = compare(run, &path, &[]);
+    let refused = compare_json(run, &path, &[]);
     assert_eq!(refused.status.code(), Some(2));
-    let output = compare(run, &path, &["--allow-different-gpus"]);
+    let output = compare_json(run, &path, &["--allow-different-gpus"]);
     assert_eq!(output.status.code(), Some(0), "not a regression");
     let report = stdout_json(&output);
     assert_eq!(report["new"]["simulated"], true);
@@ -207,7 +158,7 @@ fn a_simulated_run_against_a_real_one_says_so_and_is_never_a_regression() {
         assert_eq!(row["simulated_vs_real"], true, "{row}");
     }
     assert_eq!(report["regressions"], serde_json::json!([]));
-    let terminal = stackbench(&[
+    let terminal = stackbench_alone(&[
         "compare",
         run.to_str().unwrap(),
         path.to_str().unwrap(),
@@ -242,7 +193,7 @@ fn check_run(with_driver: bool, name: &str) -> PathBuf {
     if with_driver {
         args.extend(["--driver-dir", driver.to_str().unwrap()]);
     }
-    let output = stackbench(&args);
+    let output = stackbench_alone(&args);
     let path = scratch().join(name);
     std::fs::write(&path, &output.stdout).unwrap();
     path
@@ -253,7 +204,7 @@ fn losing_the_driver_is_a_conformance_regression() {
     let driver = fixture(DRIVER_AMD64);
     let with = check_run(true, "check-with-driver.json");
     let without = check_run(false, "check-without-driver.json");
-    let output = compare(&with, &without, &[]);
+    let output = compare_json(&with, &without, &[]);
     assert_eq!(output.status.code(), Some(1));
     let report = stdout_json(&output);
     let rows = report["checks"].as_array().unwrap();
@@ -295,7 +246,7 @@ fn losing_the_driver_is_a_conformance_regression() {
     let version = changed("pip:venv-cu12 driver library version");
     assert_eq!(version["old"], "535.261.03", "{version}");
     // Getting the driver back fixes it, and that is no regression.
-    let back = stdout_json(&compare(&without, &with, &[]));
+    let back = stdout_json(&compare_json(&without, &with, &[]));
     let fixed = back["checks"]
         .as_array()
         .unwrap()
@@ -305,14 +256,14 @@ fn losing_the_driver_is_a_conformance_regression() {
     assert_eq!(fixed["change"], "fixed");
     assert_eq!(back["regressions"], serde_json::json!([]));
     // Markdown, for a pull request or the step summary.
-    let markdown = stackbench(&[
+    let markdown = stackbench_alone(&[
         "compare",
         with.to_str().unwrap(),
         without.to_str().unwrap(),
         "--format",
         "markdown",
     ]);
-    let csv = stackbench(&[
+    let csv = stackbench_alone(&[
         "compare",
         with.to_str().unwrap(),
         without.to_str().unwrap(),
@@ -330,7 +281,8 @@ fn losing_the_driver_is_a_conformance_regression() {
     assert!(records
         .iter()
         .any(|r| &r[0] == "check" && &r[4] == "regression"));
-    let terminal = stackbench(&["compare", with.to_str().unwrap(), without.to_str().unwrap()]);
+    let terminal =
+        stackbench_alone(&["compare", with.to_str().unwrap(), without.to_str().unwrap()]);
     let shown = String::from_utf8_lossy(&terminal.stdout);
     assert!(
         shown.contains("driver.library: regression (pass → fail)"),
@@ -352,7 +304,7 @@ fn losing_the_driver_is_a_conformance_regression() {
 fn doctor_runs_show_the_libraries_that_went() {
     let root = toolkits();
     let doctor = |dir: &Path, name: &str| {
-        let output = stackbench(&[
+        let output = stackbench_alone(&[
             "doctor",
             "--no-load",
             "--no-system",
@@ -370,7 +322,7 @@ fn doctor_runs_show_the_libraries_that_went() {
     let whole = doctor(&tree, "doctor-whole.json");
     std::fs::remove_dir_all(tree.join("lib/python3.11/site-packages/nvidia/cudnn")).unwrap();
     let part = doctor(&tree, "doctor-part.json");
-    let output = compare(&whole, &part, &["--fail-on", "library"]);
+    let output = compare_json(&whole, &part, &["--fail-on", "library"]);
     let report = stdout_json(&output);
     let gone: Vec<&str> = report["libraries"]
         .as_array()
@@ -426,17 +378,17 @@ fn bad_input_exits_2_naming_the_file_and_what_to_do() {
         (&elsewhere, "--allow-different-gpus"),
         (&scratch().join("missing.json"), "cannot read it"),
     ] {
-        let output = compare(run, new, &[]);
+        let output = compare_json(run, new, &[]);
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert_eq!(output.status.code(), Some(2), "{}: {stderr}", new.display());
         assert!(stderr.contains(says), "{}: {stderr}", new.display());
         assert!(!stderr.contains("panicked"));
     }
-    let allowed = compare(run, &elsewhere, &["--allow-different-gpus"]);
+    let allowed = compare_json(run, &elsewhere, &["--allow-different-gpus"]);
     assert_eq!(allowed.status.code(), Some(0));
     let gpu = &stdout_json(&allowed)["environment"][0];
     assert_eq!(gpu["what"], "GPU");
-    let bad = compare(run, run, &["--threshold", "0"]);
+    let bad = compare_json(run, run, &["--threshold", "0"]);
     assert_eq!(bad.status.code(), Some(2));
 }
 
@@ -460,7 +412,7 @@ fn node_run(name: &str, factor: f64) -> PathBuf {
 fn merge(files: &[&Path], format: &str) -> Output {
     let mut args = vec!["merge", "--format", format];
     args.extend(files.iter().map(|f| f.to_str().unwrap()));
-    stackbench(&args)
+    stackbench_alone(&args)
 }
 
 #[test]
@@ -548,7 +500,7 @@ fn latest_compares_the_two_newest_runs_of_a_kind_in_the_results_directory() {
     // Names sort against their start times: the newest two are picked by time, not name.
     write("a-newest.json", "2026-03-01T00:00:00Z", 3.0);
     let latest = |dir: &Path| {
-        stackbench(&[
+        stackbench_alone(&[
             "compare",
             "--latest",
             "bench",
@@ -576,6 +528,6 @@ fn latest_compares_the_two_newest_runs_of_a_kind_in_the_results_directory() {
         .unwrap()
         .ends_with("a-newest.json"));
     assert_eq!(output.status.code(), Some(1), "three times as slow");
-    let nothing = stackbench(&["compare"]);
+    let nothing = stackbench_alone(&["compare"]);
     assert_eq!(nothing.status.code(), Some(2));
 }

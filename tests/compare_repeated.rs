@@ -10,27 +10,8 @@ mod common;
 
 use common::*;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::process::Output;
-use std::sync::{Mutex, OnceLock};
-
-/// Runs `stackbench` with `args`, one run at a time in this test binary, with a HOME of its own.
-fn stackbench(args: &[&str]) -> Output {
-    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let home = tempfile::tempdir().expect("temporary HOME");
-    isolated_stackbench(home.path())
-        .args(args)
-        .output()
-        .expect("run stackbench")
-}
-
-/// The directory every test writes its files into, kept for the whole run.
-fn scratch() -> &'static Path {
-    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
-    DIR.get_or_init(|| tempfile::tempdir().expect("scratch directory"))
-        .path()
-}
+use std::path::PathBuf;
+use std::sync::OnceLock;
 
 /// An empty results directory: no history, so the stated default floors apply.
 fn no_history() -> PathBuf {
@@ -43,26 +24,7 @@ fn no_history() -> PathBuf {
 fn six_repetitions() -> &'static Value {
     static RUN: OnceLock<Value> = OnceLock::new();
     RUN.get_or_init(|| {
-        let (root, driver) = (toolkits(), fixture(DRIVER_AMD64));
-        let output = stackbench(&[
-            "bench",
-            "--quick",
-            "--repeat",
-            "6",
-            "--allow-skip",
-            "--no-system",
-            "--root",
-            root.to_str().unwrap(),
-            "--driver-dir",
-            driver.to_str().unwrap(),
-            "--combination",
-            "pip:venv-cu12",
-            "--format",
-            "json",
-            "--results",
-            scratch().join("bench").to_str().unwrap(),
-        ]);
-        assert_eq!(output.status.code(), Some(0));
+        let output = fixture_bench("6");
         stdout_json(&output)
     })
 }
@@ -90,18 +52,6 @@ fn with_repetitions(run: &Value, keep: &[usize], name: &str) -> PathBuf {
     let path = scratch().join(name);
     std::fs::write(&path, serde_json::to_vec(&part).unwrap()).unwrap();
     path
-}
-
-fn compare(old: &Path, new: &Path, extra: &[&str]) -> Output {
-    let mut args = vec![
-        "compare",
-        old.to_str().unwrap(),
-        new.to_str().unwrap(),
-        "--format",
-        "json",
-    ];
-    args.extend_from_slice(extra);
-    stackbench(&args)
 }
 
 #[test]
@@ -145,7 +95,7 @@ fn interleaved_repetitions_of_one_run_are_never_slower_or_faster() {
     let even = with_repetitions(run, &[1, 3, 5], "even.json");
     let history = no_history();
     for (old, new) in [(&odd, &even), (&even, &odd)] {
-        let output = compare(old, new, &["--results", history.to_str().unwrap()]);
+        let output = compare_json(old, new, &["--results", history.to_str().unwrap()]);
         let report = stdout_json(&output);
         let rows = report["benchmarks"].as_array().unwrap();
         assert_eq!(rows.len(), 3, "{rows:?}");
@@ -197,7 +147,7 @@ fn a_file_of_the_schema_before_repetitions_compares_as_one_repetition() {
     assert!(!text.contains("repetitions") && !text.contains("schema_minor"));
     let new = with_repetitions(run, &[1, 2, 3], "three.json");
     let history = no_history();
-    let output = compare(&old, &new, &["--results", history.to_str().unwrap()]);
+    let output = compare_json(&old, &new, &["--results", history.to_str().unwrap()]);
     assert_eq!(output.status.code(), Some(0));
     let report = stdout_json(&output);
     for row in report["benchmarks"].as_array().unwrap() {
@@ -216,7 +166,7 @@ fn a_file_of_the_schema_before_repetitions_compares_as_one_repetition() {
         }
     }
     // The terminal says which floor held the interval.
-    let terminal = stackbench(&[
+    let terminal = stackbench_alone(&[
         "compare",
         old.to_str().unwrap(),
         new.to_str().unwrap(),
@@ -259,7 +209,7 @@ fn the_noise_floor_is_learned_from_earlier_runs_leaving_out_the_compared_ones() 
     let new = dir.join("new.json");
     std::fs::copy(with_repetitions(run, &[0, 2, 4], "h-old.json"), &old).unwrap();
     std::fs::copy(with_repetitions(run, &[1, 3, 5], "h-new.json"), &new).unwrap();
-    let output = compare(&old, &new, &["--results", dir.to_str().unwrap()]);
+    let output = compare_json(&old, &new, &["--results", dir.to_str().unwrap()]);
     let report = stdout_json(&output);
     for row in report["benchmarks"].as_array().unwrap() {
         assert_eq!(row["floor"]["source"], "history", "{row}");
@@ -281,14 +231,14 @@ fn samples_that_do_not_add_up_to_their_repetitions_exit_2_naming_the_row() {
     let path = scratch().join("edited.json");
     std::fs::write(&path, serde_json::to_vec(&edited).unwrap()).unwrap();
     let whole = with_repetitions(run, &[0, 1, 2, 3, 4, 5], "whole.json");
-    let output = compare(&whole, &path, &[]);
+    let output = compare_json(&whole, &path, &[]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(
         stderr.contains(&format!("{id}: its repetitions hold")),
         "{stderr}"
     );
-    let zero = stackbench(&["bench", "--quick", "--repeat", "0"]);
+    let zero = stackbench_alone(&["bench", "--quick", "--repeat", "0"]);
     assert_eq!(zero.status.code(), Some(2));
 }
 
@@ -300,7 +250,7 @@ fn calibrate_tallies_every_pair_of_a_a_runs() {
         .collect();
     let mut args = vec!["compare", "--format", "json", "--calibrate"];
     args.extend(files.iter().map(|f| f.to_str().unwrap()));
-    let output = stackbench(&args);
+    let output = stackbench_alone(&args);
     let report = stdout_json(&output);
     assert_eq!(report["schema"], "stackbench.calibration/v1");
     assert_eq!(report["pairs"], 3);
@@ -318,6 +268,6 @@ fn calibrate_tallies_every_pair_of_a_a_runs() {
         assert!(row["detectable"].as_f64().unwrap() > 0.0, "{row}");
     }
     assert_eq!(output.status.code(), Some(0), "no false verdict");
-    let one = stackbench(&["compare", "--calibrate", files[0].to_str().unwrap()]);
+    let one = stackbench_alone(&["compare", "--calibrate", files[0].to_str().unwrap()]);
     assert_eq!(one.status.code(), Some(2), "one run is no pair");
 }

@@ -6,9 +6,8 @@
 
 mod common;
 
-use common::{isolated_stackbench, simulator, stdout_json};
+use common::{run_simulated, SimulatedRun};
 use serde_json::Value;
-use std::path::Path;
 use std::sync::{Mutex, PoisonError};
 
 /// One bench of this file at a time: each holds device memory, the simulator's reference and
@@ -37,57 +36,16 @@ const PEAKS: [(&str, f64); 4] = [
     ("bf16", 989.0),
 ];
 
-/// A finished run: its exit status, report, and the simulator's trace lines.
-struct Run {
-    code: Option<i32>,
-    report: Value,
-    trace: Vec<Value>,
-}
-
-/// `stackbench <command> --format json` on the simulator with the profile `toml`, tracing the
-/// simulated libraries' calls.
-fn run(command: &[&str], toml: &str) -> Run {
+/// `stackbench <command> --format json` on the simulator with the profile `toml`, one bench
+/// at a time.
+fn run(command: &[&str], toml: &str) -> SimulatedRun {
     let _one =
         (command[0] == "bench").then(|| ONE_BENCH.lock().unwrap_or_else(PoisonError::into_inner));
-    let sim = simulator();
-    let dir = tempfile::tempdir().expect("temporary directory");
-    let profile = dir.path().join("profile.toml");
-    std::fs::write(&profile, toml).expect("write the profile");
-    let trace = dir.path().join("trace.jsonl");
-    let mut stackbench = isolated_stackbench(dir.path());
-    stackbench
-        .env("STACKBENCH_SIM_PROFILE", &profile)
-        .env("STACKBENCH_SIM_TRACE", &trace)
-        .current_dir(dir.path())
-        .args(command);
-    if command[0] == "bench" {
-        stackbench.arg("--results").arg(dir.path());
-    }
-    let output = stackbench
-        .args(["--no-system", "--format", "json", "--root"])
-        .arg(&sim.toolkit_dir)
-        .arg("--driver-dir")
-        .arg(&sim.driver_dir)
-        .output()
-        .expect("run stackbench");
-    Run {
-        code: output.status.code(),
-        report: stdout_json(&output),
-        trace: read_trace(&trace),
-    }
-}
-
-/// The trace's lines, each one JSON object.
-fn read_trace(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .collect()
+    run_simulated(command, toml)
 }
 
 /// `check` with the profile `toml`.
-fn check(toml: &str) -> Run {
+fn check(toml: &str) -> SimulatedRun {
     run(&["check", "--timeout", "120"], toml)
 }
 

@@ -9,36 +9,22 @@
 
 mod common;
 
-use common::{isolated_stackbench, simulator, stdout_json};
+use common::{isolated_stackbench, on_simulator, simulator, stdout_json};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 /// `bench --quick --repeat 1` on the simulator with the profile `toml`, its files in `dir`; the
 /// JSON result file it wrote.
 fn bench(dir: &Path, toml: &str) -> PathBuf {
-    let sim = simulator();
-    std::fs::create_dir_all(dir).expect("the run's directory");
-    let profile = dir.join("profile.toml");
-    std::fs::write(&profile, toml).expect("write the profile");
-    let output = isolated_stackbench(dir)
-        .env("STACKBENCH_SIM_PROFILE", &profile)
-        .current_dir(dir)
-        .args([
-            "bench",
-            "--quick",
-            "--repeat",
-            "1",
-            "--allow-skip",
-            "--no-system",
-        ])
-        .arg("--results")
-        .arg(dir)
-        .arg("--root")
-        .arg(&sim.toolkit_dir)
-        .arg("--driver-dir")
-        .arg(&sim.driver_dir)
-        .output()
-        .expect("run stackbench bench");
+    let output = on_simulator(
+        dir,
+        toml,
+        &["bench", "--quick", "--repeat", "1", "--allow-skip"],
+    )
+    .arg("--results")
+    .arg(dir)
+    .output()
+    .expect("run stackbench bench");
     assert_eq!(
         output.status.code(),
         Some(0),

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{isolated_stackbench, simulator, stdout_json};
+use common::run_simulated;
 use serde_json::Value;
 
 /// The default profile's memory bandwidth, bytes per second, and the model's fixed cost of a
@@ -26,35 +26,11 @@ fn run(command: &[&str], faults: &str) -> (Option<i32>, Value) {
 
 /// [`run`], and the simulator's trace of CUPTI's calls (one JSON object a call).
 fn traced(command: &[&str], faults: &str) -> (Option<i32>, Value, Vec<Value>) {
-    let sim = simulator();
-    let dir = tempfile::tempdir().expect("temporary directory");
-    let profile = dir.path().join("profile.toml");
-    std::fs::write(&profile, format!("[faults]\n{faults}\n")).expect("write the profile");
-    let trace = dir.path().join("trace.jsonl");
-    let mut stackbench = isolated_stackbench(dir.path());
-    stackbench
-        .env("STACKBENCH_SIM_PROFILE", &profile)
-        .env("STACKBENCH_SIM_TRACE", &trace)
-        .current_dir(dir.path())
-        .args(command);
-    if command[0] == "bench" {
-        // One repetition is enough here; its files go to the temporary directory.
-        stackbench
-            .args(["--quick", "--repeat", "1", "--allow-skip", "--results"])
-            .arg(dir.path());
-    }
-    let output = stackbench
-        .args(["--no-system", "--format", "json", "--root"])
-        .arg(&sim.toolkit_dir)
-        .arg("--driver-dir")
-        .arg(&sim.driver_dir)
-        .output()
-        .expect("run stackbench");
-    let calls = (std::fs::read_to_string(&trace).unwrap_or_default().lines())
-        .map(|line| serde_json::from_str::<Value>(line).expect("a JSON trace line"))
+    let run = run_simulated(command, &format!("[faults]\n{faults}\n"));
+    let calls = (run.trace.into_iter())
         .filter(|call| call["library"] == "cupti")
         .collect();
-    (output.status.code(), stdout_json(&output), calls)
+    (run.code, run.report, calls)
 }
 
 /// Every check of the report's one combination.
@@ -140,7 +116,7 @@ fn with_cupti_held_by_another_profiler_the_activity_check_warns_naming_it() {
 
 #[test]
 fn bench_sets_the_event_times_against_the_cupti_records_of_the_same_launches() {
-    let (_, report) = run(&["bench"], "");
+    let (_, report) = run(&["bench", "--quick", "--allow-skip"], "");
     let add = rows(&report, "vector_add");
     assert_eq!(add.len(), 1);
     let gemms: Vec<_> = (rows(&report, "matmul").into_iter())
@@ -161,7 +137,7 @@ fn bench_sets_the_event_times_against_the_cupti_records_of_the_same_launches() {
 
 #[test]
 fn with_cupti_held_by_another_profiler_bench_says_why_its_cross_check_is_absent() {
-    let (_, report) = run(&["bench"], "cupti_busy = true");
+    let (_, report) = run(&["bench", "--quick", "--allow-skip"], "cupti_busy = true");
     let add = rows(&report, "vector_add");
     assert_eq!(add[0]["status"], "measured", "{}", add[0]);
     assert!(add[0]["cupti"].is_null(), "{}", add[0]);

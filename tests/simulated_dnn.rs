@@ -6,32 +6,15 @@
 
 mod common;
 
-use common::{isolated_stackbench, simulator, stdout_json};
+use common::{on_simulator, simulator_trace, stdout_json};
 use serde_json::Value;
 use std::path::Path;
 
 /// `stackbench check --format json` on the simulator with the `[faults]` lines `faults`,
-/// tracing the simulated libraries' calls into `dir/trace.jsonl`; the exit status and report.
+/// tracing the simulated libraries' calls into `dir`; the exit status and report.
 fn check(dir: &Path, faults: &str) -> (Option<i32>, Value) {
-    let sim = simulator();
-    let profile = dir.join("profile.toml");
-    std::fs::write(&profile, format!("[faults]\n{faults}\n")).expect("write the profile");
-    let output = isolated_stackbench(dir)
-        .env("STACKBENCH_SIM_PROFILE", &profile)
-        .env("STACKBENCH_SIM_TRACE", dir.join("trace.jsonl"))
-        .current_dir(dir)
-        .args([
-            "check",
-            "--timeout",
-            "60",
-            "--no-system",
-            "--format",
-            "json",
-            "--root",
-        ])
-        .arg(&sim.toolkit_dir)
-        .arg("--driver-dir")
-        .arg(&sim.driver_dir)
+    let output = on_simulator(dir, &format!("[faults]\n{faults}\n"), &["check"])
+        .args(["--timeout", "60", "--format", "json"])
         .output()
         .expect("run stackbench");
     (output.status.code(), stdout_json(&output))
@@ -53,9 +36,7 @@ fn status(report: &Value, id: &str) -> (String, String) {
 
 /// The trace's lines for `library`'s `call`.
 fn traced(dir: &Path, library: &str, call: &str) -> Vec<Value> {
-    let text = std::fs::read_to_string(dir.join("trace.jsonl")).unwrap_or_default();
-    text.lines()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+    (simulator_trace(dir).into_iter())
         .filter(|v| v["library"] == library && v["call"] == call)
         .collect()
 }

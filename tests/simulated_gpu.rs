@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{isolated_stackbench, simulator, stdout_json};
+use common::{on_simulator, run_simulated};
 use rstest::rstest;
 use serde_json::Value;
 
@@ -22,30 +22,8 @@ fn run(command: &[&str], faults: &str) -> (Option<i32>, Value) {
 
 /// `stackbench <command> --format json` on the simulator with the profile `toml`.
 fn run_profile(command: &[&str], toml: &str) -> (Option<i32>, Value) {
-    let sim = simulator();
-    let dir = tempfile::tempdir().expect("temporary directory");
-    let profile = dir.path().join("profile.toml");
-    std::fs::write(&profile, toml).expect("write the profile");
-    let mut stackbench = isolated_stackbench(dir.path());
-    stackbench
-        .env("STACKBENCH_SIM_PROFILE", &profile)
-        .current_dir(dir.path())
-        .args(command);
-    if command[0] == "bench" {
-        // Its files go to the temporary directory, not the checkout's results/; one repetition
-        // (repetitions are compare's business, tested in tests/simulated_compare.rs).
-        stackbench
-            .args(["--repeat", "1", "--results"])
-            .arg(dir.path());
-    }
-    let output = stackbench
-        .args(["--no-system", "--format", "json", "--root"])
-        .arg(&sim.toolkit_dir)
-        .arg("--driver-dir")
-        .arg(&sim.driver_dir)
-        .output()
-        .expect("run stackbench");
-    (output.status.code(), stdout_json(&output))
+    let run = run_simulated(command, toml);
+    (run.code, run.report)
 }
 
 /// `check` on the simulator with `faults`, each check allowed `timeout` seconds.
@@ -112,13 +90,9 @@ fn check_passes_every_check_of_the_simulated_combination() {
 
 #[test]
 fn the_simulated_run_s_junit_report_is_valid() {
-    let sim = simulator();
     let dir = tempfile::tempdir().expect("temporary directory");
-    let output = isolated_stackbench(dir.path())
-        .args(["check", "--no-system", "--format", "junit", "--root"])
-        .arg(&sim.toolkit_dir)
-        .arg("--driver-dir")
-        .arg(&sim.driver_dir)
+    let output = on_simulator(dir.path(), "", &["check"])
+        .args(["--format", "junit"])
         .output()
         .expect("run stackbench");
     assert_eq!(output.status.code(), Some(0));

@@ -159,6 +159,60 @@ pub fn run_stackbench(args: &[&str]) -> std::process::Output {
         .expect("run stackbench")
 }
 
+/// Runs `stackbench` with `args`, one run at a time in this test binary (runs that measure do
+/// not share the machine with each other), with a HOME of its own.
+pub fn stackbench_alone(args: &[&str]) -> std::process::Output {
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    run_stackbench(args)
+}
+
+/// The directory every test of this binary writes its files into, kept for the whole run.
+pub fn scratch() -> &'static Path {
+    static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| tempfile::tempdir().expect("scratch directory"))
+        .path()
+}
+
+/// A real `bench --quick --repeat REPEAT` of the fixtures' `pip:venv-cu12` (its CPU-side rows;
+/// the GPU's are skipped), with the fixture driver, its history kept under `scratch()/bench`.
+pub fn fixture_bench(repeat: &str) -> std::process::Output {
+    let (root, driver) = (toolkits(), fixture(DRIVER_AMD64));
+    let output = stackbench_alone(&[
+        "bench",
+        "--quick",
+        "--repeat",
+        repeat,
+        "--allow-skip",
+        "--no-system",
+        "--root",
+        root.to_str().unwrap(),
+        "--driver-dir",
+        driver.to_str().unwrap(),
+        "--combination",
+        "pip:venv-cu12",
+        "--format",
+        "json",
+        "--results",
+        scratch().join("bench").to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(0));
+    output
+}
+
+/// `stackbench compare OLD NEW --format json EXTRA...`, alone.
+pub fn compare_json(old: &Path, new: &Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        "compare",
+        old.to_str().unwrap(),
+        new.to_str().unwrap(),
+        "--format",
+        "json",
+    ];
+    args.extend_from_slice(extra);
+    stackbench_alone(&args)
+}
+
 /// A run's standard output as JSON; its standard error must not hold a panic.
 pub fn stdout_json(output: &std::process::Output) -> serde_json::Value {
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -286,7 +340,8 @@ pub fn faulty_cublas(dir: &Path, body: &str) -> PathBuf {
 }
 
 /// The simulated GPU as `ci/sim` lays it out: its `libcuda.so.1` and `libnvidia-ml.so.1`, and a
-/// toolkit of the real CUDA 12.9 NVRTC and runtime beside it.
+/// CUDA 13.0 toolkit beside it (the real NVRTC, and the simulated libraries under NVIDIA's
+/// names).
 pub struct Simulator {
     pub driver_dir: PathBuf,
     pub toolkit_dir: PathBuf,
@@ -333,6 +388,68 @@ pub fn simulator() -> &'static Simulator {
             toolkit_dir: value("toolkit_dir"),
         }
     })
+}
+
+/// `stackbench COMMAND` set up to run on the simulator alone (`--no-system`, its toolkit as
+/// the root, its driver): HOME and working directory `dir`, the profile `toml` written to
+/// `dir/profile.toml`, the simulated libraries' calls traced to `dir/trace.jsonl` (see
+/// [`simulator_trace`]). Add the command's own arguments.
+pub fn on_simulator(dir: &Path, toml: &str, command: &[&str]) -> assert_cmd::Command {
+    let sim = simulator();
+    std::fs::create_dir_all(dir).expect("the run's directory");
+    let profile = dir.join("profile.toml");
+    std::fs::write(&profile, toml).expect("write the profile");
+    let mut stackbench = isolated_stackbench(dir);
+    stackbench
+        .env("STACKBENCH_SIM_PROFILE", &profile)
+        .env("STACKBENCH_SIM_TRACE", dir.join("trace.jsonl"))
+        .current_dir(dir)
+        .args(command)
+        .args(["--no-system", "--root"])
+        .arg(&sim.toolkit_dir)
+        .arg("--driver-dir")
+        .arg(&sim.driver_dir);
+    stackbench
+}
+
+/// The simulated libraries' calls a run [`on_simulator`] in `dir` made, one JSON object a call.
+pub fn simulator_trace(dir: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(dir.join("trace.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+/// A finished run on the simulator.
+pub struct SimulatedRun {
+    pub code: Option<i32>,
+    pub report: serde_json::Value,
+    /// The simulated libraries' calls (see [`simulator_trace`]).
+    pub trace: Vec<serde_json::Value>,
+}
+
+/// `stackbench COMMAND --format json` [`on_simulator`] with the profile `toml`, in a directory
+/// of its own. A bench writes its files there, with one repetition unless `command` asks for
+/// more (repetitions are compare's business, tested in `tests/simulated_compare.rs`).
+pub fn run_simulated(command: &[&str], toml: &str) -> SimulatedRun {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let mut stackbench = on_simulator(dir.path(), toml, command);
+    if command[0] == "bench" {
+        if !command.contains(&"--repeat") {
+            stackbench.args(["--repeat", "1"]);
+        }
+        stackbench.arg("--results").arg(dir.path());
+    }
+    let output = stackbench
+        .args(["--format", "json"])
+        .output()
+        .expect("run stackbench");
+    SimulatedRun {
+        code: output.status.code(),
+        report: stdout_json(&output),
+        trace: simulator_trace(dir.path()),
+    }
 }
 
 /// `stackbench doctor --sysroot` run under `strace`.
