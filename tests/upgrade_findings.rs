@@ -225,8 +225,25 @@ fn doctor_sysroot_opens_nothing_outside_the_tree_that_a_process_does_not_open_an
     // has with something else in it).
     let tree = Tree::new();
     tree.module(PROC_550, "550.54.15").driver_535(LIB, true);
+    // This machine's places, which the tree's absolute links and LD_LIBRARY_PATH name: a
+    // driver library, a conda installation, a virtualenv, a toolkit, an ld.so.conf file.
     let decoy = Tree::new();
-    decoy.fake_libcuda("lib", "550.54.15");
+    decoy
+        .fake_libcuda("lib", "550.54.15")
+        .write("conda/conda-meta/history", "")
+        .write("conda/envs/e/conda-meta/history", "")
+        .write("venv/pyvenv.cfg", "home = /usr/bin\n")
+        .write("cuda-12.9/version.json", "{}")
+        .write("host.conf", format!("{}\n", decoy.path("lib").display()));
+    for (inside, place) in [
+        ("opt/conda", "conda"),
+        ("srv/venv", "venv"),
+        ("usr/local/cuda-12.9", "cuda-12.9"),
+        ("etc/ld.so.conf.d/host.conf", "host.conf"),
+    ] {
+        tree.link(inside, decoy.path(place).to_str().unwrap());
+    }
+    tree.write("etc/ld.so.conf", "include /etc/ld.so.conf.d/*.conf\n");
     let decoy_lib = decoy.path("lib");
     let env = [("LD_LIBRARY_PATH", decoy_lib.to_str().unwrap())];
     let sysroot = tree.root();

@@ -55,22 +55,27 @@ fn is_python_lib(name: &str) -> bool {
         .is_some_and(|v| v.starts_with(|c: char| c.is_ascii_digit()))
 }
 
-/// Whether `dir` is an environment by its markers, looked up directly (for directories that
-/// are not walked).
-fn is_environment(dir: &Path) -> bool {
-    dir.join("pyvenv.cfg").is_file() || dir.join("conda-meta").is_dir()
-}
-
 /// Every environment on `host` below the places people keep them: its root's own children
 /// that are one (`/venv`), then each of the `HOLDERS` and the home directory, walked within
-/// `limits`.
+/// `limits`. Below a sysroot every link is followed inside it.
 pub fn environments(host: &Host, limits: Limits) -> EnvWalk {
-    let mut walk = EnvWalk::default();
-    let top = super::children_matching(&host.sysroot, |_| true);
-    walk.environments
-        .extend(top.into_iter().filter(|d| is_environment(d)));
-    let mut holders: Vec<PathBuf> = HOLDERS.iter().map(|h| host.place(h)).collect();
-    if let Some(home) = host.home.as_ref().map(|h| host.place(h)) {
+    let mut walk = EnvWalk {
+        root: (!host.is_own_root()).then(|| host.sysroot.clone()),
+        ..EnvWalk::default()
+    };
+    let top = host.children_matching(&host.sysroot, |_| true);
+    let top: Vec<PathBuf> = top.iter().filter_map(|d| walk.directory(d)).collect();
+    let marked = |d: &&PathBuf| {
+        walk.is_file(&d.join("pyvenv.cfg")) || walk.directory(&d.join("conda-meta")).is_some()
+    };
+    let found: Vec<PathBuf> = top.iter().filter(marked).cloned().collect();
+    walk.environments.extend(found);
+    let place = |path: &Path| match &walk.root {
+        Some(root) => super::inside::place(root, path),
+        None => Some(host.place(path)),
+    };
+    let mut holders: Vec<PathBuf> = HOLDERS.iter().filter_map(|h| place(Path::new(h))).collect();
+    if let Some(home) = host.home.as_deref().and_then(place) {
         if !holders.iter().any(|h| home.starts_with(h)) {
             holders.push(home);
         }
@@ -88,9 +93,28 @@ pub struct EnvWalk {
     pub problems: Vec<Problem>,
     /// Directories read, by (device, inode), across every place walked.
     seen: HashSet<(u64, u64)>,
+    /// The sysroot whose links are followed inside it; `None` on the machine's own root.
+    root: Option<PathBuf>,
 }
 
 impl EnvWalk {
+    /// Where `path` leads when it is a directory: below a sysroot, the real place its links
+    /// lead to inside it.
+    fn directory(&self, path: &Path) -> Option<PathBuf> {
+        match &self.root {
+            Some(root) => super::inside::resolve(root, path).filter(|real| real.is_dir()),
+            None => path.is_dir().then(|| path.to_path_buf()),
+        }
+    }
+
+    /// Whether `path` leads to a file (inside a sysroot).
+    fn is_file(&self, path: &Path) -> bool {
+        match &self.root {
+            Some(root) => super::inside::resolve(root, path).is_some_and(|real| real.is_file()),
+            None => path.is_file(),
+        }
+    }
+
     /// Walks `holder` breadth first within `limits`, so that a large tree deep down cannot
     /// hide an environment near the top.
     pub fn visit(&mut self, holder: &Path, limits: Limits) {
@@ -130,7 +154,7 @@ impl EnvWalk {
             for sub in listing.dirs {
                 let name = sub.file_name().unwrap_or_default().to_string_lossy();
                 if is_site(&name) {
-                    if sub.join("nvidia").is_dir() {
+                    if self.directory(&sub.join("nvidia")).is_some() {
                         self.environments.push(sub);
                     }
                 } else if !python_lib && !SKIPPED.contains(&name.as_ref()) {
@@ -151,16 +175,16 @@ impl EnvWalk {
         for entry in fs::read_dir(dir).ok()?.flatten() {
             listing.entries += 1;
             let path = entry.path();
-            let is_dir = match entry.file_type() {
-                Ok(t) if t.is_symlink() => path.is_dir(),
-                Ok(t) => t.is_dir(),
-                Err(_) => false,
+            // A link to a directory is walked where it leads (inside a sysroot).
+            let dir = match entry.file_type() {
+                Ok(t) if t.is_symlink() => self.directory(&path),
+                Ok(t) => t.is_dir().then_some(path),
+                Err(_) => None,
             };
             let name = entry.file_name();
-            listing.marked |= (name == "pyvenv.cfg" && !is_dir) || (name == "conda-meta" && is_dir);
-            if is_dir {
-                listing.dirs.push(path);
-            }
+            listing.marked |=
+                (name == "pyvenv.cfg" && dir.is_none()) || (name == "conda-meta" && dir.is_some());
+            listing.dirs.extend(dir);
         }
         listing.dirs.sort();
         Some(listing)
@@ -253,6 +277,29 @@ mod tests {
             .map(|p| p.strip_prefix(root.path()).unwrap().display().to_string())
             .collect();
         assert_eq!(found, ["venv", "opt/torch/.venv", "data/me/src/app/.venv"]);
+    }
+
+    #[test]
+    fn below_a_sysroot_links_are_followed_inside_it_never_to_the_machine() {
+        // This machine's own environment, which an absolute link in the tree names.
+        let machine = tree(&[], &["venv/pyvenv.cfg"]);
+        let machines = machine.path().join("venv");
+        let root = tree(&["opt"], &["srv/real/.venv/pyvenv.cfg"]);
+        symlink(&machines, root.path().join("opt/elsewhere")).unwrap();
+        symlink(&machines, root.path().join("venv")).unwrap();
+        symlink("/srv/real", root.path().join("opt/linked")).unwrap();
+        let host = Host {
+            sysroot: root.path().to_path_buf(),
+            ..Host::default()
+        };
+        let walk = environments(&host, DEEP);
+        let found: Vec<_> = walk
+            .environments
+            .iter()
+            .map(|p| p.strip_prefix(root.path()).unwrap().display().to_string())
+            .collect();
+        // `/opt/linked` is `/srv/real` inside the tree, found once, where it really is.
+        assert_eq!(found, ["srv/real/.venv"]);
     }
 
     #[test]

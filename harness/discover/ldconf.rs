@@ -14,7 +14,12 @@ pub fn directories(conf: &Path, sysroot: &Path) -> Vec<PathBuf> {
 }
 
 fn collect(conf: &Path, sysroot: &Path, depth: usize, dirs: &mut Vec<PathBuf>) {
-    let Ok(text) = std::fs::read_to_string(conf) else {
+    // Below a sysroot a file or directory is read where its links lead inside it.
+    let real = |path: &Path| match sysroot == Path::new("/") {
+        true => Some(path.to_path_buf()),
+        false => super::inside::resolve(sysroot, path),
+    };
+    let Some(text) = real(conf).and_then(|conf| std::fs::read_to_string(conf).ok()) else {
         return;
     };
     let base = conf.parent().unwrap_or(Path::new("/"));
@@ -27,6 +32,10 @@ fn collect(conf: &Path, sysroot: &Path, depth: usize, dirs: &mut Vec<PathBuf>) {
                     super::under(sysroot, pattern)
                 } else {
                     base.join(pattern)
+                };
+                let pattern = match (pattern.parent().and_then(real), pattern.file_name()) {
+                    (Some(dir), Some(name)) => dir.join(name),
+                    _ => continue,
                 };
                 for included in expand_glob(&pattern) {
                     collect(&included, sysroot, depth + 1, dirs);
@@ -105,9 +114,20 @@ mod tests {
         std::fs::write(d.join("cuda.conf"), "/usr/local/cuda/lib64\n").unwrap();
         let conf = root.path().join("etc/ld.so.conf");
         std::fs::write(&conf, "include /etc/ld.so.conf.d/*.conf\n").unwrap();
+        // An included file that links to an absolute path is read inside the root too: this
+        // machine's file of that name is not.
+        let machine = tempfile::tempdir().unwrap();
+        let machines = machine.path().join("machine.conf");
+        std::fs::write(&machines, "/machine/lib\n").unwrap();
+        std::os::unix::fs::symlink(&machines, d.join("machine.conf")).unwrap();
         assert_eq!(
             directories(&conf, root.path()),
             [root.path().join("usr/local/cuda/lib64")]
+        );
+        // On the machine's own root the link is followed where it leads.
+        assert_eq!(
+            directories(&d.join("machine.conf"), Path::new("/")),
+            [PathBuf::from("/machine/lib")]
         );
     }
 

@@ -130,6 +130,37 @@ impl Host {
         std::fs::read(self.real(path)?).ok()
     }
 
+    /// Whether `path` names a directory on this host (below a sysroot, where its links lead
+    /// inside it).
+    pub fn is_dir(&self, path: impl AsRef<Path>) -> bool {
+        self.real(path).is_some_and(|real| real.is_dir())
+    }
+
+    /// Whether `path` names a file on this host, as [`Host::is_dir`].
+    pub fn is_file(&self, path: impl AsRef<Path>) -> bool {
+        self.real(path).is_some_and(|real| real.is_file())
+    }
+
+    /// The subdirectories of `dir` whose names `keep` takes, sorted; below a sysroot `dir` is
+    /// read where its links lead inside it, and so is each subdirectory.
+    pub fn children_matching(&self, dir: &Path, keep: impl Fn(&str) -> bool) -> Vec<PathBuf> {
+        let listed = match self.is_own_root() {
+            true => Some(dir.to_path_buf()),
+            false => self.real(dir),
+        };
+        let mut found: Vec<PathBuf> = listed
+            .and_then(|dir| std::fs::read_dir(dir).ok())
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.ok())
+            .filter(|e| keep(&e.file_name().to_string_lossy()))
+            .map(|e| e.path())
+            .filter(|p| self.is_dir(p))
+            .collect();
+        found.sort();
+        found
+    }
+
     /// This host as it is.
     pub fn current() -> Host {
         Host::below(PathBuf::from("/"))
@@ -354,7 +385,7 @@ pub fn search_plan(options: &Options, host: &Host) -> (Vec<(SearchRoot, Limits)>
             add(host.place(dir), Source::CudaEnv, INSTALL);
         }
     }
-    for dir in children_matching(&host.place("/usr/local"), |n| n.starts_with("cuda")) {
+    for dir in host.children_matching(&host.place("/usr/local"), |n| n.starts_with("cuda")) {
         add(dir, Source::UsrLocal, INSTALL);
     }
     let mut environments = python::environments(host);
@@ -366,7 +397,7 @@ pub fn search_plan(options: &Options, host: &Host) -> (Vec<(SearchRoot, Limits)>
         }
     }
     for dir in environments {
-        let source = if dir.join("conda-meta").is_dir() {
+        let source = if host.is_dir(dir.join("conda-meta")) {
             Source::Conda
         } else {
             Source::Python
@@ -379,20 +410,6 @@ pub fn search_plan(options: &Options, host: &Host) -> (Vec<(SearchRoot, Limits)>
         add(host.place(WSL_SYSTEM32), Source::Windows, FLAT);
     }
     (plan, problems)
-}
-
-/// Sorted subdirectories of `dir` whose names pass `keep`.
-pub fn children_matching(dir: &Path, keep: impl Fn(&str) -> bool) -> Vec<PathBuf> {
-    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .filter_map(|e| e.ok())
-        .filter(|e| keep(&e.file_name().to_string_lossy()))
-        .map(|e| e.path())
-        .filter(|p| p.is_dir())
-        .collect();
-    found.sort();
-    found
 }
 
 /// A problem for a path given by the user that cannot be searched: missing, not a directory,

@@ -1,7 +1,7 @@
 //! Python environments: the interpreter on PATH, virtualenvs, the user site, conda environments.
 
 use super::Host;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
@@ -43,7 +43,7 @@ pub fn environments(host: &Host) -> Vec<PathBuf> {
         dirs.extend(
             [cwd.join(".venv"), cwd.join("venv")]
                 .into_iter()
-                .filter(|d| d.join("pyvenv.cfg").is_file()),
+                .filter(|d| host.is_file(d.join("pyvenv.cfg"))),
         );
     }
     let mut conda_bases = vec![host.place("/opt/conda")];
@@ -54,7 +54,7 @@ pub fn environments(host: &Host) -> Vec<PathBuf> {
             ".local/share/virtualenvs",
             ".pyenv/versions",
         ] {
-            dirs.extend(super::children_matching(&home.join(holder), |_| true));
+            dirs.extend(host.children_matching(&home.join(holder), |_| true));
         }
         for base in [
             "miniconda3",
@@ -65,18 +65,21 @@ pub fn environments(host: &Host) -> Vec<PathBuf> {
         ] {
             conda_bases.push(home.join(base));
         }
-        let listed = conda_environments_txt(&home.join(".conda/environments.txt"));
+        let listed = host
+            .read(home.join(".conda/environments.txt"))
+            .map(|text| conda_environments_txt(&String::from_utf8_lossy(&text)))
+            .unwrap_or_default();
         dirs.extend(listed.iter().map(|d| host.place(d)));
     }
     for base in conda_bases {
-        if base.join("conda-meta").is_dir() {
+        if host.is_dir(base.join("conda-meta")) {
             dirs.push(base.clone());
         }
-        dirs.extend(super::children_matching(&base.join("envs"), |_| true));
+        dirs.extend(host.children_matching(&base.join("envs"), |_| true));
     }
     let mut unique = Vec::new();
     for dir in dirs {
-        if dir.is_dir() && !unique.contains(&dir) {
+        if host.is_dir(&dir) && !unique.contains(&dir) {
             unique.push(dir);
         }
     }
@@ -84,10 +87,8 @@ pub fn environments(host: &Host) -> Vec<PathBuf> {
 }
 
 /// The environment prefixes conda records in `~/.conda/environments.txt`.
-fn conda_environments_txt(path: &Path) -> Vec<PathBuf> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
+fn conda_environments_txt(text: &str) -> Vec<PathBuf> {
+    text.lines()
         .map(str::trim)
         .filter(|l| l.starts_with('/'))
         .map(PathBuf::from)
