@@ -1,12 +1,14 @@
 //! `doctor` over all the fixture toolkits, live loading included (target: under 3 s on this
 //! 2-core machine), and the static analysis alone (`--no-load`); and what `doctor -- COMMAND`
 //! adds to a command's own run time (target: under 0.5 s): a Python program loading the CUDA 12
-//! runtime, alone and under the doctor, which scans this host's own places as a user's run would.
+//! runtime, alone and under the doctor, which scans this host's own places as a user's run would;
+//! and `doctor --sysroot` of an unpacked CUDA runtime container image, the whole process with the
+//! image's environment (target: under 1 s).
 
 #[path = "../tests/common/mod.rs"]
 mod common;
 
-use common::{fixture, stackbench_bin, toolkits, VENV_CU12};
+use common::{fixture, image, stackbench_bin, toolkits, VENV_CU12};
 use criterion::{criterion_group, criterion_main, Criterion};
 use stackbench::discover::{Host, Options};
 use stackbench::doctor::{doctor, DoctorOptions};
@@ -72,5 +74,31 @@ fn command(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench, command);
+fn sysroot(c: &mut Criterion) {
+    let image = image::runtime_image(true);
+    let mut group = c.benchmark_group("doctor_sysroot");
+    group
+        .sample_size(20)
+        .measurement_time(Duration::from_secs(10));
+    group.bench_function(
+        "CUDA 12.9 runtime image, as docker export unpacks it",
+        |b| {
+            b.iter(|| {
+                let status = std::process::Command::new(stackbench_bin())
+                    .env_clear()
+                    .envs(image::IMAGE_ENV.iter().copied())
+                    .args(["doctor", "--sysroot"])
+                    .arg(image.path())
+                    .args(["--format", "json"])
+                    .stdout(std::process::Stdio::null())
+                    .status()
+                    .expect("run stackbench");
+                assert_eq!(status.code(), Some(0));
+            })
+        },
+    );
+    group.finish();
+}
+
+criterion_group!(benches, bench, command, sysroot);
 criterion_main!(benches);

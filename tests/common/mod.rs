@@ -7,6 +7,8 @@
 
 #![allow(dead_code)]
 
+pub mod image;
+
 use std::path::{Path, PathBuf};
 
 /// Where the fixtures are expected: `$STACKBENCH_TOOLKITS`, else `<repo>/.toolkits`.
