@@ -233,6 +233,20 @@ mod tests {
             .collect()
     }
 
+    /// The environments of the host whose sysroot is `root` (and home `home`), below it.
+    fn below(root: &Path, home: Option<&str>) -> Vec<String> {
+        let host = Host {
+            sysroot: root.to_path_buf(),
+            home: home.map(PathBuf::from),
+            ..Host::default()
+        };
+        environments(&host, DEEP)
+            .environments
+            .iter()
+            .map(|p| p.strip_prefix(root).unwrap().display().to_string())
+            .collect()
+    }
+
     #[rstest]
     #[case::venv_deep_in_a_project(&[], &["torch/.venv/pyvenv.cfg"], &["torch/.venv"])]
     #[case::conda_base_and_its_envs(
@@ -265,18 +279,10 @@ mod tests {
                 "data/other/.venv/pyvenv.cfg",
             ],
         );
-        let host = Host {
-            sysroot: root.path().to_path_buf(),
-            home: Some(PathBuf::from("/data/me")),
-            ..Host::default()
-        };
-        let walk = environments(&host, DEEP);
-        let found: Vec<_> = walk
-            .environments
-            .iter()
-            .map(|p| p.strip_prefix(root.path()).unwrap().display().to_string())
-            .collect();
-        assert_eq!(found, ["venv", "opt/torch/.venv", "data/me/src/app/.venv"]);
+        assert_eq!(
+            below(root.path(), Some("/data/me")),
+            ["venv", "opt/torch/.venv", "data/me/src/app/.venv"]
+        );
     }
 
     #[test]
@@ -288,18 +294,8 @@ mod tests {
         symlink(&machines, root.path().join("opt/elsewhere")).unwrap();
         symlink(&machines, root.path().join("venv")).unwrap();
         symlink("/srv/real", root.path().join("opt/linked")).unwrap();
-        let host = Host {
-            sysroot: root.path().to_path_buf(),
-            ..Host::default()
-        };
-        let walk = environments(&host, DEEP);
-        let found: Vec<_> = walk
-            .environments
-            .iter()
-            .map(|p| p.strip_prefix(root.path()).unwrap().display().to_string())
-            .collect();
         // `/opt/linked` is `/srv/real` inside the tree, found once, where it really is.
-        assert_eq!(found, ["srv/real/.venv"]);
+        assert_eq!(below(root.path(), None), ["srv/real/.venv"]);
     }
 
     #[test]
