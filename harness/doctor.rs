@@ -229,7 +229,7 @@ fn search_below(host: &Host, ld_library_path: Option<&str>) -> SearchContext {
             .or_else(|| discover::inside::place(&host.sysroot, path))
             .unwrap_or_else(|| host.place(path))
     };
-    let mut search = SearchContext::native(|dir| host.real(dir).is_some_and(|d| d.is_dir()));
+    let mut search = SearchContext::native(|dir| host.is_dir(dir));
     search.root = Some(host.sysroot.clone());
     search.ld_library_path = ld_library_path
         .map(crate::resolve::split_search_path)

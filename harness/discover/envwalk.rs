@@ -63,13 +63,13 @@ pub fn environments(host: &Host, limits: Limits) -> EnvWalk {
         root: (!host.is_own_root()).then(|| host.sysroot.clone()),
         ..EnvWalk::default()
     };
-    let top = host.children_matching(&host.sysroot, |_| true);
-    let top: Vec<PathBuf> = top.iter().filter_map(|d| walk.directory(d)).collect();
-    let marked = |d: &&PathBuf| {
-        walk.is_file(&d.join("pyvenv.cfg")) || walk.directory(&d.join("conda-meta")).is_some()
-    };
-    let found: Vec<PathBuf> = top.iter().filter(marked).cloned().collect();
-    walk.environments.extend(found);
+    let marked =
+        |d: &&PathBuf| host.is_file(d.join("pyvenv.cfg")) || host.is_dir(d.join("conda-meta"));
+    let top: Vec<PathBuf> = (host.children_matching(&host.sysroot, |_| true).iter())
+        .filter(marked)
+        .filter_map(|d| walk.directory(d))
+        .collect();
+    walk.environments.extend(top);
     let place = |path: &Path| match &walk.root {
         Some(root) => super::inside::place(root, path),
         None => Some(host.place(path)),
@@ -104,14 +104,6 @@ impl EnvWalk {
         match &self.root {
             Some(root) => super::inside::resolve(root, path).filter(|real| real.is_dir()),
             None => path.is_dir().then(|| path.to_path_buf()),
-        }
-    }
-
-    /// Whether `path` leads to a file (inside a sysroot).
-    fn is_file(&self, path: &Path) -> bool {
-        match &self.root {
-            Some(root) => super::inside::resolve(root, path).is_some_and(|real| real.is_file()),
-            None => path.is_file(),
         }
     }
 
