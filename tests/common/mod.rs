@@ -514,7 +514,9 @@ fn outside(trace: &str, tree: &Path) -> std::collections::BTreeSet<String> {
         let argument = line
             .split_once('"')
             .and_then(|(_, rest)| rest.split_once('"'))
-            .map(|(path, _)| path);
+            .map(|(path, _)| path)
+            // `fstatat(fd, "")` asks about the descriptor, whose path follows.
+            .filter(|path| !path.is_empty());
         // The working directory `AT_FDCWD` names is not read.
         let descriptors = line
             .split("</")
