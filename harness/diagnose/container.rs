@@ -98,14 +98,7 @@ fn capabilities(facts: &ContainerFacts) -> Option<Finding> {
 /// CDI specs whose mounts name a driver version other than the host's (the loaded module's,
 /// else the driver library's), and the toolkit in CDI mode without a spec.
 fn cdi(ctx: &Context, facts: &ContainerFacts) -> Vec<Finding> {
-    let host = ctx.driver_files.and_then(|d| {
-        d.module_version().or_else(|| {
-            d.libcuda
-                .iter()
-                .find(|f| !f.is_compat())
-                .and_then(|f| f.version())
-        })
-    });
+    let host = ctx.driver_files.and_then(|d| d.driver_version());
     let mut findings = Vec::new();
     for spec in &facts.cdi {
         let Some(host) = host else { break };
@@ -117,13 +110,11 @@ fn cdi(ctx: &Context, facts: &ContainerFacts) -> Vec<Finding> {
             spec.path.display(),
             spec.line.as_deref().unwrap_or("")
         )];
-        if let Some(d) = ctx.driver_files {
-            evidence.extend(
-                d.modules
-                    .iter()
-                    .map(|m| format!("{}: {}", m.source.display(), m.line)),
-            );
-        }
+        evidence.extend(
+            ctx.driver_files
+                .map(|d| d.module_evidence())
+                .unwrap_or_default(),
+        );
         findings.push(
             Finding::new(
                 Severity::Error,

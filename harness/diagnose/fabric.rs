@@ -12,20 +12,13 @@ pub fn check(ctx: &Context) -> Vec<Finding> {
     if facts.nvswitch.is_empty() {
         return Vec::new();
     }
-    let driver = facts
-        .module_version()
-        .or_else(|| facts.libcuda.iter().find_map(|f| f.version()));
+    let driver = facts.driver_version();
     let mut evidence: Vec<String> = facts
         .nvswitch
         .iter()
         .map(|p| format!("{}: NVSwitch present", p.display()))
         .collect();
-    evidence.extend(
-        facts
-            .modules
-            .iter()
-            .map(|m| format!("{}: {}", m.source.display(), m.line)),
-    );
+    evidence.extend(facts.module_evidence());
     let install = match driver {
         Some(v) => format!(
             "install the Fabric Manager of driver {v} and start it: `sudo apt install nvidia-fabricmanager-{}={v}-1 && sudo systemctl enable --now nvidia-fabricmanager`",

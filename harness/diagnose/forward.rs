@@ -8,7 +8,7 @@
 
 use super::finding::{Cause, Finding, Severity};
 use super::Context;
-use crate::discover::nvidia::{version_key, DriverFile};
+use crate::discover::nvidia::version_key;
 
 /// NVIDIA's rule, quoted in each finding's evidence.
 const RULE: &str = "NVIDIA (CUDA Compatibility, Forward Compatibility): \"Forward Compatibility is applicable only for systems with: NVIDIA Data Center GPUs; Select NGC Server Ready SKUs of RTX cards; Jetson boards.\" It is \"mainly intended to support applications built on newer CUDA Toolkits to run on systems installed with an older NVIDIA Linux GPU driver\"";
@@ -24,13 +24,7 @@ pub fn check(ctx: &Context) -> Vec<Finding> {
     let Some(compat_version) = compat.version() else {
         return Vec::new();
     };
-    let host = facts.module_version().or_else(|| {
-        facts
-            .libcuda
-            .iter()
-            .find(|f| !f.is_compat())
-            .and_then(DriverFile::version)
-    });
+    let host = facts.driver_version();
     let dir = compat
         .path
         .parent()
@@ -41,12 +35,7 @@ pub fn check(ctx: &Context) -> Vec<Finding> {
         _ => format!("take {dir} off the loader's search (remove its ld.so.conf.d entry, then `sudo ldconfig`): the host's driver is the one to use"),
     };
     let mut evidence = vec![compat.describe()];
-    evidence.extend(
-        facts
-            .modules
-            .iter()
-            .map(|m| format!("{}: {}", m.source.display(), m.line)),
-    );
+    evidence.extend(facts.module_evidence());
     let mut findings = Vec::new();
     if let Some(host) = host.filter(|h| version_key(compat_version) < version_key(h)) {
         let mut evidence = evidence.clone();

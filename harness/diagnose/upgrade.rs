@@ -5,7 +5,7 @@
 
 use super::finding::{Cause, Finding, Severity};
 use super::Context;
-use crate::discover::nvidia::{DriverFacts, DriverFile, KernelModule};
+use crate::discover::nvidia::{first_real, DriverFacts, DriverFile};
 
 /// The fix for a module that is not the installed driver's.
 const RELOAD: &str = "reboot, or reload the NVIDIA kernel modules so the loaded one is the installed driver's: `sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia && sudo modprobe nvidia` (stop what uses the GPU first: nvidia-persistenced, nvidia-fabricmanager, dcgm)";
@@ -19,19 +19,6 @@ pub fn check(ctx: &Context) -> Vec<Finding> {
     findings.extend(shadowing_copy(facts));
     findings.extend(left_behind(facts));
     findings
-}
-
-/// The module's lines, as evidence.
-fn module_evidence(modules: &[KernelModule]) -> Vec<String> {
-    modules
-        .iter()
-        .map(|m| format!("{}: {}", m.source.display(), m.line))
-        .collect()
-}
-
-/// The first real (not `compat`) copy of a driver library the loader takes.
-fn first_real(files: &[DriverFile]) -> Option<&DriverFile> {
-    files.iter().find(|f| !f.is_compat())
 }
 
 /// The module against the user-space `libcuda.so.1` and `libnvidia-ml.so.1` the loader takes;
@@ -55,7 +42,7 @@ fn module_mismatch(facts: &DriverFacts) -> Option<Finding> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let mut evidence = module_evidence(&facts.modules);
+    let mut evidence = facts.module_evidence();
     evidence.extend(libcuda.iter().map(|(f, _)| f.describe()));
     evidence.extend(nvml.iter().map(|(f, _)| f.describe()));
     Some(
@@ -114,7 +101,7 @@ fn shadowing_copy(facts: &DriverFacts) -> Option<Finding> {
             first.real.display()
         )
     };
-    let mut evidence = module_evidence(&facts.modules);
+    let mut evidence = facts.module_evidence();
     evidence.extend(real.iter().map(|f| f.describe()));
     Some(
         Finding::new(

@@ -119,6 +119,26 @@ impl DriverFacts {
     pub fn module_version(&self) -> Option<&str> {
         self.modules.first().map(|m| m.version.as_str())
     }
+
+    /// The host's driver version: the loaded module's, else that of the first real (not
+    /// `compat`) `libcuda.so.1` the loader takes.
+    pub fn driver_version(&self) -> Option<&str> {
+        self.module_version()
+            .or_else(|| first_real(&self.libcuda).and_then(DriverFile::version))
+    }
+
+    /// The module's lines as evidence: `/proc/driver/nvidia/version: NVRM version: ...`.
+    pub fn module_evidence(&self) -> Vec<String> {
+        self.modules
+            .iter()
+            .map(|m| format!("{}: {}", m.source.display(), m.line))
+            .collect()
+    }
+}
+
+/// The first real (not `compat`) copy of a driver library the loader takes.
+pub fn first_real(files: &[DriverFile]) -> Option<&DriverFile> {
+    files.iter().find(|f| !f.is_compat())
 }
 
 /// Reads the driver's files on `host`.
