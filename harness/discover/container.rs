@@ -83,18 +83,11 @@ fn markers(host: &Host) -> Vec<String> {
             found.push(format!("/proc/1/cgroup names {runtime}"));
         }
     }
-    if let Some(dir) = host.real("/etc/ld.so.conf.d") {
-        let mut injected: Vec<String> = std::fs::read_dir(dir)
-            .into_iter()
-            .flatten()
-            .filter_map(|e| e.ok())
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|n| n.starts_with("00-nvcr-"))
-            .map(|n| format!("/etc/ld.so.conf.d/{n} (written by the NVIDIA Container Toolkit)"))
-            .collect();
-        injected.sort();
-        found.extend(injected);
-    }
+    let injected = (host.entries("/etc/ld.so.conf.d").into_iter())
+        .filter_map(|entry| Some(entry.file_name()?.to_string_lossy().into_owned()))
+        .filter(|n| n.starts_with("00-nvcr-"))
+        .map(|n| format!("/etc/ld.so.conf.d/{n} (written by the NVIDIA Container Toolkit)"));
+    found.extend(injected);
     found
 }
 
@@ -102,17 +95,10 @@ fn markers(host: &Host) -> Vec<String> {
 fn cdi_specs(host: &Host) -> Vec<CdiSpec> {
     let mut specs = Vec::new();
     for dir in CDI_DIRS {
-        let Some(real) = host.real(dir) else { continue };
-        let mut files: Vec<PathBuf> = std::fs::read_dir(&real)
-            .into_iter()
-            .flatten()
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| {
-                p.extension()
-                    .is_some_and(|e| e == "yaml" || e == "yml" || e == "json")
-            })
-            .collect();
-        files.sort();
+        let files = host.entries(dir).into_iter().filter(|p| {
+            p.extension()
+                .is_some_and(|e| e == "yaml" || e == "yml" || e == "json")
+        });
         for file in files {
             let Some(text) = host.read(&file) else {
                 continue;

@@ -141,24 +141,26 @@ impl Host {
         self.real(path).is_some_and(|real| real.is_file())
     }
 
+    /// The entries of the directory `dir` names on this host, sorted, each below its real
+    /// place ([`Host::real`]); none when it cannot be read.
+    pub fn entries(&self, dir: impl AsRef<Path>) -> Vec<PathBuf> {
+        self.real(dir)
+            .map(|real| sorted_entries(&real))
+            .unwrap_or_default()
+    }
+
     /// The subdirectories of `dir` whose names `keep` takes, sorted; below a sysroot `dir` is
     /// read where its links lead inside it, and so is each subdirectory.
     pub fn children_matching(&self, dir: &Path, keep: impl Fn(&str) -> bool) -> Vec<PathBuf> {
         let listed = match self.is_own_root() {
-            true => Some(dir.to_path_buf()),
-            false => self.real(dir),
+            true => sorted_entries(dir),
+            false => self.entries(dir),
         };
-        let mut found: Vec<PathBuf> = listed
-            .and_then(|dir| std::fs::read_dir(dir).ok())
+        listed
             .into_iter()
-            .flatten()
-            .filter_map(|e| e.ok())
-            .filter(|e| keep(&e.file_name().to_string_lossy()))
-            .map(|e| e.path())
+            .filter(|p| p.file_name().is_some_and(|n| keep(&n.to_string_lossy())))
             .filter(|p| self.is_dir(p))
-            .collect();
-        found.sort();
-        found
+            .collect()
     }
 
     /// This host as it is.
@@ -197,6 +199,17 @@ impl Host {
             ..host
         }
     }
+}
+
+/// The entries of `dir`, sorted; none when it cannot be read.
+fn sorted_entries(dir: &Path) -> Vec<PathBuf> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    entries.sort();
+    entries
 }
 
 /// `path` below `root` when it is absolute (`/opt` under `/tmp/t` is `/tmp/t/opt`), else as

@@ -318,16 +318,7 @@ fn is_elf64_x86_64(bytes: &[u8]) -> bool {
 fn versioned(host: &Host, dirs: &[(PathBuf, String)], stem: &str) -> Vec<(PathBuf, String)> {
     let mut found: Vec<(PathBuf, String)> = Vec::new();
     for (dir, _) in dirs {
-        let Some(real_dir) = host.real(dir) else {
-            continue;
-        };
-        let mut names: Vec<PathBuf> = std::fs::read_dir(&real_dir)
-            .into_iter()
-            .flatten()
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .collect();
-        names.sort();
-        for path in names {
+        for path in host.entries(dir) {
             if let Some(version) = name_version(&path, stem) {
                 let path = host_name(host, &path);
                 if !found.iter().any(|(p, _)| *p == path) {
@@ -341,15 +332,11 @@ fn versioned(host: &Host, dirs: &[(PathBuf, String)], stem: &str) -> Vec<(PathBu
 
 /// Each GPU's `Model:` from `/proc/driver/nvidia/gpus/<address>/information`.
 fn gpu_models(host: &Host) -> Vec<(PathBuf, String)> {
-    let Some(dir) = host.real(PROC_GPUS) else {
-        return Vec::new();
-    };
-    let mut gpus: Vec<(PathBuf, String)> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .filter_map(|e| e.ok())
-        .filter_map(|e| {
-            let file = Path::new(PROC_GPUS).join(e.file_name()).join("information");
+    let mut gpus: Vec<(PathBuf, String)> = (host.entries(PROC_GPUS).into_iter())
+        .filter_map(|entry| {
+            let file = Path::new(PROC_GPUS)
+                .join(entry.file_name()?)
+                .join("information");
             let text = host.read(&file)?;
             let text = String::from_utf8_lossy(&text);
             let model = text
@@ -370,21 +357,12 @@ fn nvswitch(host: &Host) -> Vec<PathBuf> {
     if host.real(PROC_NVSWITCH).is_some() {
         found.push(PathBuf::from(PROC_NVSWITCH));
     }
-    if let Some(dev) = host.real("/dev") {
-        let mut nodes: Vec<PathBuf> = std::fs::read_dir(dev)
-            .into_iter()
-            .flatten()
-            .filter_map(|e| e.ok())
-            .filter(|e| {
-                e.file_name()
-                    .to_string_lossy()
-                    .starts_with("nvidia-nvswitch")
-            })
-            .map(|e| Path::new("/dev").join(e.file_name()))
-            .collect();
-        nodes.sort();
-        found.extend(nodes);
-    }
+    let nodes = host.entries("/dev").into_iter().filter_map(|entry| {
+        let name = entry.file_name()?;
+        (name.to_string_lossy().starts_with("nvidia-nvswitch"))
+            .then(|| Path::new("/dev").join(name))
+    });
+    found.extend(nodes);
     found
 }
 
