@@ -249,7 +249,7 @@ pub fn loader_dirs(host: &Host) -> Vec<(PathBuf, String)> {
         }
     };
     if let Some(value) = host.env.get("LD_LIBRARY_PATH") {
-        for entry in value.split(':').filter(|e| !e.is_empty()) {
+        for entry in crate::resolve::split_search_path(value) {
             add(PathBuf::from(entry), "LD_LIBRARY_PATH");
         }
     }
