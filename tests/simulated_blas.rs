@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{run_simulated, SimulatedRun};
+use common::{bench_row, check_status, run_simulated, SimulatedRun};
 use serde_json::Value;
 use std::sync::{Mutex, PoisonError};
 
@@ -49,20 +49,6 @@ fn check(toml: &str) -> SimulatedRun {
     run(&["check", "--timeout", "120"], toml)
 }
 
-/// `(status, reason)` of check `id`.
-fn status<'a>(report: &'a Value, id: &str) -> (&'a str, &'a str) {
-    let r = report["combinations"][0]["checks"]
-        .as_array()
-        .expect("checks")
-        .iter()
-        .find(|c| c["id"] == id)
-        .unwrap_or_else(|| panic!("no check {id}"));
-    (
-        r["status"].as_str().unwrap_or_default(),
-        r["reason"].as_str().unwrap_or_default(),
-    )
-}
-
 /// The trace's calls named `call`.
 fn calls<'a>(trace: &'a [Value], call: &str) -> Vec<&'a Value> {
     trace.iter().filter(|t| t["call"] == call).collect()
@@ -94,10 +80,10 @@ fn check_passes_the_runtime_cublas_and_cublaslt_with_every_gemm_argument_distinc
     let run = check("");
     for id in BLAS_CHECKS {
         assert_eq!(
-            status(&run.report, id).0,
+            check_status(&run.report, id).0,
             "pass",
             "{id}: {:?}",
-            status(&run.report, id)
+            check_status(&run.report, id)
         );
     }
     // Row-major C = A B as column-major Cᵀ = Bᵀ Aᵀ: m = N (80), n = M (96), k = K (112), and
@@ -184,7 +170,7 @@ fn wrong_gemm_results_fail_every_gemm_check_with_the_error_against_the_tolerance
         "cublas.gemm_bf16",
         "cublasLt.matmul",
     ] {
-        let (s, why) = status(&run.report, id);
+        let (s, why) = check_status(&run.report, id);
         assert_eq!(s, "fail", "{id}: {why}");
         assert!(
             why.contains("differs from the CPU: relative error") && why.contains("tolerance"),
@@ -192,14 +178,14 @@ fn wrong_gemm_results_fail_every_gemm_check_with_the_error_against_the_tolerance
         );
     }
     // The runtime's copy is no GEMM: untouched.
-    assert_eq!(status(&run.report, "cudart.memcpy").0, "pass");
+    assert_eq!(check_status(&run.report, "cudart.memcpy").0, "pass");
     assert_eq!(run.code, Some(1));
 }
 
 #[test]
 fn the_runtime_refuses_a_driver_older_than_cuda_13_0() {
     let run = check("[[device]]\ncuda_version = \"12.0\"\n");
-    let (s, why) = status(&run.report, "cudart.memcpy");
+    let (s, why) = check_status(&run.report, "cudart.memcpy");
     assert_eq!(s, "fail", "{why}");
     assert!(why.contains("cudaErrorInsufficientDriver (35)"), "{why}");
 }
@@ -291,11 +277,6 @@ fn bench_leaves_wrong_gemms_failed_and_untimed() {
         assert!(r["throughput"].is_null() && r["summary"].is_null(), "{r}");
     }
     // The vector add is no GEMM: timed as ever.
-    let add = run.report["benchmarks"]
-        .as_array()
-        .expect("benchmarks")
-        .iter()
-        .find(|r| r["benchmark"] == "vector_add")
-        .expect("a vector_add row");
+    let add = bench_row(&run.report, "vector_add");
     assert_eq!(add["status"], "measured", "{add}");
 }

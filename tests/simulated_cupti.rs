@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::run_simulated;
+use common::{bench_rows, check_result, run_simulated};
 use serde_json::Value;
 
 /// The default profile's memory bandwidth, bytes per second, and the model's fixed cost of a
@@ -40,20 +40,6 @@ fn checks(report: &Value) -> &Vec<Value> {
         .expect("checks")
 }
 
-/// The result of check `id`.
-fn check<'a>(report: &'a Value, id: &str) -> &'a Value {
-    (checks(report).iter())
-        .find(|c| c["id"] == id)
-        .unwrap_or_else(|| panic!("no check {id}"))
-}
-
-/// The bench rows of `benchmark` (`vector_add`, `matmul`).
-fn rows<'a>(report: &'a Value, benchmark: &str) -> Vec<&'a Value> {
-    (report["benchmarks"].as_array().expect("benchmarks").iter())
-        .filter(|r| r["benchmark"] == benchmark)
-        .collect()
-}
-
 /// Whether `got` is within [`CLOSE`] of `want`.
 fn close(got: f64, want: f64) -> bool {
     (got / want - 1.0).abs() < CLOSE
@@ -62,7 +48,7 @@ fn close(got: f64, want: f64) -> bool {
 #[test]
 fn check_reads_the_kernel_records_of_the_vector_add_it_launched() {
     let (_, report, calls) = traced(&["check", "--timeout", "60"], "");
-    let activity = check(&report, "cupti.activity");
+    let activity = check_result(&report, "cupti.activity");
     assert_eq!(activity["status"], "pass", "{activity}");
     // Kernel activity was enabled, and every record the simulator wrote was read.
     let call = |name: &str| {
@@ -93,7 +79,7 @@ fn check_reads_the_kernel_records_of_the_vector_add_it_launched() {
 #[test]
 fn with_cupti_held_by_another_profiler_the_activity_check_warns_naming_it() {
     let (code, report) = run(&["check", "--timeout", "60"], "cupti_busy = true");
-    let activity = check(&report, "cupti.activity");
+    let activity = check_result(&report, "cupti.activity");
     let reason = activity["reason"].as_str().unwrap_or_default();
     assert_eq!(activity["status"], "warn", "{activity}");
     assert!(
@@ -117,9 +103,9 @@ fn with_cupti_held_by_another_profiler_the_activity_check_warns_naming_it() {
 #[test]
 fn bench_sets_the_event_times_against_the_cupti_records_of_the_same_launches() {
     let (_, report) = run(&["bench", "--quick", "--allow-skip"], "");
-    let add = rows(&report, "vector_add");
+    let add = bench_rows(&report, "vector_add");
     assert_eq!(add.len(), 1);
-    let gemms: Vec<_> = (rows(&report, "matmul").into_iter())
+    let gemms: Vec<_> = (bench_rows(&report, "matmul").into_iter())
         .filter(|r| r["status"] == "measured")
         .collect();
     for row in add.iter().chain(&gemms) {
@@ -138,7 +124,7 @@ fn bench_sets_the_event_times_against_the_cupti_records_of_the_same_launches() {
 #[test]
 fn with_cupti_held_by_another_profiler_bench_says_why_its_cross_check_is_absent() {
     let (_, report) = run(&["bench", "--quick", "--allow-skip"], "cupti_busy = true");
-    let add = rows(&report, "vector_add");
+    let add = bench_rows(&report, "vector_add");
     assert_eq!(add[0]["status"], "measured", "{}", add[0]);
     assert!(add[0]["cupti"].is_null(), "{}", add[0]);
     let reason = add[0]["reason"].as_str().unwrap_or_default();

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{on_simulator, simulator_trace, stdout_json};
+use common::{check_status, on_simulator, simulator_trace, stdout_json};
 use serde_json::Value;
 use std::path::Path;
 
@@ -18,20 +18,6 @@ fn check(dir: &Path, faults: &str) -> (Option<i32>, Value) {
         .output()
         .expect("run stackbench");
     (output.status.code(), stdout_json(&output))
-}
-
-/// The status and reason of check `id` in the report's one combination.
-fn status(report: &Value, id: &str) -> (String, String) {
-    let check = report["combinations"][0]["checks"]
-        .as_array()
-        .expect("checks")
-        .iter()
-        .find(|c| c["id"] == id)
-        .unwrap_or_else(|| panic!("no check {id}: {report}"));
-    (
-        check["status"].as_str().unwrap_or_default().to_owned(),
-        check["reason"].as_str().unwrap_or_default().to_owned(),
-    )
 }
 
 /// The trace's lines for `library`'s `call`.
@@ -58,19 +44,19 @@ fn check_passes_cudnn_cufft_and_curand_giving_cudnn_every_dimension_apart() {
     let (_, report) = check(dir.path(), "");
     assert_eq!(report["simulated"], true);
     for id in CHECKS {
-        let (s, why) = status(&report, id);
+        let (s, why) = check_status(&report, id);
         assert_eq!(s, "pass", "{id}: {why}");
     }
     assert_eq!(
-        status(&report, "cudnn.versions").1,
+        check_status(&report, "cudnn.versions").1,
         "cuDNN 9.13.0 for CUDA 13.0, runtime 13.0"
     );
-    let (_, conv) = status(&report, "cudnn.conv_forward");
+    let (_, conv) = check_status(&report, "cudnn.conv_forward");
     assert!(
         conv.starts_with("2x3x11x8 * 6x3x5x4 convolution matches the CPU"),
         "{conv}"
     );
-    let (_, uniform) = status(&report, "curand.generate");
+    let (_, uniform) = check_status(&report, "curand.generate");
     assert!(
         uniform.starts_with("1 Mi uniform floats in (0, 1]"),
         "{uniform}"
@@ -95,7 +81,7 @@ fn check_passes_cudnn_cufft_and_curand_giving_cudnn_every_dimension_apart() {
 fn a_wrong_convolution_fails_its_check_with_the_measured_error_and_the_run_goes_on() {
     let dir = tempfile::tempdir().expect("temporary directory");
     let (code, report) = check(dir.path(), r#"wrong_results = "conv""#);
-    let (s, why) = status(&report, "cudnn.conv_forward");
+    let (s, why) = check_status(&report, "cudnn.conv_forward");
     assert_eq!(s, "fail", "{why}");
     assert!(
         why.starts_with("2x3x11x8 * 6x3x5x4 convolution differs from the CPU: relative error "),
@@ -104,7 +90,7 @@ fn a_wrong_convolution_fails_its_check_with_the_measured_error_and_the_run_goes_
     assert!(why.contains("tolerance 1e-4"), "{why}");
     // The checks after it still ran, and passed.
     for id in ["cufft.c2c", "curand.generate"] {
-        let (s, why) = status(&report, id);
+        let (s, why) = check_status(&report, id);
         assert_eq!(s, "pass", "{id}: {why}");
     }
     assert_ne!(code, Some(0), "{report}");

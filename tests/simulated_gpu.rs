@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{on_simulator, run_simulated};
+use common::{bench_row, check_result, check_status, on_simulator, run_simulated};
 use rstest::rstest;
 use serde_json::Value;
 
@@ -29,24 +29,6 @@ fn run_profile(command: &[&str], toml: &str) -> (Option<i32>, Value) {
 /// `check` on the simulator with `faults`, each check allowed `timeout` seconds.
 fn check(faults: &str, timeout: &str) -> (Option<i32>, Value) {
     run(&["check", "--timeout", timeout], faults)
-}
-
-/// The result of check `id` in the report's one combination.
-fn result<'a>(report: &'a Value, id: &str) -> &'a Value {
-    report["combinations"][0]["checks"]
-        .as_array()
-        .expect("checks")
-        .iter()
-        .find(|c| c["id"] == id)
-        .unwrap_or_else(|| panic!("no check {id}"))
-}
-
-fn status<'a>(report: &'a Value, id: &str) -> (&'a str, &'a str) {
-    let r = result(report, id);
-    (
-        r["status"].as_str().unwrap_or_default(),
-        r["reason"].as_str().unwrap_or_default(),
-    )
 }
 
 #[test]
@@ -82,9 +64,9 @@ fn check_passes_every_check_of_the_simulated_combination() {
         assert_eq!(c["status"], expected, "{id}: {}", c["reason"]);
     }
     // The device (15.0) is newer than NVRTC 13.0: PTX, JIT-compiled by the driver.
-    let launch = result(&report, "nvrtc.launch_vector_add");
+    let launch = check_result(&report, "nvrtc.launch_vector_add");
     assert_eq!(launch["details"]["image"], "ptx", "{launch}");
-    assert!(status(&report, "coverage.kernels").1.contains("PTX"));
+    assert!(check_status(&report, "coverage.kernels").1.contains("PTX"));
     assert_eq!(code, Some(0), "{report}");
 }
 
@@ -123,12 +105,7 @@ fn the_simulated_run_s_junit_report_is_valid() {
 fn bench_measures_copy_and_vector_add_at_the_simulated_device_s_rates() {
     let (_, report) = run(&["bench", "--quick", "--allow-skip"], "");
     assert_eq!(report["simulated"], true);
-    let rows = report["benchmarks"].as_array().expect("benchmarks");
-    let row = |benchmark: &str| {
-        rows.iter()
-            .find(|r| r["benchmark"] == benchmark)
-            .unwrap_or_else(|| panic!("no {benchmark} row"))
-    };
+    let row = |benchmark: &str| bench_row(&report, benchmark);
     // The profile's 3350 GB/s, less each run's modelled fixed cost and the seeded noise.
     for benchmark in ["copy", "vector_add"] {
         let r = row(benchmark);
@@ -176,7 +153,7 @@ fn each_fault_gives_the_finding_a_real_host_gives(
     #[case] named: &str,
 ) {
     let (code, report) = check(fault, "60");
-    let (s, why) = status(&report, id);
+    let (s, why) = check_status(&report, id);
     assert_eq!(s, expected, "{id}: {why}");
     assert!(why.contains(named), "{id}: {why}");
     assert_eq!(code, Some(if expected == "fail" { 1 } else { 0 }));
@@ -185,11 +162,11 @@ fn each_fault_gives_the_finding_a_real_host_gives(
 #[test]
 fn a_hung_kernel_is_cut_off_by_the_timeout_and_the_run_goes_on() {
     let (code, report) = check("kernel_hang = \"vector_add\"", "3");
-    let (s, why) = status(&report, "nvrtc.launch_vector_add");
+    let (s, why) = check_status(&report, "nvrtc.launch_vector_add");
     assert_eq!(s, "fail", "{why}");
     assert!(why.contains("no answer within 3 s"), "{why}");
     // A fresh worker carries on with the checks after it.
-    assert_eq!(status(&report, "nvrtc.launch_matmul").0, "pass");
+    assert_eq!(check_status(&report, "nvrtc.launch_matmul").0, "pass");
     assert_eq!(code, Some(1));
 }
 
@@ -199,12 +176,7 @@ fn a_throttled_gpu_marks_the_samples_taken_under_it() {
         &["bench", "--quick", "--allow-skip"],
         "throttle = [\"sw_thermal\"]",
     );
-    let add = report["benchmarks"]
-        .as_array()
-        .expect("benchmarks")
-        .iter()
-        .find(|r| r["benchmark"] == "vector_add")
-        .expect("a vector_add row");
+    let add = bench_row(&report, "vector_add");
     let telemetry = &add["telemetry"];
     let reasons = telemetry["throttle_reasons"].to_string();
     assert!(reasons.to_lowercase().contains("thermal"), "{telemetry}");
@@ -222,12 +194,7 @@ fn the_telemetry_reads_the_device_the_benchmarks_ran_on() {
     // Two GPUs told apart by their clocks; the benchmarks run on the second.
     let two = "[[device]]\nsm_clock_mhz = 1980\n\n[[device]]\nsm_clock_mhz = 1410\n";
     let (_, report) = run_profile(&["bench", "--quick", "--allow-skip", "--device", "1"], two);
-    let add = report["benchmarks"]
-        .as_array()
-        .expect("benchmarks")
-        .iter()
-        .find(|r| r["benchmark"] == "vector_add")
-        .expect("a vector_add row");
+    let add = bench_row(&report, "vector_add");
     assert_eq!(add["status"], "measured", "{add}");
     assert_eq!(add["telemetry"]["sm_clock_mhz_max"], 1410, "{add}");
 }
@@ -237,7 +204,7 @@ fn ptx_newer_than_the_driver_s_jit_is_explained() {
     // CUDA 13.0's NVRTC writes PTX ISA 9.0; a driver of CUDA 12.0 JIT-compiles up to 8.0.
     let old_driver = "[[device]]\ncuda_version = \"12.0\"\n";
     let (code, report) = run_profile(&["check", "--timeout", "60"], old_driver);
-    let (s, why) = status(&report, "nvrtc.launch_vector_add");
+    let (s, why) = check_status(&report, "nvrtc.launch_vector_add");
     assert_eq!(s, "fail", "{why}");
     assert!(
         why.contains("CUDA_ERROR_UNSUPPORTED_PTX_VERSION (222)"),

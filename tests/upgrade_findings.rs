@@ -127,16 +127,6 @@ fn doctor(tree: &Tree, env: &[(&str, &str)]) -> (Option<i32>, Value) {
     (output.status.code(), stdout_json(&output))
 }
 
-/// The findings of one cause.
-fn of_cause<'r>(report: &'r Value, cause: &str) -> Vec<&'r Value> {
-    report["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["cause"] == cause)
-        .collect()
-}
-
 /// The causes of issue 21 among the findings.
 fn upgrade_causes(report: &Value) -> Vec<String> {
     report["findings"]
@@ -251,7 +241,7 @@ fn doctor_sysroot_opens_nothing_outside_the_tree_that_a_process_does_not_open_an
     let report = &traced.report;
     assert_eq!(traced.code, Some(1), "{report:#}");
     assert_eq!(report["findings"][0]["cause"], "kernel_module_mismatch");
-    assert!(of_cause(report, "no_driver").is_empty(), "{report:#}");
+    assert!(findings_of(report, "no_driver").is_empty(), "{report:#}");
     assert!(
         traced.outside.is_empty(),
         "read outside the tree: {:#?}\n{}",
@@ -291,7 +281,7 @@ fn an_old_libcuda_on_ld_library_path_before_the_driver_s_own_is_stale() {
     tree.fake_libcuda("/opt/old/lib", "470.57.02");
     let (code, report) = doctor(&tree, &[("LD_LIBRARY_PATH", "/opt/old/lib")]);
     assert_eq!(code, Some(1));
-    let stale = of_cause(&report, "stale_driver_library");
+    let stale = findings_of(&report, "stale_driver_library");
     assert_eq!(stale.len(), 1, "{report:#}");
     assert_eq!(stale[0]["severity"], "error");
     let message = stale[0]["message"].as_str().unwrap();
@@ -305,7 +295,7 @@ fn an_old_libcuda_on_ld_library_path_before_the_driver_s_own_is_stale() {
         .starts_with("take /opt/old/lib off LD_LIBRARY_PATH"));
     // Its own version is reachable: the module is not the problem.
     assert!(
-        of_cause(&report, "kernel_module_mismatch").is_empty(),
+        findings_of(&report, "kernel_module_mismatch").is_empty(),
         "{report:#}"
     );
 }
@@ -317,7 +307,7 @@ fn another_driver_s_files_left_beside_the_current_one_are_stale() {
     old[..4].copy_from_slice(b"\x7fELF");
     tree.write(&format!("{LIB}/libcuda.so.470.57.02"), old);
     let (_, report) = doctor(&tree, &[]);
-    let stale = of_cause(&report, "stale_driver_library");
+    let stale = findings_of(&report, "stale_driver_library");
     assert_eq!(stale.len(), 1, "{report:#}");
     assert_eq!(stale[0]["severity"], "warning");
     assert!(stale[0]["fix"]
@@ -332,7 +322,7 @@ fn an_nvswitch_system_without_fabric_manager_gets_802_and_the_install_to_fix_it(
     tree.write("/proc/driver/nvidia-nvswitch/devices/0000:05:00.0", "");
     let (code, report) = doctor(&tree, &[]);
     assert_eq!(code, Some(1));
-    let fm = of_cause(&report, "fabric_manager");
+    let fm = findings_of(&report, "fabric_manager");
     assert_eq!(fm.len(), 1, "{report:#}");
     assert!(fm[0]["message"].as_str().unwrap().contains("(802)"));
     assert!(fm[0]["fix"]
@@ -348,7 +338,7 @@ fn a_fabric_manager_of_another_version_than_the_driver_is_named() {
         .write("/usr/bin/nv-fabricmanager", "fabric manager")
         .write("/var/lib/dpkg/status", "Package: nvidia-fabricmanager-550\nStatus: install ok installed\nVersion: 550.54.15-1\n");
     let (_, report) = doctor(&tree, &[]);
-    let fm = of_cause(&report, "fabric_manager");
+    let fm = findings_of(&report, "fabric_manager");
     assert_eq!(fm.len(), 1, "{report:#}");
     let message = fm[0]["message"].as_str().unwrap();
     assert!(
@@ -367,7 +357,7 @@ fn a_container_without_the_compute_capability_gets_no_libcuda() {
     ];
     let (code, report) = doctor(&tree, &env);
     assert_eq!(code, Some(1));
-    let caps = of_cause(&report, "container_capabilities");
+    let caps = findings_of(&report, "container_capabilities");
     assert_eq!(caps.len(), 1, "{report:#}");
     assert!(caps[0]["message"]
         .as_str()
@@ -378,7 +368,7 @@ fn a_container_without_the_compute_capability_gets_no_libcuda() {
         .unwrap()
         .starts_with("set NVIDIA_DRIVER_CAPABILITIES=compute,utility"));
     // Without compute the missing driver is an error still.
-    assert_eq!(of_cause(&report, "no_driver")[0]["severity"], "error");
+    assert_eq!(findings_of(&report, "no_driver")[0]["severity"], "error");
 }
 
 #[test]
@@ -390,7 +380,7 @@ fn a_container_with_no_visible_devices_is_named() {
         ("NVIDIA_DRIVER_CAPABILITIES", "compute,utility"),
     ];
     let (_, report) = doctor(&tree, &env);
-    let caps = of_cause(&report, "container_capabilities");
+    let caps = findings_of(&report, "container_capabilities");
     assert_eq!(caps.len(), 1, "{report:#}");
     assert!(caps[0]["message"].as_str().unwrap().contains("\"void\""));
 }
@@ -403,7 +393,7 @@ fn a_cdi_spec_of_the_driver_before_the_upgrade_is_named_with_its_regeneration() 
         "cdiVersion: 0.5.0\ncontainerEdits:\n  mounts:\n  - containerPath: /usr/lib/x86_64-linux-gnu/libcuda.so.530.30.02\n    hostPath: /usr/lib/x86_64-linux-gnu/libcuda.so.530.30.02\nkind: nvidia.com/gpu\n",
     );
     let (_, report) = doctor(&tree, &[]);
-    let caps = of_cause(&report, "container_capabilities");
+    let caps = findings_of(&report, "container_capabilities");
     assert_eq!(caps.len(), 1, "{report:#}");
     assert!(caps[0]["message"]
         .as_str()
@@ -426,7 +416,7 @@ fn a_cuda_compat_libcuda_older_than_the_host_driver_must_not_be_used() {
         );
     let (code, report) = doctor(&tree, &[]);
     assert_eq!(code, Some(1));
-    let compat = of_cause(&report, "cuda_compat");
+    let compat = findings_of(&report, "cuda_compat");
     assert_eq!(compat.len(), 1, "{report:#}");
     let message = compat[0]["message"].as_str().unwrap();
     assert!(
@@ -454,7 +444,7 @@ fn a_cuda_compat_libcuda_on_a_geforce_gpu_is_unsupported() {
             "Model: \t\t NVIDIA GeForce RTX 4090\nIRQ:   \t\t 185\nGPU UUID: \t GPU-5f2a3b9c-0000-0000-0000-000000000000\n",
         );
     let (_, report) = doctor(&tree, &[]);
-    let compat = of_cause(&report, "cuda_compat");
+    let compat = findings_of(&report, "cuda_compat");
     assert_eq!(compat.len(), 1, "{report:#}");
     let message = compat[0]["message"].as_str().unwrap();
     assert!(

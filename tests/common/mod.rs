@@ -423,6 +423,43 @@ pub fn simulator_trace(dir: &Path) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// Check `id` of a check report's one combination.
+pub fn check_result<'a>(report: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
+    report["combinations"][0]["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .find(|c| c["id"] == id)
+        .unwrap_or_else(|| panic!("no check {id}: {report}"))
+}
+
+/// `(status, reason)` of check `id` of a check report's one combination.
+pub fn check_status<'a>(report: &'a serde_json::Value, id: &str) -> (&'a str, &'a str) {
+    let check = check_result(report, id);
+    (
+        check["status"].as_str().unwrap_or_default(),
+        check["reason"].as_str().unwrap_or_default(),
+    )
+}
+
+/// A bench report's rows of `benchmark` (`copy`, `vector_add`, `matmul`).
+pub fn bench_rows<'a>(
+    report: &'a serde_json::Value,
+    benchmark: &str,
+) -> Vec<&'a serde_json::Value> {
+    (report["benchmarks"].as_array().expect("benchmarks").iter())
+        .filter(|r| r["benchmark"] == benchmark)
+        .collect()
+}
+
+/// A bench report's first row of `benchmark`.
+pub fn bench_row<'a>(report: &'a serde_json::Value, benchmark: &str) -> &'a serde_json::Value {
+    bench_rows(report, benchmark)
+        .first()
+        .copied()
+        .unwrap_or_else(|| panic!("no {benchmark} row"))
+}
+
 /// A finished run on the simulator.
 pub struct SimulatedRun {
     pub code: Option<i32>,
