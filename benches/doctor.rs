@@ -12,6 +12,7 @@ use common::{fixture, image, stackbench_bin, toolkits, VENV_CU12};
 use criterion::{criterion_group, criterion_main, Criterion};
 use stackbench::discover::{Host, Options};
 use stackbench::doctor::{doctor, DoctorOptions};
+use stackbench::trust::Policy;
 use std::time::Duration;
 
 fn bench(c: &mut Criterion) {
@@ -30,6 +31,7 @@ fn bench(c: &mut Criterion) {
         command: Vec::new(),
         command_timeout: Duration::from_secs(600),
         quiet: true,
+        trust: Policy::strict(),
     };
     let (live, offline) = (options(true), options(false));
     let mut group = c.benchmark_group("doctor");

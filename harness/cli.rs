@@ -101,6 +101,10 @@ pub struct DoctorArgs {
     /// Static analysis only: load nothing (for trees one should not execute code from).
     #[arg(long)]
     pub no_load: bool,
+    /// Load libraries whoever could write them, as ourselves (the trust rule off: see the
+    /// README's "Who loads what"); the report's first line warns of it.
+    #[arg(long, conflicts_with = "no_load")]
+    pub load_untrusted: bool,
     /// Read DIR as the host's `/` (an image unpacked with `docker export | tar -x`, a node's
     /// file system from a support bundle): /proc/driver/nvidia, /sys/module/nvidia,
     /// /etc/ld.so.cache, /usr/local/cuda*, /etc/cdi, ... are read below it, links followed
@@ -167,6 +171,10 @@ pub struct CombinationArgs {
     /// The CUDA device to run on.
     #[arg(long, value_name = "ORDINAL", default_value_t = 0)]
     pub device: u32,
+    /// Load libraries whoever could write them, as ourselves (the trust rule off: see the
+    /// README's "Who loads what"); the report's first line warns of it.
+    #[arg(long)]
+    pub load_untrusted: bool,
 }
 
 /// Arguments of `check`.

@@ -11,6 +11,7 @@ use crate::gpu::{self, GpuInfo};
 use crate::model::{HostInfo, Installation, Library, Problem, ScanReport, SearchRoot};
 use crate::probe::{self, ProbeRequest};
 use crate::resolve::SearchContext;
+use crate::trust::{Decision, Policy};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -26,6 +27,9 @@ pub struct DoctorReport {
     pub gpu: GpuInfo,
     /// Whether libraries were loaded (false with `--no-load`).
     pub loaded: bool,
+    /// `--load-untrusted`: libraries were loaded whoever could write them, as ourselves.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub load_untrusted: bool,
     pub findings: Vec<Finding>,
     /// What each installation's libraries did when loaded.
     pub probes: Vec<InstallationProbe>,
@@ -93,6 +97,8 @@ pub struct DoctorOptions {
     pub command_timeout: Duration,
     /// Keep the command's output rather than passing it through.
     pub quiet: bool,
+    /// Who may load what (the trust rule, or `--load-untrusted`).
+    pub trust: Policy,
 }
 
 /// Runs the doctor on `host`: this machine, or the root file system `--sysroot` gives (an
@@ -141,7 +147,7 @@ pub fn doctor(options: &DoctorOptions, host: &Host) -> DoctorReport {
         None if sysroot => GpuInfo::none(
             "--sysroot: nothing is run from the tree; give --target sm_XX to check GPU code",
         ),
-        None if load => gpu::detect(&options.worker),
+        None if load => gpu::detect(&options.worker, &options.trust),
         None => GpuInfo::none("--no-load: NVML not asked; give --target sm_XX to check GPU code"),
     };
     if sysroot && gpu.driver_version.is_none() {
@@ -149,12 +155,7 @@ pub fn doctor(options: &DoctorOptions, host: &Host) -> DoctorReport {
     }
     // A command is the live load: the host's libraries are not loaded one by one besides.
     let probes = if load && options.command.is_empty() {
-        probe_all(
-            &linux_scan,
-            ld_library_path.as_deref(),
-            options.timeout,
-            &options.worker,
-        )
+        probe_all(&linux_scan, ld_library_path.as_deref(), options, &search)
     } else {
         Vec::new()
     };
@@ -168,6 +169,7 @@ pub fn doctor(options: &DoctorOptions, host: &Host) -> DoctorReport {
     .with_windows(&windows, &options.windows)
     .with_host_files(&driver_files, &container, sysroot);
     ctx.verify_hashes = options.verify_hashes;
+    ctx.user = (!sysroot).then_some(&options.trust.me);
     let mut command = (!options.command.is_empty()).then(|| {
         crate::command::run(
             &options.command,
@@ -206,6 +208,7 @@ pub fn doctor(options: &DoctorOptions, host: &Host) -> DoctorReport {
         host: host_info,
         gpu,
         loaded: load,
+        load_untrusted: load && options.trust.load_untrusted,
         findings,
         probes,
         searched,
@@ -255,35 +258,62 @@ fn search_below(host: &Host, ld_library_path: Option<&str>) -> SearchContext {
 }
 
 /// Loads every installation's libraries: one worker per installation, as many installations at
-/// a time as there are cores. A toolkit's stub and compat `libcuda` go in workers of their own,
-/// so they cannot stand in for the real driver when the runtime asks for `libcuda.so.1`.
+/// a time as there are cores, each as the user the trust rule names (or none, and the
+/// installation is read statically only). A toolkit's stub and compat `libcuda` go in workers of
+/// their own, so they cannot stand in for the real driver when the runtime asks for
+/// `libcuda.so.1`.
 fn probe_all(
     scan: &ScanReport,
     ld_library_path: Option<&str>,
-    timeout: Duration,
-    worker: &Path,
+    options: &DoctorOptions,
+    search: &SearchContext,
 ) -> Vec<InstallationProbe> {
     let class = crate::elf::OWN_CLASS;
     let probe_one = |installation: &Installation| {
-        let (special, ordinary): (Vec<&Library>, Vec<&Library>) = installation
+        let loadable: Vec<&Library> = installation
             .libraries
             .iter()
             .filter(|l| l.elf_class.as_deref() == Some(class))
+            .collect();
+        let files: Vec<PathBuf> = loadable.iter().map(|l| l.real_path.clone()).collect();
+        let dirs: Vec<PathBuf> = loadable
+            .iter()
+            .flat_map(|l| diagnose::requester(l).own_dirs(search))
+            .collect();
+        let search_path = diagnose::search_path(installation, ld_library_path);
+        let mut probe = InstallationProbe {
+            root: installation.root.clone(),
+            loads: Vec::new(),
+            loaded_as: None,
+            not_loaded: None,
+            left_out: Vec::new(),
+        };
+        let launch = match options.trust.decide(&files, &dirs, &search_path) {
+            Decision::Load(launch) => launch,
+            Decision::Refuse(refusal) => {
+                probe.not_loaded = Some(refusal);
+                return probe;
+            }
+        };
+        let (special, ordinary): (Vec<&Library>, Vec<&Library>) = loadable
+            .into_iter()
             .partition(|l| is_stub_or_compat(&l.path));
         let request = |libraries: Vec<&Library>, isolate| ProbeRequest {
             libraries: libraries.iter().map(|l| l.real_path.clone()).collect(),
-            ld_library_path: Some(diagnose::search_path(installation, ld_library_path)),
-            timeout,
+            ld_library_path: Some(launch.search_path.clone()),
+            timeout: options.timeout,
             isolate,
+            run_as: launch.user.clone(),
         };
-        let mut loads = probe::run_with(&request(ordinary, false), worker);
+        probe.loads = probe::run_with(&request(ordinary, false), &options.worker);
         if !special.is_empty() {
-            loads.extend(probe::run_with(&request(special, true), worker));
+            probe
+                .loads
+                .extend(probe::run_with(&request(special, true), &options.worker));
         }
-        InstallationProbe {
-            root: installation.root.clone(),
-            loads,
-        }
+        probe.loaded_as = launch.user;
+        probe.left_out = launch.left_out;
+        probe
     };
     let parallel = std::thread::available_parallelism().map_or(2, |n| n.get());
     let mut probes = Vec::with_capacity(scan.installations.len());

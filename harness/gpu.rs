@@ -2,6 +2,7 @@
 //! take stackbench down; or the `--target` the user named.
 
 use crate::compat::ComputeCapability;
+use crate::trust::Policy;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::process::Command;
@@ -71,23 +72,26 @@ impl GpuInfo {
     }
 }
 
-/// Asks NVML through `<worker> __gpu` (a stackbench executable) in a child process.
-pub fn detect(worker: &Path) -> GpuInfo {
-    detect_with(worker, None)
+/// Asks NVML through `<worker> __gpu` (a stackbench executable) in a child process, which
+/// searches only the `LD_LIBRARY_PATH` entries `trust` lets it.
+pub fn detect(worker: &Path, trust: &Policy) -> GpuInfo {
+    detect_with(worker, None, trust)
 }
 
 /// [`detect`], with the NVML of `driver_dir` (found first on the child's search path) when given.
-pub fn detect_with(worker: &Path, driver_dir: Option<&Path>) -> GpuInfo {
+pub fn detect_with(worker: &Path, driver_dir: Option<&Path>, trust: &Policy) -> GpuInfo {
     let mut command = Command::new(worker);
     command.arg("__gpu");
-    if let Some(dir) = driver_dir {
-        let mut path = dir.as_os_str().to_owned();
-        if let Some(rest) = std::env::var_os("LD_LIBRARY_PATH").filter(|v| !v.is_empty()) {
-            path.push(":");
-            path.push(rest);
-        }
-        command.env("LD_LIBRARY_PATH", path);
-    }
+    let environment = std::env::var("LD_LIBRARY_PATH").unwrap_or_default();
+    let search_path = match driver_dir {
+        Some(dir) if environment.is_empty() => dir.display().to_string(),
+        Some(dir) => format!("{}:{environment}", dir.display()),
+        None => environment,
+    };
+    match trust.own_search_path(&search_path) {
+        path if path.is_empty() => command.env_remove("LD_LIBRARY_PATH"),
+        path => command.env("LD_LIBRARY_PATH", path),
+    };
     match crate::process::output_within(command, NVML_TIMEOUT)
         .and_then(|out| serde_json::from_str(&out).ok())
     {

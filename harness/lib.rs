@@ -39,3 +39,4 @@ pub mod scan;
 pub mod symlink;
 pub mod timestamp;
 pub mod tolerance;
+pub mod trust;

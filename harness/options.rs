@@ -140,6 +140,7 @@ fn selection(search_args: SearchArgs, args: CombinationArgs) -> Result<Selection
         config: config(args.config.as_deref())?,
         target: target(args.target.as_deref())?,
         device: args.device,
+        trust: crate::trust::Policy::new(args.load_untrusted),
     })
 }
 
@@ -298,6 +299,7 @@ pub fn doctor(
         command: args.command,
         command_timeout,
         quiet: args.quiet,
+        trust: crate::trust::Policy::new(args.load_untrusted),
     };
     let host = match args.sysroot {
         Some(dir) => Host::below(sysroot(&dir)?),

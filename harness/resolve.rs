@@ -228,6 +228,20 @@ pub struct Requester {
     pub runpath: Vec<String>,
 }
 
+impl Requester {
+    /// The directories its own RPATH and RUNPATH name, tokens expanded: where the loader looks
+    /// for its dependencies before and after `LD_LIBRARY_PATH`.
+    pub fn own_dirs(&self, ctx: &SearchContext) -> Vec<PathBuf> {
+        self.rpath
+            .iter()
+            .chain(&self.runpath)
+            .flat_map(|entry| split_search_path(entry))
+            .filter_map(|entry| expand(&entry, self, ctx))
+            .map(PathBuf::from)
+            .collect()
+    }
+}
+
 /// Which step of the search produced a candidate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

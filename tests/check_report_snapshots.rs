@@ -217,6 +217,7 @@ fn venv_cu11() -> CombinationReport {
         checks,
         duration_ms: 9812.375,
         simulated: false,
+        loaded_as: None,
     }
 }
 
@@ -360,6 +361,7 @@ fn conda_cu13() -> CombinationReport {
         checks,
         duration_ms: 7420.5,
         simulated: false,
+        loaded_as: None,
     }
 }
 
@@ -462,6 +464,7 @@ fn toolkit_12_9() -> CombinationReport {
         checks,
         duration_ms: 11250.0,
         simulated: false,
+        loaded_as: None,
     }
 }
 
@@ -490,6 +493,7 @@ fn report() -> CheckReport {
         target: None,
         driver_dir: None,
         simulated: false,
+        load_untrusted: false,
         combinations: vec![venv_cu11(), conda_cu13(), toolkit_12_9()],
     }
 }
@@ -870,6 +874,7 @@ fn simulated_toolkit() -> CombinationReport {
         checks,
         duration_ms: 2125.0,
         simulated: true,
+        loaded_as: None,
     }
 }
 
@@ -890,6 +895,7 @@ fn simulated_report() -> CheckReport {
         },
         driver_dir: Some("/tmp/stackbench-sim/driver".into()),
         simulated: true,
+        load_untrusted: false,
         combinations: vec![simulated_toolkit()],
         ..report()
     }

@@ -474,6 +474,7 @@ fn a_check_run_records_the_kernel_module_beside_the_driver_library() {
             config: Default::default(),
             target: None,
             device: 0,
+            trust: stackbench::trust::Policy::strict(),
         },
         timeout: std::time::Duration::from_secs(60),
         worker: stackbench_bin(),

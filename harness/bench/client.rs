@@ -7,8 +7,9 @@ use crate::check::combination::Combination;
 use crate::check::model::{CheckResult, Status};
 use crate::check::pin;
 use crate::check::protocol::CheckRequest;
-use crate::check::runner::{died, last_words, worker_search_path};
+use crate::check::runner::{as_user, died, last_words, run_as, worker_search_path};
 use crate::process::{kill_group, start_conversation, Collected, Worker};
+use crate::trust::Decision;
 use std::io::Write;
 use std::path::Path;
 use std::process::{Child, ChildStdin, Command as Process};
@@ -86,6 +87,9 @@ impl Client {
 
     /// A worker for `combination`, its search path pinned, not yet set up.
     fn spawn(combination: &Combination, worker: &Path) -> Result<Client, String> {
+        if let Some(Decision::Refuse(refusal)) = &combination.decision {
+            return Err(format!("{}; fix: {}", refusal.reason(), refusal.fix()));
+        }
         let pin = pin::pin(combination)
             .map_err(|e| format!("cannot create the worker's pinning directory: {e}"))?;
         let mut process = Process::new(worker);
@@ -93,6 +97,10 @@ impl Client {
             "LD_LIBRARY_PATH",
             worker_search_path(pin.path(), combination),
         );
+        let user = run_as(combination);
+        if let Some(user) = user {
+            user.apply(&mut process);
+        }
         let (
             Worker {
                 child,
@@ -102,8 +110,9 @@ impl Client {
             stdin,
         ) = start_conversation::<Reply>(process).map_err(|e| {
             format!(
-                "the bench worker {} could not be started: {e}",
-                worker.display()
+                "the bench worker {} could not be started{}: {e}",
+                worker.display(),
+                as_user(user)
             )
         })?;
         Ok(Client {

@@ -10,6 +10,7 @@ use crate::discover;
 use crate::elf::OWN_CLASS;
 use crate::model::{Installation, Layout, Library, ScanReport};
 use crate::resolve::{self, Requester, SearchContext};
+use crate::trust::{Decision, Policy};
 use std::path::{Path, PathBuf};
 
 /// One driver plus one set of CUDA libraries, as one program would get them.
@@ -34,6 +35,9 @@ pub struct Combination {
     pub nvml: Option<PathBuf>,
     /// The library of each component the combination has.
     pub components: Vec<ComponentFile>,
+    /// Who may load its files, and with which search path (the trust rule); `None`: not yet
+    /// decided, and its workers run as ourselves with its whole search path.
+    pub decision: Option<Decision>,
 }
 
 /// The combinations of a scan's installations, then those of the configuration, with unique
@@ -64,6 +68,7 @@ pub fn combinations(
                 driver: None,
                 nvml: None,
                 components: Vec::new(),
+                decision: None,
             }
             .with_files(&libraries, search),
         );
@@ -105,6 +110,7 @@ pub fn combinations(
                 driver: None,
                 nvml: None,
                 components: Vec::new(),
+                decision: None,
             }
             .with_files(&libraries, search),
         );
@@ -128,11 +134,32 @@ impl Combination {
             driver: None,
             nvml: None,
             components: Vec::new(),
+            decision: None,
         }
     }
 }
 
 impl Combination {
+    /// Decides, by `trust`, who its workers run as and which of its search path (the
+    /// driver's directory first) they get.
+    pub fn decide(&mut self, trust: &Policy) {
+        let files: Vec<PathBuf> = self
+            .components
+            .iter()
+            .map(|c| c.path.clone())
+            .chain(self.driver.clone())
+            .chain(self.nvml.clone())
+            .collect();
+        let search_path = self
+            .driver_dir
+            .iter()
+            .map(|d| d.display().to_string())
+            .chain((!self.search_path.is_empty()).then(|| self.search_path.clone()))
+            .collect::<Vec<_>>()
+            .join(":");
+        self.decision = Some(trust.decide(&files, &[], &search_path));
+    }
+
     /// The combination with its driver, NVML and each component's file, as the loader finds
     /// them on its search path among `libraries` (the driver's from `driver_dir` when it has
     /// one).

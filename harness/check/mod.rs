@@ -43,6 +43,8 @@ pub struct Selection {
     pub target: Option<ComputeCapability>,
     /// The CUDA device ordinal the GPU work uses.
     pub device: u32,
+    /// Who may load each combination's files.
+    pub trust: crate::trust::Policy,
 }
 
 /// The host's selected combinations, with the scan's record of the host and the GPUs NVML sees.
@@ -63,6 +65,7 @@ impl Selection {
             config: config::Config::default(),
             target: None,
             device: 0,
+            trust: crate::trust::Policy::strict(),
         }
     }
 
@@ -77,11 +80,14 @@ impl Selection {
             host.env.get("LD_LIBRARY_PATH").map(String::as_str),
             &SearchContext::host(),
         );
-        let combinations = select(all, &self.select, &scan)?;
+        let mut combinations = select(all, &self.select, &scan)?;
+        for combination in &mut combinations {
+            combination.decide(&self.trust);
+        }
         Ok(Selected {
             host: scan.host,
             combinations,
-            gpu: crate::gpu::detect_with(worker, self.driver_dir.as_deref()),
+            gpu: crate::gpu::detect_with(worker, self.driver_dir.as_deref(), &self.trust),
         })
     }
 }
@@ -142,6 +148,7 @@ pub fn check(options: &CheckOptions, host: &Host) -> Result<CheckReport, CheckEr
             .target
             .map(|cc| format!("sm_{}{}", cc.major, cc.minor)),
         driver_dir: options.selection.driver_dir.clone(),
+        load_untrusted: options.selection.trust.load_untrusted,
         simulated: combinations.iter().any(|c| c.simulated),
         combinations,
     })
@@ -235,6 +242,7 @@ fn run_combination(combination: &Combination, options: &CheckOptions) -> Combina
             .map(|path| driver_use(path, &checks)),
         libraries,
         simulated: CombinationReport::ran_simulated(&checks),
+        loaded_as: runner::run_as(combination).map(|u| u.label()),
         checks,
         duration_ms: started.elapsed().as_secs_f64() * 1e3,
     }

@@ -27,6 +27,9 @@ pub struct CheckReport {
     pub target: Option<String>,
     /// `--driver-dir`, when the driver's libraries were taken from there.
     pub driver_dir: Option<PathBuf>,
+    /// `--load-untrusted`: libraries were loaded whoever could write them, as ourselves.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub load_untrusted: bool,
     pub combinations: Vec<CombinationReport>,
 }
 
@@ -55,6 +58,10 @@ pub struct CombinationReport {
     /// `stackbenchSimulated`). Absent (false) otherwise.
     #[serde(default, skip_serializing_if = "is_false")]
     pub simulated: bool,
+    /// The user its workers ran as when not stackbench's own (`alice (uid 1000)`): the owner
+    /// of its files, when stackbench runs as root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loaded_as: Option<String>,
 }
 
 /// For `skip_serializing_if`: a flag is written only when set, so reports of real runs keep

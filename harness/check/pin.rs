@@ -8,14 +8,16 @@
 
 use super::combination::Combination;
 use std::io;
-use std::os::unix::fs::symlink;
+use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::Path;
 use tempfile::TempDir;
 
 /// Creates the pinning directory of `combination`; it is removed when dropped.
 pub fn pin(combination: &Combination) -> io::Result<TempDir> {
+    // Readable by all: a worker may run as the owner of the combination's files.
     let dir = tempfile::Builder::new()
         .prefix("stackbench-pin-")
+        .permissions(std::fs::Permissions::from_mode(0o755))
         .tempdir()?;
     for file in &combination.components {
         link(

@@ -9,6 +9,7 @@ use super::pin;
 use super::protocol::{CheckEvent, CheckRequest};
 use crate::probe::{decode, LoadedObject};
 use crate::process::{start_worker, Worker};
+use crate::trust::{Decision, Identity, Refusal};
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
@@ -38,6 +39,10 @@ pub fn run(
     worker: &Path,
 ) -> WorkerRun {
     let mut run = WorkerRun::default();
+    if let Some(Decision::Refuse(refusal)) = &combination.decision {
+        run.results = request.run.iter().map(|id| refused(id, refusal)).collect();
+        return run;
+    }
     let pin = match pin::pin(combination) {
         Ok(pin) => pin,
         Err(e) => {
@@ -47,6 +52,7 @@ pub fn run(
         }
     };
     let search_path = worker_search_path(pin.path(), combination);
+    let user = run_as(combination);
     while run.results.len() < request.run.len() {
         let rest = CheckRequest {
             run: request.run[run.results.len()..].to_vec(),
@@ -54,7 +60,7 @@ pub fn run(
             ..request.clone()
         };
         let before = run.results.len();
-        let stop = one_worker(&rest, &search_path, timeout, worker, &mut run);
+        let stop = one_worker(&rest, (&search_path, user), timeout, worker, &mut run);
         if run.results.len() == before {
             // Nothing settled: this worker cannot run at all; neither would the next.
             let reason = format!("the check worker {stop}");
@@ -67,16 +73,45 @@ pub fn run(
 }
 
 /// The worker's `LD_LIBRARY_PATH`: the pinning directory, the driver's directory when one was
-/// given, then the combination's own search path.
+/// given, then the combination's own search path; of those two, the entries the trust rule
+/// lets its user search once that is decided.
 pub(crate) fn worker_search_path(pin: &Path, combination: &Combination) -> OsString {
     let mut parts = vec![pin.as_os_str().to_owned()];
-    if let Some(dir) = &combination.driver_dir {
-        parts.push(dir.as_os_str().to_owned());
-    }
-    if !combination.search_path.is_empty() {
-        parts.push(combination.search_path.clone().into());
+    match &combination.decision {
+        Some(Decision::Load(launch)) => {
+            if !launch.search_path.is_empty() {
+                parts.push(launch.search_path.clone().into());
+            }
+        }
+        _ => {
+            if let Some(dir) = &combination.driver_dir {
+                parts.push(dir.as_os_str().to_owned());
+            }
+            if !combination.search_path.is_empty() {
+                parts.push(combination.search_path.clone().into());
+            }
+        }
     }
     parts.join(std::ffi::OsStr::new(":"))
+}
+
+/// The user a combination's workers run as, when not ourselves (its files' owner, under root).
+pub(crate) fn run_as(combination: &Combination) -> Option<&Identity> {
+    match &combination.decision {
+        Some(Decision::Load(launch)) => launch.user.as_ref(),
+        _ => None,
+    }
+}
+
+/// A check not run because the trust rule refused the combination's files: failed when they
+/// can be written by others, skipped when they are only another user's.
+pub(crate) fn refused(id: &str, refusal: &Refusal) -> CheckResult {
+    let status = match refusal {
+        Refusal::NotOwned { .. } => Status::Skip,
+        _ => Status::Fail,
+    };
+    let reason = format!("{}; fix: {}", refusal.reason(), refusal.fix());
+    CheckResult::new(id, status, reason)
 }
 
 /// A failure not of the check's own making.
@@ -87,7 +122,7 @@ fn failed(id: &str, reason: &str) -> CheckResult {
 /// Runs one worker over `request.run`, adding what it settles to `run`; says how it stopped.
 fn one_worker(
     request: &CheckRequest,
-    search_path: &OsString,
+    (search_path, user): (&OsString, Option<&Identity>),
     timeout: Duration,
     worker: &Path,
     run: &mut WorkerRun,
@@ -98,13 +133,22 @@ fn one_worker(
     };
     let mut command = Command::new(worker);
     command.arg("__check").env("LD_LIBRARY_PATH", search_path);
+    if let Some(user) = user {
+        user.apply(&mut command);
+    }
     let Worker {
         mut child,
         events,
         errors,
     } = match start_worker::<CheckEvent>(command, input) {
         Ok(worker) => worker,
-        Err(e) => return format!("{} could not be started: {e}", worker.display()),
+        Err(e) => {
+            return format!(
+                "{} could not be started{}: {e}",
+                worker.display(),
+                as_user(user)
+            )
+        }
     };
     let settled_before = run.results.len();
     let mut current: Option<(String, Instant)> = None;
@@ -181,6 +225,12 @@ fn one_worker(
         };
     }
     stop
+}
+
+/// ` as alice (uid 1000)` when a worker runs as another user, else nothing.
+pub(crate) fn as_user(user: Option<&Identity>) -> String {
+    user.map(|u| format!(" as {}", u.label()))
+        .unwrap_or_default()
 }
 
 /// The last three non-blank lines a worker wrote to standard error, joined: what it said before it died.

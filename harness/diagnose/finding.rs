@@ -89,6 +89,14 @@ pub enum Cause {
     /// A `cuda-compat` `libcuda` on the search path older than the host's driver, or on a GPU
     /// forward compatibility does not support.
     CudaCompat,
+    /// An installation not loaded because a user other than its owner could change it (a
+    /// group- or world-writable step, files of two users): loading runs its code.
+    UntrustedLocation,
+    /// An installation of another user, not loaded since stackbench does not run as root.
+    NotLoaded,
+    /// An `LD_LIBRARY_PATH` entry that a user other than the one running could write, or
+    /// another user's: every program of this user, root's included, would run what is there.
+    UntrustedSearchPath,
 }
 
 /// One finding of `doctor`.

@@ -14,6 +14,7 @@ mod load;
 pub mod program;
 mod record;
 mod shadow;
+mod trust;
 mod upgrade;
 mod wheel;
 pub mod windows;
@@ -36,6 +37,16 @@ use std::path::{Path, PathBuf};
 pub struct InstallationProbe {
     pub root: PathBuf,
     pub loads: Vec<LoadReport>,
+    /// The user its libraries were loaded as, when not stackbench's own: their owner, when
+    /// stackbench runs as root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loaded_as: Option<crate::trust::Identity>,
+    /// Why nothing of it was loaded (the trust rule); its static findings stand.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_loaded: Option<crate::trust::Refusal>,
+    /// Search-path entries its worker was not given, and why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<crate::trust::LeftOut>,
 }
 
 /// No Windows search given.
@@ -72,6 +83,9 @@ pub struct Context<'a> {
     /// The host is a file system read below `--sysroot` (an image, a node's copy), not this
     /// machine: what is mounted at run time (the driver, in a container) is not there.
     pub sysroot: bool,
+    /// The user stackbench runs as, whose programs' search path the hygiene rule judges by the
+    /// trust rule; `None` below a sysroot, where nothing runs.
+    pub user: Option<&'a crate::trust::Identity>,
 }
 
 impl<'a> Context<'a> {
@@ -95,6 +109,7 @@ impl<'a> Context<'a> {
             driver_files: None,
             container: None,
             sysroot: false,
+            user: None,
         }
     }
 
@@ -284,6 +299,7 @@ fn every_rule(ctx: &Context) -> Vec<Finding> {
         findings.extend(driver::check(ctx));
         findings.extend(deps::check(ctx));
         findings.extend(load::check(ctx));
+        findings.extend(trust::check(ctx));
         findings.extend(record::check(ctx));
         findings.extend(cudnn::check(ctx));
         findings.extend(shadow::check(ctx));

@@ -47,6 +47,9 @@ pub struct ProbeRequest {
     /// One fresh worker per library, so that nothing one library mapped is already there for the
     /// next. Without it, `loaded` and `search_trail` show only what each library added.
     pub isolate: bool,
+    /// The user the worker runs as, when not stackbench's own (the files' owner, under root).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_as: Option<crate::trust::Identity>,
 }
 
 impl Default for ProbeRequest {
@@ -56,6 +59,7 @@ impl Default for ProbeRequest {
             ld_library_path: None,
             timeout: DEFAULT_TIMEOUT,
             isolate: false,
+            run_as: None,
         }
     }
 }
@@ -246,6 +250,9 @@ fn run_batch(request: &ProbeRequest, worker: &Path, batch: &[PathBuf]) -> Batch 
         Some(path) => command.env("LD_LIBRARY_PATH", path),
         None => command.env_remove("LD_LIBRARY_PATH"),
     };
+    if let Some(user) = &request.run_as {
+        user.apply(&mut command);
+    }
     let crate::process::Worker {
         mut child,
         events,
@@ -253,10 +260,15 @@ fn run_batch(request: &ProbeRequest, worker: &Path, batch: &[PathBuf]) -> Batch 
     } = match crate::process::start_worker::<WorkerEvent>(command, input) {
         Ok(worker) => worker,
         Err(e) => {
+            let user = request
+                .run_as
+                .as_ref()
+                .map(|u| format!(" as {}", u.label()))
+                .unwrap_or_default();
             return failed(format!(
-                "cannot start the probe worker {}: {e}",
+                "cannot start the probe worker {}{user}: {e}",
                 worker.display()
-            ))
+            ));
         }
     };
 

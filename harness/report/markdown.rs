@@ -28,7 +28,8 @@ impl Exporter for Markdown {
 
     fn doctor(&self, report: &DoctorReport) -> Result<Vec<u8>, OutputError> {
         let [errors, warnings, info] = report.severity_counts();
-        let mut out = String::from("# stackbench doctor\n\n");
+        let mut out = untrusted_line(report.load_untrusted);
+        out.push_str("# stackbench doctor\n\n");
         let _ = writeln!(
             out,
             "**{errors} errors, {warnings} warnings, {info} notes.** GPU: {}.\n",
@@ -41,8 +42,8 @@ impl Exporter for Markdown {
         if !report.cargo_search_path.is_empty() {
             let _ = writeln!(
                 out,
-                "Run by cargo: left out of `LD_LIBRARY_PATH` what cargo added (`{}`).\n",
-                report.cargo_search_path.join(":")
+                "Run by cargo: left out of `LD_LIBRARY_PATH` what cargo added ({}).\n",
+                code(&report.cargo_search_path.join(":"))
             );
         }
         if !report.findings.is_empty() {
@@ -72,11 +73,11 @@ impl Exporter for Markdown {
         let host = &report.host;
         let _ = writeln!(
             out,
-            "**On `{}`** ({} {}, stackbench {}), started {}: {}{}{}.\n",
-            host.hostname,
-            host.os,
-            host.arch,
-            host.stackbench_version,
+            "**On {}** ({} {}, stackbench {}), started {}: {}{}{}.\n",
+            code(&host.hostname),
+            escape(&host.os),
+            escape(&host.arch),
+            escape(&host.stackbench_version),
             report.started,
             bench::counts(report),
             if report.quick { " (`--quick`)" } else { "" },
@@ -91,8 +92,8 @@ impl Exporter for Markdown {
         if let Some(dir) = &report.driver_dir {
             let _ = writeln!(
                 out,
-                "Driver libraries from `--driver-dir {}`.\n",
-                dir.display()
+                "Driver libraries from {}.\n",
+                code(&format!("--driver-dir {}", dir.display()))
             );
         }
         out.push_str("## Combinations\n\n");
@@ -103,10 +104,10 @@ impl Exporter for Markdown {
         for c in &report.combinations {
             let _ = writeln!(
                 out,
-                "| `{}` | {} | {} | {} | {} | {} |",
-                c.name,
-                c.cuda_version.as_deref().unwrap_or("-"),
-                c.driver_cuda_version.as_deref().unwrap_or("-"),
+                "| {} | {} | {} | {} | {} | {} |",
+                code(&c.name),
+                escape(c.cuda_version.as_deref().unwrap_or("-")),
+                escape(c.driver_cuda_version.as_deref().unwrap_or("-")),
                 escape(&bench::libraries(c)),
                 bench::peaks(c),
                 match (&c.gpu_unavailable, c.simulated) {
@@ -138,9 +139,9 @@ impl Exporter for Markdown {
                 };
                 let _ = writeln!(
                     out,
-                    "| {} | `{}` | {} | {} | {median} | {iqr} | {} | {rate} | {} | {} | {} | {} |",
+                    "| {} | {} | {} | {} | {median} | {iqr} | {} | {rate} | {} | {} | {} | {} |",
                     r.benchmark,
-                    r.combination,
+                    code(&r.combination),
                     bench::size(r),
                     bench::variant(r),
                     bench::noise(r),
@@ -189,9 +190,9 @@ impl Exporter for Markdown {
         for (label, run) in [("Old", &report.old), ("New", &report.new)] {
             let _ = writeln!(
                 out,
-                "- {label}: `{}` on `{}`{}{}",
-                run.path.display(),
-                run.hostname,
+                "- {label}: {} on {}{}{}",
+                code(&run.path.display().to_string()),
+                code(&run.hostname),
                 run.started
                     .as_deref()
                     .map(|s| format!(", {s}"))
@@ -252,8 +253,8 @@ impl Exporter for Markdown {
             for c in &report.checks {
                 let _ = writeln!(
                     out,
-                    "| `{}` | {} | {} | {} | {} |",
-                    c.combination,
+                    "| {} | {} | {} | {} | {} |",
+                    code(&c.combination),
                     c.id,
                     view::check_change(c),
                     view::statuses(c),
@@ -305,7 +306,8 @@ impl Exporter for Markdown {
     }
 
     fn check(&self, report: &CheckReport) -> Result<Vec<u8>, OutputError> {
-        let mut out = String::from("# stackbench check\n\n");
+        let mut out = untrusted_line(report.load_untrusted);
+        out.push_str("# stackbench check\n\n");
         if let Some(banner) = super::check_simulated(report) {
             let _ = writeln!(out, "{}\n", simulated_quote(&banner));
         }
@@ -318,8 +320,11 @@ impl Exporter for Markdown {
         let host = &report.host;
         let _ = writeln!(
             out,
-            "**On `{}`** ({} {}, stackbench {}): {counts}, {failed}.\n",
-            host.hostname, host.os, host.arch, host.stackbench_version
+            "**On {}** ({} {}, stackbench {}): {counts}, {failed}.\n",
+            code(&host.hostname),
+            escape(&host.os),
+            escape(&host.arch),
+            escape(&host.stackbench_version)
         );
         let _ = writeln!(out, "GPU: {}.\n", escape(&check_gpu_line(report)));
         if let Some(dir) = &report.driver_dir {
@@ -339,6 +344,14 @@ impl Exporter for Markdown {
     }
 }
 
+/// With `--load-untrusted`, the warning as the report's first line.
+fn untrusted_line(load_untrusted: bool) -> String {
+    match load_untrusted {
+        true => format!("**{}**\n\n", super::LOAD_UNTRUSTED),
+        false => String::new(),
+    }
+}
+
 /// The simulated-GPU banner as a Markdown quote, its first words in bold.
 fn simulated_quote(banner: &str) -> String {
     let rest = banner.strip_prefix(super::SIMULATED_GPU).unwrap_or(banner);
@@ -349,22 +362,22 @@ fn summary(out: &mut String, host: &HostInfo, installations: &[Installation]) {
     let libraries: usize = installations.iter().map(|i| i.libraries.len()).sum();
     let _ = writeln!(
         out,
-        "{} installations, {} libraries on `{}` ({} {}), stackbench {}.\n",
+        "{} installations, {} libraries on {} ({} {}), stackbench {}.\n",
         installations.len(),
         libraries,
-        host.hostname,
-        host.os,
-        host.arch,
-        host.stackbench_version
+        code(&host.hostname),
+        escape(&host.os),
+        escape(&host.arch),
+        escape(&host.stackbench_version)
     );
 }
 
 fn installations(out: &mut String, installations: &[Installation], problems: &[Problem]) {
     for installation in installations {
         let mut title = format!(
-            "## {} `{}`",
+            "## {} {}",
             installation.layout.name(),
-            installation.root.display()
+            code(&installation.root.display().to_string())
         );
         if let Some(v) = &installation.cuda_version {
             let _ = write!(title, " — CUDA {v}");
@@ -378,7 +391,7 @@ fn installations(out: &mut String, installations: &[Installation], problems: &[P
         for l in &installation.libraries {
             let _ = writeln!(
                 out,
-                "| {} | {} | {} | {} | {} | {} | {} | {} | `{}` |",
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 escape(&l.name),
                 escape(l.version.as_deref().unwrap_or("-")),
                 escape(l.soname.as_deref().unwrap_or("-")),
@@ -387,7 +400,7 @@ fn installations(out: &mut String, installations: &[Installation], problems: &[P
                 archs(&l.sass, "sm_"),
                 archs(&l.ptx, "compute_"),
                 escape(&cell(&l.dlopen_deps)),
-                l.path.display()
+                code(&l.path.display().to_string())
             );
         }
         let problems: Vec<&Problem> = installation.all_problems().collect();
@@ -408,9 +421,9 @@ fn write_problems(out: &mut String, problems: &[&Problem]) {
     for p in problems {
         let _ = writeln!(
             out,
-            "- **{}** `{}`: {}",
+            "- **{}** {}: {}",
             p.kind.code(),
-            p.path.display(),
+            code(&p.path.display().to_string()),
             escape(&p.message)
         );
     }
@@ -421,7 +434,7 @@ fn write_problems(out: &mut String, problems: &[&Problem]) {
 fn check_matrix(out: &mut String, report: &CheckReport) {
     out.push_str("| check |");
     for c in &report.combinations {
-        let _ = write!(out, " `{}` |", escape(&c.name));
+        let _ = write!(out, " {} |", code(&c.name));
     }
     out.push_str("\n|---|");
     out.push_str(&"---|".repeat(report.combinations.len()));
@@ -473,7 +486,7 @@ fn check_notices(out: &mut String, report: &CheckReport) {
                 out,
                 "- {label} `{}` in {}: {}",
                 notice.id,
-                notice.scope(total, |name| format!("`{}`", escape(name))),
+                notice.scope(total, code),
                 escape(notice.reason)
             );
         }
@@ -491,22 +504,20 @@ fn check_libraries(out: &mut String, report: &CheckReport, c: &CombinationReport
     facts.push(match (&c.driver, driver_version(report, c)) {
         (None, _) => "no `libcuda.so.1`".to_string(),
         (Some(_), Some(v)) => format!("driver {v}"),
-        (Some(d), None) => format!("driver `{}`", d.path.display()),
+        (Some(d), None) => format!("driver {}", code(&d.path.display().to_string())),
     });
     if c.simulated {
         facts.push(format!("**{}**", super::SIMULATED_GPU));
     }
     facts.push(format!("{:.1} s", c.duration_ms / 1e3));
-    let _ = writeln!(out, "### `{}`: {}\n", escape(&c.name), facts.join(", "));
+    let _ = writeln!(out, "### {}: {}\n", code(&c.name), facts.join(", "));
     if c.libraries.is_empty() {
         out.push_str("No CUDA library.\n\n");
         return;
     }
     out.push_str("| component | version | path | inside |\n|---|---|---|---|\n");
     for l in &c.libraries {
-        let path = library_path(l).map_or("-".to_string(), |p| {
-            format!("`{}`", escape(&p.display().to_string()))
-        });
+        let path = library_path(l).map_or("-".to_string(), |p| code(&p.display().to_string()));
         let _ = writeln!(
             out,
             "| {} | {} | {path} | {} |",
@@ -522,9 +533,37 @@ fn check_libraries(out: &mut String, report: &CheckReport, c: &CombinationReport
     out.push('\n');
 }
 
-/// Keeps a value from breaking the table it sits in.
+/// Text from the host (a GPU's name, a message quoting a path) as Markdown text: it can neither
+/// break the table or line it sits in (`|`, line breaks, a backslash that would escape the
+/// next character) nor open HTML (`<`).
 fn escape(text: &str) -> String {
-    text.replace('|', "\\|").replace('\n', " ")
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '|' => out.push_str("\\|"),
+            '<' => out.push_str("&lt;"),
+            '\\' if chars.peek().is_some_and(char::is_ascii_punctuation) => out.push_str("\\\\"),
+            '\n' | '\r' => out.push(' '),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// A name or path from the host as an inline code span, fenced by more backticks than it holds
+/// so none can end it early, with `|` escaped (GitHub tables split on it even in code) and line
+/// breaks as spaces.
+fn code(text: &str) -> String {
+    let text = text.replace('|', "\\|").replace(['\n', '\r'], " ");
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest + 1);
+    let pad = if text.starts_with('`') || text.ends_with('`') {
+        " "
+    } else {
+        ""
+    };
+    format!("{fence}{pad}{text}{pad}{fence}")
 }
 
 /// The history of runs without the charts: per benchmark a table of each run's median and
@@ -558,7 +597,7 @@ fn history_charts(out: &mut String, history: &crate::history::History) {
     for chart in &history.charts {
         let _ = write!(out, "### `{}`\n\n| run |", chart.benchmark);
         for series in &chart.series {
-            let _ = write!(out, " `{}` |", escape(&series.label));
+            let _ = write!(out, " {} |", code(&series.label));
         }
         out.push_str("\n|---|");
         out.push_str(&"---|".repeat(chart.series.len()));
@@ -633,7 +672,7 @@ fn history_matrices(out: &mut String, history: &crate::history::History) {
             super::matrix_mark(matrix)
         );
         for combination in &matrix.combinations {
-            let _ = write!(out, " `{}` |", escape(combination));
+            let _ = write!(out, " {} |", code(combination));
         }
         out.push_str("\n|---|---|");
         out.push_str(&"---|".repeat(matrix.combinations.len()));
@@ -663,7 +702,7 @@ fn history_runs(out: &mut String, history: &crate::history::History) {
     for run in history.runs.iter().rev() {
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | `{}` |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
             run.when,
             run.kind,
             escape(&run.hostname),
@@ -671,7 +710,7 @@ fn history_runs(out: &mut String, history: &crate::history::History) {
             escape(run.driver.as_deref().unwrap_or("-")),
             escape(&run.stackbench_version),
             history_counts(run),
-            escape(&run.path.display().to_string())
+            code(&run.path.display().to_string())
         );
     }
 }

@@ -274,6 +274,9 @@ fn check_counts(report: &CheckReport) -> (String, String) {
     )
 }
 
+/// The first line of a report made with `--load-untrusted`.
+pub const LOAD_UNTRUSTED: &str = "warning: --load-untrusted: libraries were loaded whoever could write them, as the user running stackbench; the trust rule was off";
+
 /// The words every human-readable report of a run on stackbench's simulated driver starts with.
 pub const SIMULATED_GPU: &str = "SIMULATED GPU";
 
@@ -438,6 +441,7 @@ mod tests {
             checks,
             duration_ms: 0.0,
             simulated: false,
+            loaded_as: None,
         }
     }
 
@@ -455,6 +459,7 @@ mod tests {
             target: None,
             driver_dir: None,
             simulated: false,
+            load_untrusted: false,
             combinations,
         }
     }

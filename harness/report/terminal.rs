@@ -52,6 +52,13 @@ impl Exporter for Terminal {
 
     fn doctor(&self, report: &DoctorReport) -> Result<Vec<u8>, OutputError> {
         let mut out = String::new();
+        if report.load_untrusted {
+            let _ = writeln!(
+                out,
+                "{}",
+                self.paint(&format!("{BOLD};{RED}"), super::LOAD_UNTRUSTED)
+            );
+        }
         let [errors, warnings, info] = report.severity_counts();
         let libraries: usize = report.installations.iter().map(|i| i.libraries.len()).sum();
         let verdict = if errors > 0 {
@@ -80,7 +87,18 @@ impl Exporter for Terminal {
                 report.cargo_search_path.join(":")
             );
         }
-        let _ = writeln!(out, "GPU: {}\n", gpu_line(&report.gpu));
+        let _ = writeln!(out, "GPU: {}", gpu_line(&report.gpu));
+        for probe in &report.probes {
+            if let Some(user) = &probe.loaded_as {
+                let line = format!(
+                    "{} loaded as {}, the owner of its files",
+                    probe.root.display(),
+                    user.label()
+                );
+                let _ = writeln!(out, "{}", wrap(&line, "     "));
+            }
+        }
+        out.push('\n');
         if let Some(program) = &report.program {
             self.program(&mut out, program);
         }
@@ -384,6 +402,13 @@ impl Exporter for Terminal {
 
     fn check(&self, report: &CheckReport) -> Result<Vec<u8>, OutputError> {
         let mut out = String::new();
+        if report.load_untrusted {
+            let _ = writeln!(
+                out,
+                "{}",
+                self.paint(&format!("{BOLD};{RED}"), super::LOAD_UNTRUSTED)
+            );
+        }
         let (counts, failed) = check_counts(report);
         let failed = if report.has_failures() {
             self.paint(RED, &failed)
