@@ -714,3 +714,44 @@ fn history_runs(out: &mut String, history: &crate::history::History) {
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_text_cannot_break_a_table_or_become_html() {
+        assert_eq!(
+            escape("GPU | <img src=x onerror=alert(1)>\nnext"),
+            "GPU \\| &lt;img src=x onerror=alert(1)> next"
+        );
+        // A backslash that would escape the next character is itself escaped.
+        assert_eq!(escape(r"a\|b"), r"a\\\|b");
+        assert_eq!(escape(r"C:\Windows"), r"C:\Windows");
+    }
+
+    #[test]
+    fn a_code_span_holds_whatever_the_host_named() {
+        assert_eq!(code("/opt/cuda"), "`/opt/cuda`");
+        assert_eq!(code("/tmp/a`b|c\nd"), "``/tmp/a`b\\|c d``");
+        assert_eq!(code("`x"), "`` `x ``");
+    }
+
+    #[test]
+    fn a_hostname_with_markup_stays_text_in_the_doctor_report() {
+        let mut report: DoctorReport = serde_json::from_value(serde_json::json!({
+            "schema": "stackbench.doctor/v1",
+            "host": {"hostname": "node|1`<b>", "os": "linux", "arch": "x86_64", "stackbench_version": "0"},
+            "gpu": {"source": "none", "devices": [], "driver_version": null, "note": "x"},
+            "loaded": true, "findings": [], "probes": [], "searched": [],
+            "installations": [], "problems": []
+        }))
+        .unwrap();
+        let text = String::from_utf8(Markdown.doctor(&report).unwrap()).unwrap();
+        assert!(text.contains("on ``node\\|1`<b>``"), "{text}");
+        assert!(!text.starts_with("**warning"), "{text}");
+        report.load_untrusted = true;
+        let text = String::from_utf8(Markdown.doctor(&report).unwrap()).unwrap();
+        assert!(text.starts_with("**warning: --load-untrusted"), "{text}");
+    }
+}

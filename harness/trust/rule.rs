@@ -19,7 +19,7 @@ const MAX_LINKS: usize = 40;
 
 /// Why a path may not be loaded.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[serde(tag = "problem", rename_all = "snake_case")]
 pub enum Distrust {
     /// A step can be written by someone other than its owner.
     Writable { path: PathBuf, by: Writers },
