@@ -58,9 +58,12 @@ fn bench(c: &mut Criterion) {
         eprintln!("check/fixtures: no fixture toolkits here (ci/fetch-toolkits builds them)");
     }
 
-    if !stackbench::gpu::detect(&common::stackbench_bin())
-        .devices
-        .is_empty()
+    if !stackbench::gpu::detect(
+        &common::stackbench_bin(),
+        &stackbench::trust::Policy::strict(),
+    )
+    .devices
+    .is_empty()
     {
         let host = options(Vec::new(), true);
         eprintln!(

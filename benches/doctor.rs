@@ -3,7 +3,9 @@
 //! adds to a command's own run time (target: under 0.5 s): a Python program loading the CUDA 12
 //! runtime, alone and under the doctor, which scans this host's own places as a user's run would;
 //! and `doctor --sysroot` of an unpacked CUDA runtime container image, the whole process with the
-//! image's environment (target: under 1 s).
+//! image's environment (target: under 1 s); and the trust rule's cost (issue 27): the rule alone
+//! over every fixture installation, and a full `doctor` of the fixtures with the rule off
+//! (`--load-untrusted`) beside the one with it on.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -34,6 +36,10 @@ fn bench(c: &mut Criterion) {
         trust: Policy::strict(),
     };
     let (live, offline) = (options(true), options(false));
+    let untrusted = DoctorOptions {
+        trust: Policy::new(true),
+        ..options(true)
+    };
     let mut group = c.benchmark_group("doctor");
     group
         .sample_size(10)
@@ -41,6 +47,10 @@ fn bench(c: &mut Criterion) {
     group.bench_function("all fixture toolkits, loading every library", |b| {
         b.iter(|| doctor(&live, &Host::default()))
     });
+    group.bench_function(
+        "all fixture toolkits, loading every library, --load-untrusted",
+        |b| b.iter(|| doctor(&untrusted, &Host::default())),
+    );
     group.bench_function("all fixture toolkits, --no-load", |b| {
         b.iter(|| doctor(&offline, &Host::default()))
     });
@@ -102,5 +112,42 @@ fn sysroot(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench, command, sysroot);
+/// The trust rule alone: for every installation of the fixtures, its libraries and search
+/// path walked and judged as `doctor` judges them before loading (metadata only).
+fn trust(c: &mut Criterion) {
+    let scan = stackbench::scan::scan(
+        &Options {
+            roots: vec![toolkits()],
+            system: false,
+        },
+        &Host::default(),
+    );
+    let installations: Vec<(Vec<std::path::PathBuf>, String)> = scan
+        .installations
+        .iter()
+        .map(|i| {
+            let files = i.libraries.iter().map(|l| l.real_path.clone()).collect();
+            (files, stackbench::diagnose::search_path(i, None))
+        })
+        .collect();
+    let libraries: usize = installations.iter().map(|(f, _)| f.len()).sum();
+    let policy = Policy::strict();
+    let mut group = c.benchmark_group("trust");
+    group.bench_function(
+        format!(
+            "every fixture installation ({} installations, {libraries} libraries)",
+            installations.len()
+        ),
+        |b| {
+            b.iter(|| {
+                for (files, search_path) in &installations {
+                    std::hint::black_box(policy.decide(files, &[], search_path));
+                }
+            })
+        },
+    );
+    group.finish();
+}
+
+criterion_group!(benches, bench, command, sysroot, trust);
 criterion_main!(benches);

@@ -108,8 +108,8 @@ fn target(text: Option<&str>) -> Result<Option<ComputeCapability>, OptionsError>
 /// Where `check`'s report comes from.
 #[derive(Debug, Clone)]
 pub enum CheckSource {
-    /// A run on this host, now.
-    Run(CheckOptions),
+    /// A run on this host, now (boxed: the options outweigh a path many times).
+    Run(Box<CheckOptions>),
     /// A run saved as JSON (`--from FILE`), only reported again.
     Saved(PathBuf),
 }
@@ -128,7 +128,7 @@ pub fn check(
         timeout: timeout(args.timeout)?,
         worker: std::env::current_exe().map_err(OptionsError::NoExecutable)?,
     };
-    Ok((CheckSource::Run(options), report))
+    Ok((CheckSource::Run(Box::new(options)), report))
 }
 
 /// The combinations `check` and `bench` run, checked.

@@ -708,8 +708,10 @@ fn a_bad_target_exits_2_and_says_what_to_give(#[case] target: &str) {
 
 // 8. Search-path hygiene.
 
+/// Run as root (as CI runs), a world-writable entry is the trust rule's error, not the hygiene
+/// warning an ordinary user gets (`tests/trust_cli.rs` shows that one).
 #[test]
-fn empty_relative_and_world_writable_search_path_entries_are_warnings() {
+fn empty_and_relative_entries_are_warnings_and_a_world_writable_one_an_error_for_root() {
     let open = tempfile::tempdir().expect("temporary directory");
     let open_dir = open.path().canonicalize().expect("canonical");
     fs::set_permissions(&open_dir, fs::Permissions::from_mode(0o777)).expect("chmod 777");
@@ -728,20 +730,25 @@ fn empty_relative_and_world_writable_search_path_entries_are_warnings() {
         "{relative}"
     );
     assert_eq!(text(relative, "fix"), clean);
-    let writable = &the(&run.report, "world_writable_search_path", |_| true);
+    for f in [empty, relative] {
+        assert_eq!(f["severity"], "warning", "{f}");
+    }
+    assert!(findings_of(&run.report, "world_writable_search_path").is_empty());
+    let untrusted = &the(&run.report, "untrusted_search_path", |_| true);
     assert!(
-        text(writable, "message").starts_with(&format!(
-            "{} on LD_LIBRARY_PATH is world-writable",
+        text(untrusted, "message").starts_with(&format!(
+            "{} on LD_LIBRARY_PATH: {} can be written by every user",
+            open_dir.display(),
             open_dir.display()
         )),
-        "{writable}"
+        "{untrusted}"
     );
     assert_eq!(
-        text(writable, "fix"),
-        format!("chmod o-w {}", open_dir.display())
+        text(untrusted, "fix"),
+        format!("chmod go-w {}", open_dir.display())
     );
-    for f in [empty, relative, writable] {
-        assert_eq!(f["severity"], "warning", "{f}");
+    assert_eq!(untrusted["severity"], "error", "{untrusted}");
+    for f in [empty, relative, untrusted] {
         assert!(
             has_line(&f["evidence"], &format!("LD_LIBRARY_PATH={value}")),
             "{f}"

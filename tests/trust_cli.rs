@@ -394,3 +394,21 @@ fn check_runs_another_users_combination_as_that_user() {
         "{load}"
     );
 }
+
+#[test]
+fn for_an_ordinary_user_a_world_writable_entry_stays_the_hygiene_warning() {
+    let venv = Venv::new(OWNER);
+    let open = tempfile::tempdir().unwrap();
+    chmod(open.path(), 0o777);
+    let value = open.path().display().to_string();
+    let (_, report) = doctor(
+        &venv.site,
+        Some(OWNER),
+        &[("LD_LIBRARY_PATH", &value)],
+        &["--no-load"],
+    );
+    let warning = findings_of(&report, "world_writable_search_path");
+    assert_eq!(warning.len(), 1, "{report:#}");
+    assert_eq!(warning[0]["severity"], "warning");
+    assert!(findings_of(&report, "untrusted_search_path").is_empty());
+}

@@ -94,7 +94,7 @@ fn targets(label: &str, options: &BenchOptions, host: &Host) -> Vec<Target> {
 /// the others, and for a host without a GPU, a line saying why `bench` registers nothing.
 pub fn gpu_targets(bench: &str) -> Vec<Target> {
     let options = options(Vec::new(), true, None);
-    let gpu = stackbench::gpu::detect(&options.worker);
+    let gpu = stackbench::gpu::detect(&options.worker, &options.selection.trust);
     let mut all = Vec::new();
     if gpu.devices.is_empty() {
         eprintln!(

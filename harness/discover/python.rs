@@ -13,15 +13,30 @@ const INTERPRETER_TIMEOUT: Duration = Duration::from_secs(5);
 const SITE_QUERY: &str = "import site,sys;print('\\n'.join(([sys.prefix] if sys.prefix!=sys.base_prefix else [])+site.getsitepackages()+[site.getusersitepackages()]))";
 
 /// The site-packages and the user site of the `python3` on PATH (and its prefix when it is a
-/// virtual environment); none if it is missing, fails or hangs.
+/// virtual environment); none if it is missing, fails or hangs, or if the trust rule would not
+/// let us run it (another user's virtualenv first on root's PATH: its interpreter is their code).
 pub fn interpreter_sites() -> Vec<PathBuf> {
-    let mut python = Command::new("python3");
+    let uid = crate::trust::Identity::current().uid;
+    let Some(interpreter) =
+        on_path("python3").filter(|p| crate::trust::rule::check(p, false, uid).is_ok())
+    else {
+        return Vec::new();
+    };
+    let mut python = Command::new(interpreter);
     python.args(["-I", "-c", SITE_QUERY]);
     let out = crate::process::output_within(python, INTERPRETER_TIMEOUT).unwrap_or_default();
     out.lines()
         .filter(|l| !l.is_empty())
         .map(PathBuf::from)
         .collect()
+}
+
+/// The first `name` on `PATH` that is a file, as `execvp` would find it.
+fn on_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|candidate| candidate.is_file())
 }
 
 /// Every Python or conda environment prefix (or site directory) this host names, in order:
