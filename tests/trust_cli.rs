@@ -141,6 +141,35 @@ fn said(report: &Value) -> Vec<(String, String, String)> {
         .collect()
 }
 
+/// The one finding of `cause`, checked to be of `severity`, and its message.
+fn only_finding<'a>(report: &'a Value, cause: &str, severity: &str) -> (&'a Value, &'a str) {
+    let found: Vec<&Value> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["cause"] == cause)
+        .collect();
+    assert_eq!(found.len(), 1, "one {cause}: {report:#}");
+    assert_eq!(found[0]["severity"], severity, "{}", found[0]);
+    (found[0], found[0]["message"].as_str().unwrap())
+}
+
+/// One `check --no-system --target sm_90 --root SITE --format json` run as root.
+fn check_json(site: &Path) -> (Option<i32>, Value) {
+    let output = Command::new(stackbench_bin())
+        .env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .args(["check", "--no-system", "--target", "sm_90", "--root"])
+        .arg(site)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    let report = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!("{e}: {}", String::from_utf8_lossy(&output.stderr));
+    });
+    (output.status.code(), report)
+}
+
 /// The probe of the installation below `site`.
 fn probe<'a>(report: &'a Value, site: &Path) -> &'a Value {
     report["probes"]
@@ -191,11 +220,7 @@ fn a_world_writable_directory_above_a_library_is_untrusted_and_nothing_is_loaded
     let (code, report) = doctor(&venv.site, None, &[], &[]);
     assert!(venv.witnessed().is_empty(), "{:?}", venv.witnessed());
     assert_eq!(code, 1);
-    let untrusted = findings_of(&report, "untrusted_location");
-    assert_eq!(untrusted.len(), 1, "{report:#}");
-    let finding = &untrusted[0];
-    assert_eq!(finding["severity"], "error");
-    let message = finding["message"].as_str().unwrap();
+    let (finding, message) = only_finding(&report, "untrusted_location", "error");
     assert!(
         message.contains(&format!("{} can be written by every user", open.display())),
         "{message}"
@@ -216,8 +241,7 @@ fn a_group_writable_library_file_is_untrusted() {
     chmod(&library, 0o664);
     let (_, report) = doctor(&venv.site, None, &[], &[]);
     assert!(venv.witnessed().is_empty());
-    let untrusted = findings_of(&report, "untrusted_location");
-    let message = untrusted[0]["message"].as_str().unwrap();
+    let (_, message) = only_finding(&report, "untrusted_location", "error");
     assert!(
         message.contains(&format!(
             "{} can be written by group 4242",
@@ -232,16 +256,10 @@ fn an_ordinary_user_reads_another_users_venv_statically_only() {
     let venv = Venv::new(OWNER);
     let (_, report) = doctor(&venv.site, Some(OTHER), &[], &[]);
     assert!(venv.witnessed().is_empty(), "{:?}", venv.witnessed());
-    let notes = findings_of(&report, "not_loaded");
-    assert_eq!(notes.len(), 1, "{report:#}");
-    assert_eq!(notes[0]["severity"], "info");
+    let (_, message) = only_finding(&report, "not_loaded", "info");
     assert!(
-        notes[0]["message"]
-            .as_str()
-            .unwrap()
-            .ends_with("not loaded: owned by uid 4242 (static analysis only)"),
-        "{}",
-        notes[0]["message"]
+        message.ends_with("not loaded: owned by uid 4242 (static analysis only)"),
+        "{message}"
     );
     assert_eq!(
         report["installations"][0]["libraries"]
@@ -320,17 +338,8 @@ fn another_users_search_path_entry_is_an_error_for_root_and_left_out_of_its_work
         alice.witnessed()
     );
     assert_eq!(code, 1);
-    let untrusted = findings_of(&report, "untrusted_search_path");
-    assert_eq!(untrusted.len(), 1, "{report:#}");
-    assert_eq!(untrusted[0]["severity"], "error");
-    assert!(
-        untrusted[0]["message"]
-            .as_str()
-            .unwrap()
-            .contains("belongs to uid 4242"),
-        "{}",
-        untrusted[0]["message"]
-    );
+    let (_, message) = only_finding(&report, "untrusted_search_path", "error");
+    assert!(message.contains("belongs to uid 4242"), "{message}");
     let probe = probe(&report, root_tree.path());
     let left_out = probe["left_out"].as_array().unwrap();
     assert_eq!(left_out[0]["entry"], value.as_str(), "{probe}");
@@ -346,17 +355,7 @@ fn another_users_search_path_entry_is_an_error_for_root_and_left_out_of_its_work
 #[test]
 fn check_runs_another_users_combination_as_that_user() {
     let venv = Venv::new(OWNER);
-    let output = Command::new(stackbench_bin())
-        .env_clear()
-        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-        .args(["check", "--no-system", "--target", "sm_90", "--root"])
-        .arg(&venv.site)
-        .args(["--format", "json"])
-        .output()
-        .unwrap();
-    let report: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
-        panic!("{e}: {}", String::from_utf8_lossy(&output.stderr));
-    });
+    let (_, report) = check_json(&venv.site);
     assert!(
         !venv.witnessed().is_empty()
             && venv
@@ -373,16 +372,8 @@ fn check_runs_another_users_combination_as_that_user() {
     // Made world-writable, the same combination is refused: every check fails with the reason.
     let witnessed = venv.witnessed().len();
     chmod(&venv.site.join("nvidia"), 0o777);
-    let output = Command::new(stackbench_bin())
-        .env_clear()
-        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-        .args(["check", "--no-system", "--target", "sm_90", "--root"])
-        .arg(&venv.site)
-        .args(["--format", "json"])
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(1));
-    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let (code, report) = check_json(&venv.site);
+    assert_eq!(code, Some(1));
     assert_eq!(venv.witnessed().len(), witnessed, "nothing more was loaded");
     let load = check_result(&report, "cudart.load");
     assert_eq!(load["status"], "fail");
@@ -407,8 +398,6 @@ fn for_an_ordinary_user_a_world_writable_entry_stays_the_hygiene_warning() {
         &[("LD_LIBRARY_PATH", &value)],
         &["--no-load"],
     );
-    let warning = findings_of(&report, "world_writable_search_path");
-    assert_eq!(warning.len(), 1, "{report:#}");
-    assert_eq!(warning[0]["severity"], "warning");
+    only_finding(&report, "world_writable_search_path", "warning");
     assert!(findings_of(&report, "untrusted_search_path").is_empty());
 }

@@ -9,6 +9,7 @@ use super::pin;
 use super::protocol::{CheckEvent, CheckRequest};
 use crate::probe::{decode, LoadedObject};
 use crate::process::{start_worker, Worker};
+use crate::trust::identity::as_user;
 use crate::trust::{Decision, Identity, Refusal};
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
@@ -225,12 +226,6 @@ fn one_worker(
         };
     }
     stop
-}
-
-/// ` as alice (uid 1000)` when a worker runs as another user, else nothing.
-pub(crate) fn as_user(user: Option<&Identity>) -> String {
-    user.map(|u| format!(" as {}", u.label()))
-        .unwrap_or_default()
 }
 
 /// The last three non-blank lines a worker wrote to standard error, joined: what it said before it died.

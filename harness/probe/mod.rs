@@ -260,14 +260,10 @@ fn run_batch(request: &ProbeRequest, worker: &Path, batch: &[PathBuf]) -> Batch 
     } = match crate::process::start_worker::<WorkerEvent>(command, input) {
         Ok(worker) => worker,
         Err(e) => {
-            let user = request
-                .run_as
-                .as_ref()
-                .map(|u| format!(" as {}", u.label()))
-                .unwrap_or_default();
             return failed(format!(
-                "cannot start the probe worker {}{user}: {e}",
-                worker.display()
+                "cannot start the probe worker {}{}: {e}",
+                worker.display(),
+                crate::trust::identity::as_user(request.run_as.as_ref())
             ));
         }
     };

@@ -24,17 +24,17 @@ pub struct Identity {
 }
 
 impl Identity {
-    /// This process's effective user.
+    /// This process's effective user, by its ids alone: nothing is read (`doctor --sysroot`
+    /// reads no file outside its tree), and its name is looked up only when a message needs it.
     pub fn current() -> Identity {
         // SAFETY: geteuid and getegid have no preconditions.
         let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
-        let entry = passwd(uid);
         Identity {
             uid,
             gid,
             groups: Vec::new(),
-            name: entry.as_ref().map(|e| e.name.clone()),
-            home: entry.map(|e| e.home),
+            name: None,
+            home: None,
         }
     }
 
@@ -65,7 +65,10 @@ impl Identity {
 
     /// How people name the user: `alice (uid 1000)`, or `uid 4242` without an entry.
     pub fn label(&self) -> String {
-        label(self.uid, self.name.as_deref())
+        match &self.name {
+            Some(name) => label(self.uid, Some(name)),
+            None => label(self.uid, user_name(self.uid).as_deref()),
+        }
     }
 
     /// Makes `command` run as this user: supplementary groups, group, then user set in the child
@@ -100,6 +103,12 @@ impl Identity {
             });
         }
     }
+}
+
+/// ` as alice (uid 1000)` when a worker runs as another user, else nothing: for messages.
+pub fn as_user(user: Option<&Identity>) -> String {
+    user.map(|u| format!(" as {}", u.label()))
+        .unwrap_or_default()
 }
 
 /// `alice (uid 1000)`, or `uid 4242` for a user with no name.

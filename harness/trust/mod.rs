@@ -129,15 +129,6 @@ pub struct LeftOut {
     pub distrust: Distrust,
 }
 
-impl Launch {
-    /// Sets `command` up to run as the launch's user, if another.
-    pub fn apply(&self, command: &mut std::process::Command) {
-        if let Some(user) = &self.user {
-            user.apply(command);
-        }
-    }
-}
-
 /// Why files are not loaded.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
