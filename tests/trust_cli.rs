@@ -401,3 +401,34 @@ fn for_an_ordinary_user_a_world_writable_entry_stays_the_hygiene_warning() {
     only_finding(&report, "world_writable_search_path", "warning");
     assert!(findings_of(&report, "untrusted_search_path").is_empty());
 }
+
+/// Asking the `python3` on PATH for its site-packages runs it: another user's first on root's
+/// PATH (an activated venv under `sudo -E`) is their code, and is not run.
+#[test]
+fn root_never_runs_another_users_python3_from_path() {
+    let venv = Venv::new(OWNER);
+    let bin = venv.site.join("../../../bin");
+    fs::create_dir_all(&bin).unwrap();
+    let python = bin.join("python3");
+    fs::write(
+        &python,
+        format!(
+            "#!/bin/sh\necho \"python3 ran as uid $(id -u)\" >> {}\nexec /usr/bin/python3 \"$@\"\n",
+            venv.witness.display()
+        ),
+    )
+    .unwrap();
+    chmod(&python, 0o755);
+    chown_all(&bin, OWNER);
+    let home = tempfile::tempdir().unwrap();
+    let path = format!("{}:/usr/local/bin:/usr/bin:/bin", bin.display());
+    let output = Command::new(stackbench_bin())
+        .env_clear()
+        .env("PATH", &path)
+        .env("HOME", home.path())
+        .args(["doctor", "--no-load", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(output.status.code().is_some_and(|c| c < 2), "{output:?}");
+    assert!(venv.witnessed().is_empty(), "{:?}", venv.witnessed());
+}
