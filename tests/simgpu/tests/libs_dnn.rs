@@ -15,8 +15,8 @@ use stackbench_simgpu::libs::cudnn::status::{
 use stackbench_simgpu::libs::cudnn::{descriptors::*, forward::*, handle::*};
 use stackbench_simgpu::libs::cufft::{exec::*, plan::*};
 use stackbench_simgpu::libs::curand::generator::{
-    curandCreateGenerator, curandDestroyGenerator, curandGenerateUniform, curandGetProperty,
-    curandGetVersion, curandSetGeneratorOffset, curandSetGeneratorOrdering,
+    curandCreateGenerator, curandDestroyGenerator, curandGenerate, curandGenerateUniform,
+    curandGetProperty, curandGetVersion, curandSetGeneratorOffset, curandSetGeneratorOrdering,
     curandSetPseudoRandomGeneratorSeed, curandSetStream,
 };
 use std::ffi::{c_int, c_void, CStr};
@@ -40,7 +40,7 @@ const HAND_X: [f32; 12] = [1., 2., 3., 4., 5., 6., 7., 8., 9., 10., 11., 12.];
 const HAND_W: [f32; 6] = [1., 0., -1., 2., 1., 0.];
 
 #[test]
-fn the_direct_convolution_agrees_with_a_hand_computed_non_square_padded_strided_case() {
+fn the_convolution_agrees_with_a_hand_computed_non_square_padded_strided_case() {
     let g = hand_case(Mode::CrossCorrelation);
     assert_eq!(g.output(), Some([1, 1, 2, 2]));
     // Output row 0 reads input rows -1 (padding) and 0: only filter row 1, (2 1 0), over row 0:
@@ -55,6 +55,29 @@ fn the_direct_convolution_agrees_with_a_hand_computed_non_square_padded_strided_
         vec![2., 2., 22., 25.]
     );
     assert_eq!(g.flops(), 2 * 4 * 6);
+}
+
+/// The simulator counts the windows that fit; cuDNN documents the closed form for
+/// `cudnnGetConvolution2dForwardOutputDim`: `1 + (in + 2 pad - ((filter - 1) dil + 1)) / stride`.
+#[test]
+fn the_counted_output_size_is_the_one_cudnn_documents() {
+    for input in 1..12 {
+        for filter in 1..6 {
+            for pad in 0..3 {
+                for stride in 1..4 {
+                    for dilation in 1..3 {
+                        let (padded, span) = (input + 2 * pad, (filter - 1) * dilation + 1);
+                        let documented = (padded >= span).then(|| 1 + (padded - span) / stride);
+                        assert_eq!(
+                            conv::windows(input, filter, pad, stride, dilation),
+                            documented,
+                            "in {input}, filter {filter}, pad {pad}, stride {stride}, dilation {dilation}"
+                        );
+                    }
+                }
+            }
+        }
+    }
 }
 
 #[test]
@@ -470,10 +493,43 @@ fn generations_continue_the_sequence_and_a_seed_restarts_it() {
     assert_ne!(download(out, 200), whole);
 }
 
+/// The first four 32-bit words of a generator of `rng_type` seeded with `seed`.
+fn first_words(rng_type: c_int, seed: u64) -> Vec<u32> {
+    let mut g = null_mut();
+    // SAFETY: a valid out-pointer.
+    assert_eq!(unsafe { curandCreateGenerator(&mut g, rng_type) }, 0);
+    assert_eq!(curandSetPseudoRandomGeneratorSeed(g, seed), 0);
+    let out = alloc(16);
+    assert_eq!(curandGenerate(g, out as *mut u32, 4), 0);
+    ok(cuCtxSynchronize());
+    assert_eq!(curandDestroyGenerator(g), 0);
+    download(out, 4).iter().map(|v| v.to_bits()).collect()
+}
+
+/// Each generator type computes its own algorithm: the default and XORWOW give XORWOW's words
+/// (`curand_init`'s seeding, computed apart in Python), Philox gives Random123's known answer
+/// for a zero counter and key.
 #[test]
-fn curand_refuses_quasi_generators_bad_orderings_and_unknown_generators() {
+fn the_default_generator_is_xorwow_and_philox_is_philox() {
+    context(QUIET);
+    let xorwow = [0x253d_5e15, 0x6f55_8604, 0xdee6_daf2, 0x7485_b394];
+    assert_eq!(first_words(100, 1234), xorwow);
+    assert_eq!(first_words(101, 1234), xorwow);
+    assert_eq!(
+        first_words(161, 0),
+        [0x6627_e8d5, 0xe169_c58d, 0xbc57_ac4c, 0x9b00_dbd8]
+    );
+}
+
+#[test]
+fn curand_refuses_what_it_does_not_simulate_bad_orderings_and_unknown_generators() {
     context(QUIET);
     let mut g = null_mut();
+    // MRG32k3a, MTGP32 and MT19937 are real cuRAND types the simulator does not compute.
+    for rng_type in [121, 141, 142] {
+        // SAFETY: a valid out-pointer.
+        assert_eq!(unsafe { curandCreateGenerator(&mut g, rng_type) }, 103);
+    }
     // SAFETY: a valid out-pointer.
     assert_eq!(unsafe { curandCreateGenerator(&mut g, 201) }, 103);
     // SAFETY: as above.

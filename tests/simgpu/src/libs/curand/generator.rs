@@ -5,7 +5,7 @@
 //! the version calls. Statuses are cuRAND's `curandStatus_t`; a generator is an opaque pointer
 //! into a table, so an unknown one is `CURAND_STATUS_NOT_INITIALIZED`, never a dereference.
 
-use super::philox;
+use super::{philox, uniform, xorwow};
 use crate::clock::Peak;
 use crate::driver::library::{self, Work};
 use std::collections::BTreeMap;
@@ -34,9 +34,22 @@ pub const INTERNAL_ERROR: Status = 999;
 /// cuRAND 10.4.0's `CURAND_VERSION`: `major * 1000 + minor * 100 + patch`.
 pub const VERSION: c_int = 10400;
 
-/// The pseudo-random `curandRngType_t`s: `PSEUDO_DEFAULT` (100), `XORWOW` (101), `MRG32K3A`
-/// (121), `MTGP32` (141), `MT19937` (142), `PHILOX4_32_10` (161).
-const PSEUDO: [c_int; 6] = [100, 101, 121, 141, 142, 161];
+/// The `curandRngType_t`s the simulator computes: `PSEUDO_DEFAULT` (100, XORWOW),
+/// `PSEUDO_XORWOW` (101) and `PSEUDO_PHILOX4_32_10` (161).
+const XORWOW_TYPES: [c_int; 2] = [100, 101];
+const PHILOX: c_int = 161;
+
+/// The `curandRngType_t`s a real cuRAND has and the simulator does not compute: refused by name
+/// (`CURAND_STATUS_TYPE_ERROR` and a line on standard error), never replaced by another.
+const NOT_SIMULATED: [(c_int, &str); 7] = [
+    (121, "CURAND_RNG_PSEUDO_MRG32K3A"),
+    (141, "CURAND_RNG_PSEUDO_MTGP32"),
+    (142, "CURAND_RNG_PSEUDO_MT19937"),
+    (201, "CURAND_RNG_QUASI_SOBOL32"),
+    (202, "CURAND_RNG_QUASI_SCRAMBLED_SOBOL32"),
+    (203, "CURAND_RNG_QUASI_SOBOL64"),
+    (204, "CURAND_RNG_QUASI_SCRAMBLED_SOBOL64"),
+];
 /// The `curandOrdering_t`s of pseudo-random generators: `PSEUDO_BEST` (100) to
 /// `PSEUDO_DYNAMIC` (104).
 const ORDERINGS: std::ops::RangeInclusive<c_int> = 100..=104;
@@ -104,7 +117,14 @@ pub unsafe extern "C" fn curandCreateGenerator(out: *mut *mut c_void, rng_type: 
         if out.is_null() {
             return Err(OUT_OF_RANGE);
         }
-        if !PSEUDO.contains(&rng_type) {
+        if let Some((_, name)) = NOT_SIMULATED.iter().find(|(t, _)| *t == rng_type) {
+            eprintln!(
+                "stackbench simulated cuRAND: {name} ({rng_type}) is not simulated (XORWOW and \
+                 PHILOX4_32_10 are); a real cuRAND has it"
+            );
+            return Err(TYPE_ERROR);
+        }
+        if !XORWOW_TYPES.contains(&rng_type) && rng_type != PHILOX {
             return Err(TYPE_ERROR);
         }
         library::current().map_err(|_| INITIALIZATION_FAILED)?;
@@ -180,13 +200,17 @@ pub extern "C" fn curandSetStream(raw: *mut c_void, stream: *mut c_void) -> Stat
     })
 }
 
-/// Puts the generation of `count` words at `output` on the generator's stream, each written by
-/// `encode`, and moves the generator past them.
+/// Words `offset .. offset + count` of a generator's sequence under `seed`.
+type Words = fn(u64, u64, usize) -> Vec<u32>;
+
+/// Puts the generation of `count` words at `output` on the generator's stream, by its own
+/// algorithm, each written by `encode`, and moves the generator past them; `kind` names the
+/// work (`u32`, `uniform`).
 fn generate(
     raw: *mut c_void,
     output: *mut c_void,
     count: usize,
-    name: &str,
+    kind: &str,
     encode: fn(u32) -> [u8; 4],
 ) -> Status {
     guarded(|| {
@@ -200,15 +224,32 @@ fn generate(
             g.offset = g.offset.wrapping_add(count as u64);
             before
         };
+        let (name, words): (String, Words) = if generator.rng_type == PHILOX {
+            (format!("generate_philox4_32_10_{kind}"), philox::words)
+        } else {
+            if generator.offset > xorwow::MAX_OFFSET {
+                eprintln!(
+                    "stackbench simulated cuRAND: XORWOW offset {} is beyond the simulator's {} \
+                     (it steps there word by word)",
+                    generator.offset,
+                    xorwow::MAX_OFFSET
+                );
+                return Err(OUT_OF_RANGE);
+            }
+            (format!("generate_xorwow_{kind}"), |seed, offset, count| {
+                xorwow::words(seed, offset, count).unwrap_or_default()
+            })
+        };
         let address = output as u64;
         let work = Work {
-            name: name.to_owned(),
+            name,
             bytes: 4 * count as u64,
-            // Ten Philox rounds of two multiplications per four words, and the conversion.
+            // Ten Philox rounds of two multiplications per four words (or XORWOW's shifts and
+            // additions), and the conversion.
             flops: 6 * count as u64,
             peak: Peak::Fp32,
             body: Box::new(move |memory| {
-                let bytes: Vec<u8> = philox::words(generator.seed, generator.offset, count)
+                let bytes: Vec<u8> = words(generator.seed, generator.offset, count)
                     .into_iter()
                     .flat_map(encode)
                     .collect();
@@ -222,25 +263,15 @@ fn generate(
 /// `curandGenerate(generator, unsigned int *outputPtr, size_t num)`: 32-bit words.
 #[no_mangle]
 pub extern "C" fn curandGenerate(raw: *mut c_void, output: *mut u32, num: usize) -> Status {
-    generate(
-        raw,
-        output.cast(),
-        num,
-        "generate_philox4_32_10_u32",
-        u32::to_le_bytes,
-    )
+    generate(raw, output.cast(), num, "u32", u32::to_le_bytes)
 }
 
 /// `curandGenerateUniform(generator, float *outputPtr, size_t num)`: floats in (0, 1].
 #[no_mangle]
 pub extern "C" fn curandGenerateUniform(raw: *mut c_void, output: *mut f32, num: usize) -> Status {
-    generate(
-        raw,
-        output.cast(),
-        num,
-        "generate_philox4_32_10_uniform",
-        |w| philox::uniform(w).to_le_bytes(),
-    )
+    generate(raw, output.cast(), num, "uniform", |w| {
+        uniform(w).to_le_bytes()
+    })
 }
 
 /// `curandGetVersion(int *version)`.
