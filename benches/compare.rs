@@ -80,6 +80,7 @@ fn run(started: &str, factor: f64) -> BenchReport {
         target: "sm_90".into(),
         driver_dir: None,
         quick: false,
+        load_untrusted: false,
         combinations: vec![CombinationRun {
             name: combination.into(),
             ..CombinationRun::default()

@@ -259,6 +259,7 @@ fn report() -> BenchReport {
         target: "sm_90".into(),
         driver_dir: None,
         quick: true,
+        load_untrusted: false,
         simulated: false,
         combinations: vec![
             CombinationRun {

@@ -140,6 +140,7 @@ pub fn bench(
         target: scope.arch.clone(),
         driver_dir: options.selection.driver_dir.clone(),
         quick: options.depth == Depth::Quick,
+        load_untrusted: options.selection.trust.load_untrusted,
         simulated: combinations.iter().any(|c| c.simulated),
         combinations,
         benchmarks,

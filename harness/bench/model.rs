@@ -50,6 +50,9 @@ pub struct BenchReport {
     pub driver_dir: Option<PathBuf>,
     /// `--quick`: fewer sizes, one mode, shorter limits.
     pub quick: bool,
+    /// `--load-untrusted`: libraries were loaded whoever could write them, as ourselves.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub load_untrusted: bool,
     pub combinations: Vec<CombinationRun>,
     pub benchmarks: Vec<BenchResult>,
 }
@@ -490,6 +493,7 @@ impl BenchReport {
             target: "sm_90".into(),
             driver_dir: None,
             quick: true,
+            load_untrusted: false,
             combinations: vec![CombinationRun {
                 name: "c".into(),
                 simulated,

@@ -66,7 +66,8 @@ impl Exporter for Markdown {
     }
 
     fn bench(&self, report: &BenchReport) -> Result<Vec<u8>, OutputError> {
-        let mut out = String::from("# stackbench bench\n\n");
+        let mut out = untrusted_line(report.load_untrusted);
+        out.push_str("# stackbench bench\n\n");
         if let Some(banner) = super::bench_simulated(report) {
             let _ = writeln!(out, "{}\n", simulated_quote(&banner));
         }

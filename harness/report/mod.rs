@@ -421,6 +421,36 @@ mod tests {
     use crate::model::HostInfo;
     use rstest::rstest;
 
+    /// `--load-untrusted` is the first line of every text report of check and bench, and of
+    /// none without it.
+    #[test]
+    fn load_untrusted_is_the_first_line_of_the_text_reports() {
+        let exporters: [Box<dyn Exporter>; 2] = [
+            Box::new(terminal::Terminal {
+                color: false,
+                verbose: false,
+            }),
+            Box::new(markdown::Markdown),
+        ];
+        for loaded in [false, true] {
+            let check = CheckReport {
+                load_untrusted: loaded,
+                ..report(Vec::new())
+            };
+            let bench = crate::bench::model::BenchReport {
+                load_untrusted: loaded,
+                ..crate::bench::model::BenchReport::of(false, Vec::new())
+            };
+            for exporter in &exporters {
+                for text in [exporter.check(&check), exporter.bench(&bench)] {
+                    let text = String::from_utf8(text.unwrap()).unwrap();
+                    let first = text.lines().next().unwrap_or_default();
+                    assert_eq!(first.contains(LOAD_UNTRUSTED), loaded, "{text}");
+                }
+            }
+        }
+    }
+
     fn result(id: &str, status: Status, reason: &str) -> CheckResult {
         CheckResult {
             duration_ms: 1.0,

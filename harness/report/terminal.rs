@@ -52,13 +52,7 @@ impl Exporter for Terminal {
 
     fn doctor(&self, report: &DoctorReport) -> Result<Vec<u8>, OutputError> {
         let mut out = String::new();
-        if report.load_untrusted {
-            let _ = writeln!(
-                out,
-                "{}",
-                self.paint(&format!("{BOLD};{RED}"), super::LOAD_UNTRUSTED)
-            );
-        }
+        self.untrusted(&mut out, report.load_untrusted);
         let [errors, warnings, info] = report.severity_counts();
         let libraries: usize = report.installations.iter().map(|i| i.libraries.len()).sum();
         let verdict = if errors > 0 {
@@ -143,6 +137,7 @@ impl Exporter for Terminal {
 
     fn bench(&self, report: &BenchReport) -> Result<Vec<u8>, OutputError> {
         let mut out = String::new();
+        self.untrusted(&mut out, report.load_untrusted);
         let [_, _, failed] = report.counts();
         let counts = bench::counts(report);
         let counts = if failed > 0 {
@@ -402,13 +397,7 @@ impl Exporter for Terminal {
 
     fn check(&self, report: &CheckReport) -> Result<Vec<u8>, OutputError> {
         let mut out = String::new();
-        if report.load_untrusted {
-            let _ = writeln!(
-                out,
-                "{}",
-                self.paint(&format!("{BOLD};{RED}"), super::LOAD_UNTRUSTED)
-            );
-        }
+        self.untrusted(&mut out, report.load_untrusted);
         let (counts, failed) = check_counts(report);
         let failed = if report.has_failures() {
             self.paint(RED, &failed)
@@ -556,6 +545,17 @@ impl Terminal {
         let _ = writeln!(out, "{}", self.paint(DIM, &line(header.to_vec())));
         for row in rows {
             let _ = writeln!(out, "{}", line(row.iter().map(String::as_str).collect()));
+        }
+    }
+
+    /// With `--load-untrusted`, the warning as the report's first line.
+    fn untrusted(&self, out: &mut String, load_untrusted: bool) {
+        if load_untrusted {
+            let _ = writeln!(
+                out,
+                "{}",
+                self.paint(&format!("{BOLD};{RED}"), super::LOAD_UNTRUSTED)
+            );
         }
     }
 
