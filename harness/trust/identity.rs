@@ -67,7 +67,7 @@ impl Identity {
     pub fn label(&self) -> String {
         match &self.name {
             Some(name) => label(self.uid, Some(name)),
-            None => label(self.uid, user_name(self.uid).as_deref()),
+            None => owner_of(self.uid),
         }
     }
 
@@ -117,6 +117,11 @@ pub fn label(uid: u32, name: Option<&str>) -> String {
         Some(name) => format!("{name} (uid {uid})"),
         None => format!("uid {uid}"),
     }
+}
+
+/// `alice (uid 1000)` for the user `uid`, its name looked up, or `uid 4242` without one.
+pub fn owner_of(uid: u32) -> String {
+    label(uid, user_name(uid).as_deref())
 }
 
 /// The login name of `uid`, if it has one.

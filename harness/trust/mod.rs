@@ -9,6 +9,7 @@ pub mod rule;
 pub use identity::Identity;
 pub use rule::{Distrust, Writers};
 
+use identity::owner_of;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -218,11 +219,6 @@ impl Writers {
             },
         }
     }
-}
-
-/// `alice (uid 1000)`, or `uid 4242` for a user with no name.
-pub fn owner_of(uid: u32) -> String {
-    identity::label(uid, identity::user_name(uid).as_deref())
 }
 
 /// Whether a distrust stands against loading: a missing place holds nothing to load.
