@@ -107,7 +107,8 @@ pub enum LoadOutcome {
         signal_name: Option<String>,
         exit_code: Option<i32>,
     },
-    /// No answer within the timeout; the worker was killed.
+    /// No answer within the timeout (`after_ms`, the limit that was set, not the wall time the
+    /// kill took, so two runs with the same `--timeout` say the same); the worker was killed.
     TimedOut { after_ms: u64 },
     /// The library was never tried: no worker could be started or none got as far as it.
     NotProbed { reason: String },
@@ -311,11 +312,12 @@ fn run_batch(request: &ProbeRequest, worker: &Path, batch: &[PathBuf]) -> Batch 
                 match current.take() {
                     Some((index, since)) => {
                         if let Some(path) = batch.get(index).filter(|_| index == settled.len()) {
-                            let after_ms = millis(since.elapsed());
                             settled.push(empty_report(
                                 path.clone(),
-                                LoadOutcome::TimedOut { after_ms },
-                                after_ms,
+                                LoadOutcome::TimedOut {
+                                    after_ms: millis(request.timeout),
+                                },
+                                millis(since.elapsed()),
                             ));
                         }
                         hung = true;
