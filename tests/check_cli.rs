@@ -568,8 +568,9 @@ fn a_driver_that_says_it_is_simulated_marks_the_run() {
 
 /// A driver built here that supports CUDA 12.2 and shows one device of compute capability 15.0,
 /// whose JIT refuses every PTX with `CUDA_ERROR_UNSUPPORTED_PTX_VERSION` (222), as a 535 driver
-/// refuses PTX from NVRTC 12.9: NVRTC compiles PTX for the device newer than it, and the launch
-/// says the PTX is newer than the driver's JIT and what to do.
+/// refuses PTX from NVRTC 12.9, its JIT error log saying why as ptxas does: NVRTC compiles PTX
+/// for the device newer than it, and the launch says the PTX is newer than the driver's JIT,
+/// what to do, and what the JIT wrote.
 #[test]
 fn ptx_newer_than_the_driver_s_jit_is_explained() {
     let dir = tempfile::tempdir().unwrap();
@@ -594,6 +595,20 @@ static int context;
 int cuDevicePrimaryCtxRetain(void **ctx, int device) { *ctx = &context; return 0; }
 int cuCtxSetCurrent(void *ctx) { return 0; }
 int cuModuleLoadData(void **module, const void *image) { return 222; }
+/* CU_JIT_ERROR_LOG_BUFFER (5) and its size (6): the log, and the bytes written, given back. */
+int cuModuleLoadDataEx(void **module, const void *image, unsigned n, int *options, void **values) {
+    const char *log = "ptxas application ptx input, line 5; fatal   : Unsupported .version 9.0; current version is '8.2'";
+    char *buffer = NULL; size_t size = 0; unsigned i, at = 0;
+    for (i = 0; i < n; i++) {
+        if (options[i] == 5) buffer = values[i];
+        if (options[i] == 6) { size = (size_t)values[i]; at = i; }
+    }
+    if (buffer && size) {
+        strncpy(buffer, log, size - 1); buffer[size - 1] = 0;
+        values[at] = (void *)strlen(buffer);
+    }
+    return 222;
+}
 /* NVRTC asks the driver it finds loaded for its export tables: CUDA_ERROR_NOT_FOUND. */
 int cuGetExportTable(const void **table, const void *id) { return 500; }
 int cuGetErrorName(int error, const char **name) {
@@ -629,10 +644,16 @@ int cuGetErrorString(int error, const char **text) {
     assert_eq!(launch["status"], "fail", "{launch}");
     assert_eq!(
         launch["reason"],
-        "cuModuleLoadData (PTX for compute_121): CUDA_ERROR_UNSUPPORTED_PTX_VERSION (222): the \
+        "cuModuleLoadDataEx (ptx for compute_121): CUDA_ERROR_UNSUPPORTED_PTX_VERSION (222): the \
          PTX from NVRTC 12.9 is newer than this driver's JIT (driver supports CUDA 12.2): use a \
-         toolkit no newer than the driver, or upgrade the driver",
+         toolkit no newer than the driver, or upgrade the driver; JIT log: ptxas application ptx \
+         input, line 5; fatal   : Unsupported .version 9.0; current version is '8.2'",
         "{launch}"
+    );
+    assert_eq!(
+        launch["details"]["jit_log"],
+        "ptxas application ptx input, line 5; fatal   : Unsupported .version 9.0; current \
+         version is '8.2'"
     );
     assert_eq!(launch["details"]["image"], "ptx");
     assert_eq!(launch["details"]["error_code"], 222);

@@ -19,10 +19,12 @@ use crate::kernels::{self, Kernel, LaunchShape};
 use crate::probe::calls;
 use crate::tolerance::{self, Comparison, Precision};
 use cudarc::driver::result as cu;
-use cudarc::driver::sys::{CUfunction, CUmodule};
+use cudarc::driver::sys::{self, CUfunction, CUjit_option, CUmodule};
+use cudarc::driver::DriverError;
 use cudarc::nvrtc::result::{self as nv, NvrtcError};
 use cudarc::nvrtc::sys as nvsys;
-use std::ffi::{c_void, CString};
+use std::ffi::{c_void, CStr, CString};
+use std::mem::MaybeUninit;
 
 /// Elements of the vector add: 1 Mi, several waves on any GPU.
 pub const VECTOR_ADD_ELEMENTS: usize = 1 << 20;
@@ -332,34 +334,101 @@ pub(crate) struct Loaded {
     pub(crate) function: CUfunction,
 }
 
-/// Loads `kernel`'s image through the driver (`cuModuleLoadData`), once per call. PTX that the
-/// driver's JIT is too old for (`CUDA_ERROR_UNSUPPORTED_PTX_VERSION`, 222) is explained.
+/// Bytes of the JIT error log the driver may fill (`CU_JIT_ERROR_LOG_BUFFER`).
+const JIT_LOG_BYTES: usize = 16 * 1024;
+
+/// `CUDA_ERROR_INVALID_PTX`.
+const INVALID_PTX: i64 = 218;
+
+/// `cuModuleLoadDataEx` of `image` with an error log buffer: the module, or the driver's error
+/// with what its JIT wrote in the log.
+///
+/// # Safety
+/// `image` must be a complete CUBIN or PTX ending in a NUL, alive for the call.
+unsafe fn load_with_log(image: *const c_void) -> Result<CUmodule, (DriverError, String)> {
+    let mut log = vec![0u8; JIT_LOG_BYTES];
+    let mut options = [
+        CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
+        CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+    ];
+    // The size travels in the pointer's place, as the driver API defines it.
+    let mut values = [
+        log.as_mut_ptr().cast::<c_void>(),
+        JIT_LOG_BYTES as *mut c_void,
+    ];
+    let mut module = MaybeUninit::uninit();
+    // SAFETY: two options with their values; a log buffer of the size given, alive for the call.
+    let loaded = unsafe {
+        sys::cuModuleLoadDataEx(
+            module.as_mut_ptr(),
+            image,
+            options.len() as u32,
+            options.as_mut_ptr(),
+            values.as_mut_ptr(),
+        )
+    }
+    .result();
+    match loaded {
+        // SAFETY: the driver wrote the module on success.
+        Ok(()) => Ok(unsafe { module.assume_init() }),
+        Err(error) => {
+            let text = CStr::from_bytes_until_nul(&log)
+                .map(|t| t.to_string_lossy().trim().to_owned())
+                .unwrap_or_default();
+            Err((error, text))
+        }
+    }
+}
+
+/// Why `image` did not load: the driver's error and its JIT's log. PTX the driver's JIT is too
+/// old for (`CUDA_ERROR_UNSUPPORTED_PTX_VERSION`, 222) is explained; PTX the simulated GPU
+/// cannot interpret is the simulator's limit, never a reason to upgrade a driver.
+fn load_failed(s: &Session, image: &Image, error: DriverError, log: String) -> Outcome {
+    let code = error.code();
+    let head = format!(
+        "cuModuleLoadDataEx ({} for {}): {} ({code})",
+        image.kind.name(),
+        image.arch,
+        error.name()
+    );
+    let simulated = s.driver.as_ref().is_some_and(super::driver::is_simulated);
+    let why = if image.kind == ImageKind::Ptx && code == i64::from(compat::UNSUPPORTED_PTX_VERSION)
+    {
+        compat::ptx_newer_than_driver(image.nvrtc.as_deref(), s.driver_cuda)
+    } else if simulated && code == INVALID_PTX {
+        "stackbench's simulated GPU cannot interpret this PTX: a limit of the simulator, not a \
+         driver fault, so no driver upgrade helps; the kernel is checked on a GPU"
+            .to_owned()
+    } else {
+        error.text().unwrap_or_default()
+    };
+    let shown = if log.is_empty() {
+        String::new()
+    } else {
+        format!("; JIT log: {log}")
+    };
+    let outcome = Outcome::fail(format!("{head}: {why}{shown}"))
+        .detail("error_code", code)
+        .detail("error_name", error.name())
+        .detail("image", image.kind.name())
+        .detail("arch", image.arch.clone());
+    if log.is_empty() {
+        outcome
+    } else {
+        outcome.detail("jit_log", log)
+    }
+}
+
+/// Loads `kernel`'s image through the driver (`cuModuleLoadDataEx`, its JIT error log shown on
+/// failure), once per call.
 pub(crate) fn load(s: &Session, kernel: Kernel) -> Result<Loaded, Outcome> {
     let image = s
         .images
         .get(&kernel)
         .ok_or_else(|| Outcome::fail(format!("no compiled image of {}", kernel.file_name())))?;
     // SAFETY: a complete CUBIN, or PTX ending in a NUL, produced by NVRTC, alive for the call.
-    let loaded = unsafe { cu::module::load_data(image.data.as_ptr().cast()) };
-    let module = match loaded {
-        Err(error)
-            if image.kind == ImageKind::Ptx
-                && error.code() == i64::from(compat::UNSUPPORTED_PTX_VERSION) =>
-        {
-            return Err(Outcome::fail(format!(
-                "cuModuleLoadData (PTX for {}): {} ({}): {}",
-                image.arch,
-                error.name(),
-                error.code(),
-                compat::ptx_newer_than_driver(image.nvrtc.as_deref(), s.driver_cuda)
-            ))
-            .detail("error_code", error.code())
-            .detail("error_name", error.name())
-            .detail("image", image.kind.name())
-            .detail("arch", image.arch.clone()));
-        }
-        other => other.call("cuModuleLoadData")?,
-    };
+    let module = unsafe { load_with_log(image.data.as_ptr().cast()) }
+        .map_err(|(error, log)| load_failed(s, image, error, log))?;
     let name = CString::new(kernel.function()).map_err(|_| Outcome::fail("NUL in the name"))?;
     // SAFETY: a module just loaded; the name is a C string.
     let function = unsafe { cu::module::get_function(module, name) }.call("cuModuleGetFunction")?;

@@ -1,6 +1,7 @@
 //! `cuModuleLoadData`: PTX is JIT-"compiled" for the simulated device, as a real driver does for
 //! a GPU newer than the toolkit; a CUBIN never runs on it (209); PTX newer than the driver's
-//! CUDA version is refused (222), as NVRTC output on an older driver is.
+//! CUDA version is refused (222), as NVRTC output on an older driver is; PTX the interpreter
+//! cannot take is 218 with the line and instruction in `cuModuleLoadDataEx`'s JIT error log.
 
 mod driver_support;
 
@@ -56,6 +57,54 @@ fn text_that_is_not_ptx_is_invalid() {
         "CUDA_ERROR_INVALID_IMAGE",
     );
     fails(load_status(b"\0"), "CUDA_ERROR_INVALID_PTX");
+}
+
+/// `cuModuleLoadDataEx` of `text` with an error log of `size` bytes: its answer and the log.
+fn load_with_log(text: &[u8], size: usize) -> (CUresult, String, usize) {
+    let mut log = vec![0xaau8; size.max(1)];
+    let mut options = [5, 6];
+    let mut values = [log.as_mut_ptr().cast(), size as *mut std::ffi::c_void];
+    let mut module = null_mut();
+    // SAFETY: a NUL-terminated text, two options with their values, a buffer of `size` bytes.
+    let status = unsafe {
+        cuModuleLoadDataEx(
+            &mut module,
+            text.as_ptr().cast(),
+            2,
+            options.as_mut_ptr(),
+            values.as_mut_ptr(),
+        )
+    };
+    let written = values[1] as usize;
+    let text = std::ffi::CStr::from_bytes_until_nul(&log)
+        .map(|t| t.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    (status, text, written)
+}
+
+#[test]
+fn an_instruction_the_interpreter_lacks_fills_the_jit_error_log() {
+    context(&profile("13.0", "15.0"));
+    let kernel = b".version 8.0\n.target sm_90\n.address_size 64\n\
+        .visible .entry k()\n{\n\tbrkpt.magic;\n\tret;\n}\n\0";
+    let (status, log, written) = load_with_log(kernel, 4096);
+    fails(status, "CUDA_ERROR_INVALID_PTX");
+    assert_eq!(
+        log,
+        "stackbench simulated GPU: ptx input, line 6; error: unsupported instruction \
+         `brkpt.magic` (a limit of the simulator's PTX interpreter, not of a driver)"
+    );
+    assert_eq!(written, log.len());
+    // A buffer too small holds what fits and its NUL.
+    let (_, short, written) = load_with_log(kernel, 11);
+    assert_eq!((short.as_str(), written), ("stackbench", 10));
+    // PTX that loads leaves the log empty.
+    let (status, log, written) = load_with_log(
+        ptx("vector_add.nvrtc-13.0.compute_121.ptx").as_bytes_with_nul(),
+        64,
+    );
+    ok(status);
+    assert_eq!((log.as_str(), written), ("", 0));
 }
 
 #[test]

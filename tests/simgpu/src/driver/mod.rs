@@ -49,7 +49,7 @@ pub use memory::{
     cuMemAlloc_v2, cuMemFreeHost, cuMemFree_v2, cuMemGetInfo_v2, cuMemHostAlloc,
     cuMemHostGetDevicePointer_v2,
 };
-pub use module::{cuModuleGetFunction, cuModuleLoadData, cuModuleUnload};
+pub use module::{cuModuleGetFunction, cuModuleLoadData, cuModuleLoadDataEx, cuModuleUnload};
 pub use private::cuGetExportTable;
 pub use stream::{
     cuStreamCreate, cuStreamDestroy_v2, cuStreamQuery, cuStreamSynchronize, cuStreamWaitEvent,

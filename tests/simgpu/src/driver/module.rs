@@ -8,14 +8,16 @@
 //!   release table) is `CUDA_ERROR_UNSUPPORTED_PTX_VERSION` (222), checked before anything else
 //!   in it, as the JIT does.
 //! - PTX that does not parse, or whose `.target` is beyond the device's compute capability, is
-//!   `CUDA_ERROR_INVALID_PTX` (218).
+//!   `CUDA_ERROR_INVALID_PTX` (218), and `cuModuleLoadDataEx` writes why into the caller's
+//!   `CU_JIT_ERROR_LOG_BUFFER`, as the driver's JIT does: the line, the instruction, and that it
+//!   is a limit of this simulator's interpreter, never of a driver.
 
 use super::device::put;
 use super::entry::{call, enter};
 use super::errors::{CUresult, Code};
 use super::Kind;
 use crate::ptx;
-use std::ffi::{c_char, c_void, CStr};
+use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 use std::sync::Arc;
 
 /// A loaded module.
@@ -134,6 +136,69 @@ pub unsafe extern "C" fn cuModuleLoadData(
     module: *mut *mut c_void,
     image: *const c_void,
 ) -> CUresult {
+    // SAFETY: the caller's contract.
+    unsafe { load(module, image, &mut String::new()) }
+}
+
+/// `CU_JIT_ERROR_LOG_BUFFER`.
+const JIT_ERROR_LOG_BUFFER: c_int = 5;
+/// `CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES`.
+const JIT_ERROR_LOG_BUFFER_SIZE_BYTES: c_int = 6;
+
+/// `cuModuleLoadDataEx`: [`cuModuleLoadData`], whose JIT error log goes to the buffer of the
+/// `CU_JIT_ERROR_LOG_BUFFER` option, at most its `CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES` bytes
+/// with the NUL, the bytes written (without it) given back in the size option's value, as the
+/// driver does. Other options are accepted and ignored.
+///
+/// # Safety
+/// As [`cuModuleLoadData`]; `options` and `option_values` must each hold `count` entries (or be
+/// null when it is 0), the log buffer as many bytes as its size says.
+#[no_mangle]
+pub unsafe extern "C" fn cuModuleLoadDataEx(
+    module: *mut *mut c_void,
+    image: *const c_void,
+    count: c_uint,
+    options: *const c_int,
+    option_values: *mut *mut c_void,
+) -> CUresult {
+    let mut log = String::new();
+    // SAFETY: the caller's contract.
+    let result = unsafe { load(module, image, &mut log) };
+    if count == 0 || options.is_null() || option_values.is_null() {
+        return result;
+    }
+    // SAFETY: `count` entries each, by the caller's contract.
+    let (options, values) = unsafe {
+        (
+            std::slice::from_raw_parts(options, count as usize),
+            std::slice::from_raw_parts_mut(option_values, count as usize),
+        )
+    };
+    let find = |wanted: c_int| options.iter().position(|o| *o == wanted);
+    if let (Some(buffer), Some(size)) = (
+        find(JIT_ERROR_LOG_BUFFER),
+        find(JIT_ERROR_LOG_BUFFER_SIZE_BYTES),
+    ) {
+        let capacity = values[size] as usize;
+        let out = values[buffer].cast::<u8>();
+        if capacity > 0 && !out.is_null() {
+            let written = log.len().min(capacity - 1);
+            // SAFETY: the buffer holds `capacity` bytes by the caller's contract.
+            unsafe {
+                std::ptr::copy_nonoverlapping(log.as_ptr(), out, written);
+                *out.add(written) = 0;
+            }
+            values[size] = written as *mut c_void;
+        }
+    }
+    result
+}
+
+/// Loads the module of `image`, writing why into `log` when the JIT cannot.
+///
+/// # Safety
+/// As [`cuModuleLoadData`].
+unsafe fn load(module: *mut *mut c_void, image: *const c_void, log: &mut String) -> CUresult {
     call(|sim| {
         let mut inner = enter(sim)?;
         let gpu = inner.current()?;
@@ -157,8 +222,20 @@ pub unsafe extern "C" fn cuModuleLoadData(
         if ptx_version(text).ok_or(Code::INVALID_PTX)? > newest_ptx(cuda) {
             return Err(Code::UNSUPPORTED_PTX_VERSION);
         }
-        let code = ptx::Module::parse(text).map_err(|_| Code::INVALID_PTX)?;
+        let code = ptx::Module::parse(text).map_err(|e| {
+            *log = format!(
+                "stackbench simulated GPU: ptx input, line {}; error: {} (a limit of the \
+                 simulator's PTX interpreter, not of a driver)",
+                e.line, e.message
+            );
+            Code::INVALID_PTX
+        })?;
         if !runs_on(&code.target, cc) {
+            *log = format!(
+                "stackbench simulated GPU: ptx input: .target {} is beyond this device's \
+                 compute capability {}.{}",
+                code.target, cc.0, cc.1
+            );
             return Err(Code::INVALID_PTX);
         }
         let handle = inner.handle(Kind::Module);
