@@ -1,6 +1,7 @@
 //! `stackbench merge`: the results of many nodes (a fleet) in one table keyed by node, GPU,
 //! driver and combination, the outliers first: a node whose benchmark is beyond the fleet's
-//! spread, a node whose checks fail.
+//! spread, a node whose checks fail. Simulated runs are labelled so and form a fleet of their
+//! own: a simulated figure never moves a real fleet's median, nor a real one a simulated one's.
 
 use crate::compare::load::{self, LoadError, Run};
 use crate::compare::stats::median;
@@ -38,6 +39,8 @@ pub struct Node {
     pub hostname: String,
     pub gpu: Option<String>,
     pub driver: Option<String>,
+    /// The run was on stackbench's simulated GPU: its figures are no GPU's.
+    pub simulated: bool,
 }
 
 /// One node's figure for one benchmark, or its failing checks of one combination.
@@ -46,6 +49,8 @@ pub struct Row {
     pub node: String,
     pub gpu: Option<String>,
     pub driver: Option<String>,
+    /// The node's run was on the simulated GPU; its fleet is the simulated nodes'.
+    pub simulated: bool,
     pub combination: String,
     /// The benchmark's id, or `checks` for a check row.
     pub id: String,
@@ -167,6 +172,7 @@ fn node(path: &Path, run: &Run) -> Node {
         hostname: run.host().hostname.clone(),
         gpu: gpu.and_then(|g| g.devices.first()).map(|d| d.name.clone()),
         driver: gpu.and_then(|g| g.driver_version.clone()),
+        simulated: run.simulated(),
     }
 }
 
@@ -176,6 +182,7 @@ fn node_rows(run: &Run, node: &Node) -> Vec<Row> {
         node: node.hostname.clone(),
         gpu: node.gpu.clone(),
         driver: node.driver.clone(),
+        simulated: node.simulated,
         combination: combination.to_owned(),
         id: id.to_owned(),
         median_ns: None,
@@ -212,17 +219,20 @@ fn node_rows(run: &Run, node: &Node) -> Vec<Row> {
     }
 }
 
-/// Sets each bench row's fleet median, ratio and outlier mark; a check row with failures is an
-/// outlier.
+/// Sets each bench row's fleet median, ratio and outlier mark (its fleet: the rows of its
+/// benchmark, simulated or real as it is); a check row with failures is an outlier.
 fn mark_outliers(rows: &mut [Row]) {
-    let mut fleet: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    let mut fleet: BTreeMap<(String, bool), Vec<f64>> = BTreeMap::new();
     for row in rows.iter() {
         if let Some(m) = row.median_ns {
-            fleet.entry(row.id.clone()).or_default().push(m);
+            fleet
+                .entry((row.id.clone(), row.simulated))
+                .or_default()
+                .push(m);
         }
     }
     for row in rows.iter_mut() {
-        match (row.median_ns, fleet.get(&row.id)) {
+        match (row.median_ns, fleet.get(&(row.id.clone(), row.simulated))) {
             (Some(m), Some(all)) => {
                 let center = median(&mut all.clone());
                 row.fleet_median_ns = Some(center);
@@ -247,6 +257,37 @@ mod tests {
         assert!(!stands_out(130.0, &[100.0, 130.0]));
         // A noisy fleet: 8% off is within its spread.
         assert!(!stands_out(108.0, &[90.0, 110.0, 100.0, 95.0, 108.0]));
+    }
+
+    #[test]
+    fn simulated_nodes_never_share_a_fleet_median_with_real_ones() {
+        let row = |node: &str, simulated: bool, median: f64| Row {
+            node: node.into(),
+            gpu: None,
+            driver: None,
+            simulated,
+            combination: "c".into(),
+            id: "vector_add/c".into(),
+            median_ns: Some(median),
+            fleet_median_ns: None,
+            ratio: None,
+            failed_checks: Vec::new(),
+            outlier: false,
+        };
+        let mut rows = vec![
+            row("a", false, 100.0),
+            row("b", false, 101.0),
+            row("c", false, 99.0),
+            row("s1", true, 10.0),
+            row("s2", true, 10.0),
+            row("s3", true, 10.0),
+        ];
+        mark_outliers(&mut rows);
+        for r in &rows {
+            let fleet = if r.simulated { 10.0 } else { 100.0 };
+            assert_eq!(r.fleet_median_ns, Some(fleet), "{r:?}");
+            assert!(!r.outlier, "{r:?}");
+        }
     }
 
     #[test]

@@ -59,6 +59,7 @@ const CHECK_HEADER: &[&str] = &[
     "status",
     "reason",
     "duration_ms",
+    "simulated",
 ];
 
 const BENCH_HEADER: &[&str] = &[
@@ -96,6 +97,7 @@ const BENCH_HEADER: &[&str] = &[
     "cuda_version",
     "started",
     "in_l2",
+    "simulated",
 ];
 
 const COMPARE_HEADER: &[&str] = &[
@@ -109,6 +111,7 @@ const COMPARE_HEADER: &[&str] = &[
     "ratio_high",
     "clocks_differ",
     "detail",
+    "simulated",
 ];
 
 fn encode(e: impl std::fmt::Display) -> OutputError {
@@ -173,7 +176,18 @@ impl Exporter for Csv {
     }
 
     fn compare(&self, report: &CompareReport) -> Result<Vec<u8>, OutputError> {
-        let row = |cells: [String; 10]| cells.to_vec();
+        // Which run was on the simulated GPU, on every row: its figures are no GPU's.
+        let simulated = match (report.old.simulated, report.new.simulated) {
+            (true, true) => "both",
+            (true, false) => "old",
+            (false, true) => "new",
+            (false, false) => "",
+        };
+        let row = |cells: [String; 10]| {
+            let mut cells = cells.to_vec();
+            cells.push(simulated.to_owned());
+            cells
+        };
         let environment = report.environment.iter().map(|c| {
             row([
                 "environment".into(),
@@ -263,6 +277,7 @@ impl Exporter for Csv {
             "ratio",
             "failed_checks",
             "outlier",
+            "simulated",
         ];
         table(
             &header,
@@ -278,6 +293,7 @@ impl Exporter for Csv {
                     opt(r.ratio),
                     r.failed_checks.join(" "),
                     r.outlier.to_string(),
+                    r.simulated.to_string(),
                 ]
             }),
         )
@@ -305,6 +321,7 @@ impl Exporter for Csv {
                     check.status.name().to_string(),
                     check.reason.clone(),
                     format!("{:.3}", check.duration_ms),
+                    c.simulated.to_string(),
                 ]
             })
         });
@@ -321,11 +338,8 @@ fn opt(value: Option<impl ToString>) -> String {
 fn bench_row(report: &BenchReport, r: &BenchResult) -> Vec<String> {
     let p = &r.parameters;
     let s = r.summary.as_ref();
-    let cuda = report
-        .combinations
-        .iter()
-        .find(|c| c.name == r.combination)
-        .and_then(|c| c.cuda_version.clone());
+    let combination = report.combinations.iter().find(|c| c.name == r.combination);
+    let cuda = combination.and_then(|c| c.cuda_version.clone());
     let telemetry = r.telemetry.as_ref();
     vec![
         r.id.clone(),
@@ -364,6 +378,9 @@ fn bench_row(report: &BenchReport, r: &BenchResult) -> Vec<String> {
         opt(cuda),
         report.started.clone(),
         r.in_l2.to_string(),
+        combination
+            .map_or(report.simulated, |c| c.simulated)
+            .to_string(),
     ]
 }
 
@@ -389,4 +406,39 @@ fn library_row(installation: &Installation, library: &Library) -> Vec<String> {
         library.ptx.join(" "),
         problems.join("; "),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::model::{BenchResult, Key, Parameters, Side};
+
+    /// The `simulated` cell of each row of a bench CSV.
+    fn simulated_cells(report: &BenchReport) -> Vec<String> {
+        let csv = Csv.bench(report).unwrap();
+        let mut reader = csv::Reader::from_reader(csv.as_slice());
+        let at = (reader.headers().unwrap().iter())
+            .position(|h| h == "simulated")
+            .expect("a simulated column");
+        reader
+            .records()
+            .map(|r| r.unwrap()[at].to_owned())
+            .collect()
+    }
+
+    #[test]
+    fn every_bench_row_says_whether_it_ran_on_the_simulated_gpu() {
+        let result = || {
+            BenchResult::from_key(Key {
+                combination: "c".into(),
+                benchmark: "vector_add",
+                side: Side::Gpu,
+                parameters: Parameters::default(),
+            })
+        };
+        let simulated = BenchReport::of(true, vec![result(), result()]);
+        assert_eq!(simulated_cells(&simulated), ["true", "true"]);
+        let real = BenchReport::of(false, vec![result()]);
+        assert_eq!(simulated_cells(&real), ["false"]);
+    }
 }
