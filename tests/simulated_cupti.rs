@@ -14,8 +14,12 @@ use serde_json::Value;
 const BANDWIDTH: f64 = 3350e9;
 const LAUNCH_LATENCY: f64 = 2e-6;
 
-/// What the default profile's noise (0.5%, seeded) may move a duration by, and more.
+/// What the profile's noise (0.5%) may move a duration by, and more.
 const CLOSE: f64 = 0.05;
+
+/// The default device without its variation between processes and boots or its clock ramp, so
+/// that a duration is the model's: these tests check CUPTI's records against the model.
+const STEADY: &str = "[[device]]\nrun_sigma = 0.0\nboot_sigma = 0.0\nramp_ms = 0.0\n";
 
 /// `stackbench <command> --format json` on the simulator with the `[faults]` lines `faults`;
 /// the exit status and the report.
@@ -26,7 +30,7 @@ fn run(command: &[&str], faults: &str) -> (Option<i32>, Value) {
 
 /// [`run`], and the simulator's trace of CUPTI's calls (one JSON object a call).
 fn traced(command: &[&str], faults: &str) -> (Option<i32>, Value, Vec<Value>) {
-    let run = run_simulated(command, &format!("[faults]\n{faults}\n"));
+    let run = run_simulated(command, &format!("{STEADY}\n[faults]\n{faults}\n"));
     let calls = (run.trace.into_iter())
         .filter(|call| call["library"] == "cupti")
         .collect();

@@ -1,9 +1,17 @@
 //! Time from a roofline model of the profile, never from the host clock. Each device has one
 //! timeline; every operation it completes moves it on by
-//! `slowdown x (overhead + duration) x (1 + noise x z)`, `z` a standard normal drawn from the
-//! device's seeded generator, so a run gives the same times every time. Events read it.
+//! `slowdown x (overhead + duration) x (1 + noise x z)`, `z` a standard normal. Events read it.
+//!
+//! As on hardware, the figures vary at three levels (GUIDE.md section 10): per operation
+//! (`noise`), per process (`run_sigma`: each process draws its own factor for the memory
+//! bandwidth and for each compute peak) and per boot (`boot_sigma`, drawn from the boot's
+//! number, so every process of one boot shares it). Only the profile's `seed` pins the draws;
+//! without one each process draws afresh. The first `ramp_ms` of a process's work run at
+//! a lower clock, as a card's boost ramps up, and the `throttle` fault's clocks lengthen every
+//! kernel in proportion.
 
-use crate::profile::Device;
+use crate::nvml::model::{clock_mhz, clocks_event_reasons, max_clock_mhz, ClockType};
+use crate::profile::{Device, Faults};
 
 /// A kernel launch's fixed cost, seconds.
 pub const LAUNCH_LATENCY: f64 = 2e-6;
@@ -11,6 +19,8 @@ pub const LAUNCH_LATENCY: f64 = 2e-6;
 pub const MEMOP_LATENCY: f64 = 1e-6;
 /// Host-device transfers over PCIe, bytes per second.
 pub const PCIE_BYTES_PER_SECOND: f64 = 25e9;
+/// How much longer work takes at the very start of the ramp (falling linearly to none).
+pub const RAMP_SLOWDOWN: f64 = 0.25;
 
 /// The precision whose peak a kernel's arithmetic runs at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,26 +40,77 @@ pub struct Clock {
     /// FLOP/s of each precision's peak: FP32, TF32, FP16, BF16.
     peaks: [f64; 4],
     slowdown: f64,
+    /// Kernels' duration factor from the throttled clock: max clock over the clock held back.
+    throttle: f64,
+    /// Seconds of model time the clocks take to ramp up.
+    ramp: f64,
     noise: f64,
     rng: u64,
 }
 
+/// The seed of this process's draws: the profile's when it pins one, else fresh entropy.
+fn process_seed(device: &Device, index: usize) -> u64 {
+    let spread = (index as u64).wrapping_mul(0xd1b5_4a32_d192_ed03);
+    match device.seed {
+        Some(seed) => seed ^ spread,
+        None => {
+            let time = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64);
+            let mut state = time ^ u64::from(std::process::id()).rotate_left(32) ^ spread;
+            splitmix64(&mut state)
+        }
+    }
+}
+
+/// A factor of `exp(sigma z)` for each of the five rates (bandwidth, then the four peaks).
+fn factors(sigma: f64, state: &mut u64) -> [f64; 5] {
+    std::array::from_fn(|_| (sigma * standard_normal(state)).exp())
+}
+
+/// The current boot's number: `STACKBENCH_SIM_BOOT` when set, else the profile's `boot`.
+pub fn boot(device: &Device) -> u64 {
+    std::env::var(BOOT_VAR)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(device.boot)
+}
+
+/// The environment variable naming the boot, over the profile's `boot`.
+pub const BOOT_VAR: &str = "STACKBENCH_SIM_BOOT";
+
 impl Clock {
-    /// A timeline at 0 for the device at `index` of the profile.
-    pub fn new(device: &Device, index: usize) -> Clock {
+    /// A timeline at 0 for the device at `index` of the profile, this process's and this
+    /// boot's factors drawn.
+    pub fn new(device: &Device, index: usize, faults: &Faults) -> Clock {
+        let mut rng = process_seed(device, index);
+        let mut boot_state = boot(device)
+            ^ device.seed.unwrap_or(0).rotate_left(17)
+            ^ (index as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let by_boot = factors(device.boot_sigma, &mut boot_state);
+        let by_process = factors(device.run_sigma, &mut rng);
+        let rate = |i: usize, nominal: f64| nominal / (by_boot[i] * by_process[i]);
+        let held = clock_mhz(device, ClockType::Sm, clocks_event_reasons(faults, 1));
         Clock {
             now: 0.0,
-            bandwidth: device.memory_bandwidth_gbs * 1e9,
+            bandwidth: rate(0, device.memory_bandwidth_gbs * 1e9),
             peaks: [
                 device.fp32_tflops,
                 device.tf32_tflops,
                 device.fp16_tflops,
                 device.bf16_tflops,
             ]
-            .map(|tflops| tflops * 1e12),
+            .iter()
+            .enumerate()
+            .map(|(i, tflops)| rate(i + 1, tflops * 1e12))
+            .collect::<Vec<f64>>()
+            .try_into()
+            .unwrap_or([f64::MAX; 4]),
             slowdown: device.slowdown,
+            throttle: f64::from(max_clock_mhz(device, ClockType::Sm)) / f64::from(held.max(1)),
+            ramp: device.ramp_ms.max(0.0) * 1e-3,
             noise: device.noise,
-            rng: device.seed ^ (index as u64).wrapping_mul(0xd1b5_4a32_d192_ed03),
+            rng,
         }
     }
 
@@ -68,7 +129,8 @@ impl Clock {
     pub fn kernel_at(&mut self, bytes: u64, flops: u64, peak: Peak) {
         let memory = bytes as f64 / self.bandwidth;
         let compute = flops as f64 / self.peaks[peak as usize];
-        self.advance(LAUNCH_LATENCY, memory.max(compute));
+        let throttle = self.throttle;
+        self.advance(throttle * LAUNCH_LATENCY, throttle * memory.max(compute));
     }
 
     /// A device-to-device copy: every byte read and written.
@@ -87,18 +149,23 @@ impl Clock {
     }
 
     fn advance(&mut self, overhead: f64, duration: f64) {
-        let z = self.normal();
+        let z = standard_normal(&mut self.rng);
         let factor = (1.0 + self.noise * z).max(0.0);
-        self.now += self.slowdown * (overhead + duration) * factor;
+        let ramp = if self.now < self.ramp {
+            1.0 + RAMP_SLOWDOWN * (1.0 - self.now / self.ramp)
+        } else {
+            1.0
+        };
+        self.now += self.slowdown * ramp * (overhead + duration) * factor;
     }
+}
 
-    /// A standard normal (Box-Muller on two uniform draws).
-    fn normal(&mut self) -> f64 {
-        let uniform = |state: &mut u64| (splitmix64(state) >> 11) as f64 / (1u64 << 53) as f64;
-        let u1 = uniform(&mut self.rng).max(f64::MIN_POSITIVE);
-        let u2 = uniform(&mut self.rng);
-        (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
-    }
+/// A standard normal from the SplitMix64 `state` (Box-Muller on two uniform draws).
+fn standard_normal(state: &mut u64) -> f64 {
+    let uniform = |state: &mut u64| (splitmix64(state) >> 11) as f64 / (1u64 << 53) as f64;
+    let u1 = uniform(state).max(f64::MIN_POSITIVE);
+    let u2 = uniform(state);
+    (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
 }
 
 /// The next value of a SplitMix64 generator.
@@ -114,17 +181,36 @@ pub fn splitmix64(state: &mut u64) -> u64 {
 mod tests {
     use super::*;
 
-    #[test]
-    fn without_noise_the_model_is_exact() {
-        let device = Device {
+    /// Model time past the default profile's ramp.
+    const RAMP: f64 = 5e-3;
+
+    /// A device with no variation at any level, its draws pinned.
+    fn exact() -> Device {
+        Device {
             noise: 0.0,
+            run_sigma: 0.0,
+            boot_sigma: 0.0,
+            seed: Some(1),
             memory_bandwidth_gbs: 1000.0,
             fp32_tflops: 10.0,
             ..Device::default()
-        };
-        let mut clock = Clock::new(&device, 0);
+        }
+    }
+
+    /// The time of one 1 MB memset, well after the ramp.
+    fn memset_time(device: &Device, faults: &Faults) -> f64 {
+        let mut clock = Clock::new(device, 0, faults);
+        clock.now = RAMP;
         clock.memset(1_000_000);
-        assert!((clock.now() - (1e-6 + 1e-6)).abs() < 1e-15);
+        clock.now() - RAMP
+    }
+
+    #[test]
+    fn without_variation_the_model_is_exact() {
+        let mut clock = Clock::new(&exact(), 0, &Faults::default());
+        clock.now = RAMP;
+        clock.memset(1_000_000);
+        assert!((clock.now() - RAMP - (1e-6 + 1e-6)).abs() < 1e-15);
         let before = clock.now();
         // 1 GFLOP at 10 TFLOP/s outweighs 1 kB at 1 TB/s.
         clock.kernel(1000, 1_000_000_000);
@@ -132,14 +218,107 @@ mod tests {
     }
 
     #[test]
-    fn noise_is_seeded_and_centred() {
-        let device = Device {
-            noise: 0.1,
+    fn the_first_work_of_a_process_runs_at_a_lower_clock() {
+        let mut clock = Clock::new(&exact(), 0, &Faults::default());
+        clock.memset(1_000_000);
+        let first = clock.now();
+        assert!(
+            (first / 2e-6 - (1.0 + RAMP_SLOWDOWN)).abs() < 1e-9,
+            "{first}"
+        );
+        assert!((memset_time(&exact(), &Faults::default()) - 2e-6).abs() < 1e-15);
+    }
+
+    #[test]
+    fn throttling_lengthens_kernels_as_the_clock_falls() {
+        let hw = Faults {
+            throttle: vec!["hw_slowdown".into()],
+            ..Faults::default()
+        };
+        let kernel = |faults: &Faults| {
+            let mut clock = Clock::new(&exact(), 0, faults);
+            clock.now = RAMP;
+            clock.kernel(1000, 1_000_000_000);
+            clock.now() - RAMP
+        };
+        // NVML's HW slowdown halves the SM clock: the kernel takes twice as long.
+        assert!((kernel(&hw) / kernel(&Faults::default()) - 2.0).abs() < 1e-9);
+        // A memset is the copy engine's, not an SM's.
+        assert_eq!(
+            memset_time(&exact(), &hw),
+            memset_time(&exact(), &Faults::default())
+        );
+    }
+
+    #[test]
+    fn processes_differ_unless_the_seed_is_pinned_and_boots_differ_by_their_number() {
+        let faults = Faults::default();
+        let unpinned = Device {
+            noise: 0.0,
+            seed: None,
             ..Device::default()
         };
+        let a = memset_time(&unpinned, &faults);
+        let b = memset_time(&unpinned, &faults);
+        assert_ne!(a, b, "two processes, one boot, no seed");
+        let pinned = Device {
+            seed: Some(7),
+            ..unpinned.clone()
+        };
+        assert_eq!(memset_time(&pinned, &faults), memset_time(&pinned, &faults));
+        let other_boot = Device {
+            boot: 1,
+            ..pinned.clone()
+        };
+        assert_ne!(
+            memset_time(&pinned, &faults),
+            memset_time(&other_boot, &faults)
+        );
+        // Only the boot varies: every process of one boot shares its factor.
+        let by_boot = |boot: u64| Device {
+            run_sigma: 0.0,
+            boot,
+            ..unpinned.clone()
+        };
+        assert_eq!(
+            memset_time(&by_boot(3), &faults),
+            memset_time(&by_boot(3), &faults)
+        );
+        assert_ne!(
+            memset_time(&by_boot(3), &faults),
+            memset_time(&by_boot(4), &faults)
+        );
+    }
+
+    #[test]
+    fn the_run_factors_spread_as_the_profile_says() {
+        let device = Device {
+            run_sigma: 0.02,
+            boot_sigma: 0.0,
+            ..exact()
+        };
+        let logs: Vec<f64> = (0..2000)
+            .map(|seed| {
+                let device = Device {
+                    seed: Some(seed),
+                    ..device.clone()
+                };
+                (memset_time(&device, &Faults::default()) / 2e-6).ln()
+            })
+            .collect();
+        let mean = logs.iter().sum::<f64>() / logs.len() as f64;
+        let sd = (logs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / logs.len() as f64).sqrt();
+        // The memset's fixed cost does not vary: about half the time moves with the bandwidth.
+        assert!(sd > 0.007 && sd < 0.013, "{sd}");
+    }
+
+    #[test]
+    fn noise_is_seeded_and_centred() {
         let run = || {
-            let mut clock = Clock::new(&device, 0);
-            (0..10_000).map(|_| clock.normal()).collect::<Vec<_>>()
+            let mut state = 1;
+            (0..10_000)
+                .map(|_| standard_normal(&mut state))
+                .collect::<Vec<_>>()
         };
         let draws = run();
         assert_eq!(draws, run());

@@ -36,14 +36,24 @@ pub struct Device {
     pub driver_version: String,
     /// The newest CUDA the driver supports (`cuDriverGetVersion`), `"13.0"`.
     pub cuda_version: String,
-    /// Relative noise on every modelled duration (seeded: the same run gives the same times).
+    /// Relative noise on every modelled duration.
     pub noise: f64,
+    /// Relative spread of each rate (bandwidth, each peak) between processes.
+    pub run_sigma: f64,
+    /// Relative spread of each rate between boots.
+    pub boot_sigma: f64,
+    /// The boot's number: runs of one boot share its draws (`STACKBENCH_SIM_BOOT` overrides).
+    pub boot: u64,
+    /// Milliseconds of model time from a process's first operation during which its clocks
+    /// ramp up: work at the start takes a quarter longer, falling linearly to nothing.
+    pub ramp_ms: f64,
     /// Every modelled duration is multiplied by this.
     pub slowdown: f64,
     /// SM clock, MHz, when not throttled.
     pub sm_clock_mhz: u32,
-    /// The seed of the noise.
-    pub seed: u64,
+    /// Pins every draw (noise, process and boot factors) for tests that need exact figures;
+    /// without it each process draws afresh, as hardware varies.
+    pub seed: Option<u64>,
 }
 
 impl Default for Device {
@@ -64,7 +74,11 @@ impl Default for Device {
             noise: 0.005,
             slowdown: 1.0,
             sm_clock_mhz: 1980,
-            seed: 1,
+            run_sigma: 0.01,
+            boot_sigma: 0.01,
+            boot: 0,
+            ramp_ms: 5.0,
+            seed: None,
         }
     }
 }

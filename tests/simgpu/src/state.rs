@@ -128,7 +128,8 @@ pub fn uuid(index: usize, device: &Device) -> [u8; 16] {
     let name = device.name.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
     });
-    let mut state = device.seed ^ name ^ (index as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    let mut state =
+        device.seed.unwrap_or(1) ^ name ^ (index as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
     let high = crate::clock::splitmix64(&mut state);
     let low = crate::clock::splitmix64(&mut state);
     let mut bytes = [0u8; 16];

@@ -67,7 +67,12 @@ fn memsets_and_copies_take_their_modelled_time() {
 
 #[test]
 fn noise_is_seeded_and_small() {
-    let profile = |seed: u64| format!("[[device]]\nmemory_gib = 1\nnoise = 0.005\nseed = {seed}\n");
+    let profile = |seed: u64| {
+        format!(
+            "[[device]]\nmemory_gib = 1\nnoise = 0.005\nrun_sigma = 0.0\nboot_sigma = 0.0\n\
+             ramp_ms = 0.0\nseed = {seed}\n"
+        )
+    };
     let run = |seed| {
         context(&profile(seed));
         let s = stream();

@@ -398,7 +398,7 @@ fn arguments_are_validated_as_cublas_validates_them() {
 fn a_gemm_on_a_stream_takes_2mnk_at_its_precision_s_peak() {
     context(
         "[[device]]\nmemory_gib = 1\nmemory_bandwidth_gbs = 1000\nfp32_tflops = 10\n\
-         tf32_tflops = 80\nnoise = 0.0\n",
+         tf32_tflops = 80\nnoise = 0.0\nrun_sigma = 0.0\nboot_sigma = 0.0\nramp_ms = 0.0\n",
     );
     let h = handle();
     let s = stream();

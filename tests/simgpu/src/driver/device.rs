@@ -20,7 +20,7 @@ impl Inner {
             .map(|(index, device)| Gpu {
                 profile: device.clone(),
                 retained: 0,
-                clock: Clock::new(device, index),
+                clock: Clock::new(device, index, &profile.faults),
                 sticky: None,
                 deferred: None,
                 memo: None,

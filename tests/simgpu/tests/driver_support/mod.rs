@@ -17,6 +17,9 @@ memory_gib = 1
 memory_bandwidth_gbs = 1000
 fp32_tflops = 10
 noise = 0.0
+run_sigma = 0.0
+boot_sigma = 0.0
+ramp_ms = 0.0
 "#;
 
 /// A simulated host of `profile` (TOML) for the calling thread, not yet initialised.
