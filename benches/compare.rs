@@ -74,6 +74,7 @@ fn run(started: &str, factor: f64) -> BenchReport {
             os: "linux".into(),
             arch: "x86_64".into(),
             stackbench_version: "0".into(),
+            boot_id: None,
         },
         gpu: stackbench::gpu::GpuInfo::none("synthetic"),
         simulated: false,

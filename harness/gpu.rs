@@ -3,6 +3,7 @@
 
 use crate::compat::ComputeCapability;
 use crate::trust::Policy;
+use nvml_wrapper::enum_wrappers::device::Clock;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::process::Command;
@@ -36,6 +37,10 @@ pub struct Gpu {
     /// Total memory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_bytes: Option<u64>,
+    /// The memory clock it runs at when busy, MHz (NVML's maximum memory clock): a floor
+    /// learned at one memory clock says nothing of runs at another.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_clock_mhz: Option<u32>,
 }
 
 impl GpuInfo {
@@ -56,6 +61,7 @@ impl GpuInfo {
                 compute_capability: format!("{}.{}", cc.major, cc.minor),
                 uuid: None,
                 memory_bytes: None,
+                memory_clock_mhz: None,
             }],
             driver_version: None,
             note: None,
@@ -118,6 +124,7 @@ pub fn report_from_nvml() -> std::process::ExitCode {
                         compute_capability: format!("{}.{}", cc.major, cc.minor),
                         uuid: device.uuid().ok(),
                         memory_bytes: device.memory_info().ok().map(|m| m.total),
+                        memory_clock_mhz: device.max_clock_info(Clock::Memory).ok(),
                     })
                 })
                 .collect();

@@ -27,6 +27,10 @@ pub struct HostInfo {
     pub os: String,
     pub arch: String,
     pub stackbench_version: String,
+    /// The kernel's boot id (`/proc/sys/kernel/random/boot_id`): runs of one boot share clocks,
+    /// page placement and module state that a reboot draws anew.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot_id: Option<String>,
 }
 
 /// A directory the scan searched and the reason it was searched.

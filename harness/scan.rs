@@ -461,5 +461,9 @@ fn host_info(host: &Host) -> HostInfo {
         os: std::env::consts::OS.to_string(),
         arch: std::env::consts::ARCH.to_string(),
         stackbench_version: env!("CARGO_PKG_VERSION").to_string(),
+        boot_id: host
+            .read("/proc/sys/kernel/random/boot_id")
+            .map(|bytes| String::from_utf8_lossy(&bytes).trim().to_string())
+            .filter(|id| !id.is_empty()),
     }
 }

@@ -243,6 +243,7 @@ fn report() -> BenchReport {
             os: "linux".into(),
             arch: "x86_64".into(),
             stackbench_version: "0.1.0".into(),
+            boot_id: None,
         },
         gpu: GpuInfo {
             source: "nvml".into(),
@@ -252,6 +253,7 @@ fn report() -> BenchReport {
                 compute_capability: "9.0".into(),
                 uuid: None,
                 memory_bytes: None,
+                memory_clock_mhz: None,
             }],
             driver_version: Some("580.95.05".into()),
             note: None,

@@ -477,6 +477,7 @@ fn report() -> CheckReport {
             os: "linux".into(),
             arch: "x86_64".into(),
             stackbench_version: "0.1.0".into(),
+            boot_id: None,
         },
         gpu: GpuInfo {
             source: "nvml".into(),
@@ -486,6 +487,7 @@ fn report() -> CheckReport {
                 compute_capability: "7.5".into(),
                 uuid: Some("GPU-5f3e2a1c-8b7d-4e6f-9a0b-1c2d3e4f5a6b".into()),
                 memory_bytes: Some(16_106_127_360),
+                memory_clock_mhz: None,
             }],
             driver_version: Some("535.261.03".into()),
             note: None,
@@ -889,6 +891,7 @@ fn simulated_report() -> CheckReport {
                 compute_capability: "15.0".into(),
                 uuid: Some("GPU-51a7ed00-0000-4000-8000-000000000000".into()),
                 memory_bytes: Some(80 << 30),
+                memory_clock_mhz: None,
             }],
             driver_version: Some("580.95.05".into()),
             note: None,

@@ -121,6 +121,7 @@ fn report() -> ScanReport {
             os: "linux".into(),
             arch: "x86_64".into(),
             stackbench_version: "0.1.0".into(),
+            boot_id: None,
         },
         searched: vec![
             SearchRoot {

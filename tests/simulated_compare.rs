@@ -1,8 +1,10 @@
-//! `compare` and `report` on simulated GPU runs (tests/simgpu, laid out by `ci/sim`): a device
-//! 10% slower (`slowdown = 1.10`) is `slower` on every GPU row and fails the comparison, two runs
-//! of the same profile are never called `slower` or `faster` on a GPU row, and `report` draws
-//! the GPU charts of simulated runs, labelled simulated; check runs on the real 535 driver
-//! library and on the simulator's 580 compare with the driver change as their headline.
+//! `compare` and `report` on simulated GPU runs (tests/simgpu, laid out by `ci/sim`), which vary
+//! between processes and boots as cards do (the profile pins no seed): a device 25% slower
+//! (`slowdown = 1.25`) is `slower` on every GPU row at `--repeat 3` and fails the comparison,
+//! two runs of the same profile on different boots are never called `slower` or `faster` on a
+//! GPU row, and `report` draws the GPU charts of simulated runs, labelled simulated; check runs
+//! on the real 535 driver library and on the simulator's 580 compare with the driver change as
+//! their headline.
 //!
 //! The simulator's time is a model, so its GPU rows are the same in any load; the CPU rows
 //! (NVRTC compile, library load) are the host's and are left to tests/compare_repeated.rs.
@@ -13,14 +15,19 @@ use common::{isolated_stackbench, on_simulator, simulator, stdout_json};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
-/// `bench --quick --repeat 1` on the simulator with the profile `toml`, its files in `dir`; the
-/// JSON result file it wrote.
-fn bench(dir: &Path, toml: &str) -> PathBuf {
+/// A device whose name does not say it is simulated (so only the labelling can), each process
+/// 1.5% apart, each boot 1% (the default), no seed.
+const UNKIND: &str = "[[device]]\nname = \"Model H\"\nrun_sigma = 0.015\n";
+
+/// `bench --quick --repeat REPEAT` on the simulator's boot `boot` with the profile `toml`, its
+/// files in `dir`; the JSON result file it wrote.
+fn bench(dir: &Path, toml: &str, repeat: &str, boot: &str) -> PathBuf {
     let output = on_simulator(
         dir,
         toml,
-        &["bench", "--quick", "--repeat", "1", "--allow-skip"],
+        &["bench", "--quick", "--repeat", repeat, "--allow-skip"],
     )
+    .env("STACKBENCH_SIM_BOOT", boot)
     .arg("--results")
     .arg(dir)
     .output()
@@ -72,21 +79,31 @@ fn gpu_rows(report: &Value) -> Vec<&Value> {
 #[test]
 fn a_slower_simulated_gpu_is_slower_on_every_gpu_row_and_the_same_one_never_is() {
     let home = tempfile::tempdir().expect("temporary directory");
-    let base = bench(&home.path().join("base"), "");
-    let again = bench(&home.path().join("again"), "");
-    let slow = bench(&home.path().join("slow"), "[[device]]\nslowdown = 1.10\n");
+    let base = bench(&home.path().join("base"), UNKIND, "3", "1");
+    let again = bench(&home.path().join("again"), UNKIND, "3", "2");
+    let (_, report) = compare(home.path(), &base, &again);
+    let ratios: Vec<f64> = gpu_rows(&report)
+        .iter()
+        .map(|row| row["ratio"]["ratio"].as_f64().expect("a ratio"))
+        .collect();
+    assert!(
+        ratios.iter().all(|r| *r != 1.0),
+        "two runs without a pinned seed differ: {ratios:?}"
+    );
+    for row in gpu_rows(&report) {
+        let verdict = row["verdict"].as_str().unwrap_or_default();
+        assert!(verdict != "slower" && verdict != "faster", "{row}");
+    }
 
+    // A run takes a minute a repetition here: a change the statistics-level tests show is
+    // called at every `--repeat 3` (harness/compare/power.rs: 15% at `--repeat 5`, 99.5% of pairs).
+    let slow = format!("{UNKIND}slowdown = 1.25\n");
+    let slow = bench(&home.path().join("slow"), &slow, "3", "3");
     let (code, report) = compare(home.path(), &base, &slow);
     for row in gpu_rows(&report) {
         assert_eq!(row["verdict"], "slower", "{row}");
     }
     assert_eq!(code, Some(1), "{report}");
-
-    let (_, report) = compare(home.path(), &base, &again);
-    for row in gpu_rows(&report) {
-        let verdict = row["verdict"].as_str().unwrap_or_default();
-        assert!(verdict != "slower" && verdict != "faster", "{row}");
-    }
 
     let page = home.path().join("report.html");
     let output = isolated_stackbench(home.path())
@@ -102,8 +119,9 @@ fn a_slower_simulated_gpu_is_slower_on_every_gpu_row_and_the_same_one_never_is()
         assert!(html.contains(chart), "no {chart} chart");
     }
     assert!(html.contains("<svg"), "no charts drawn");
+    // The device is named "Model H": only the labelling says these runs are simulated.
     assert!(
-        html.contains("simulated"),
+        html.contains("SIMULATED GPU"),
         "the simulated runs are not labelled"
     );
 }

@@ -73,7 +73,8 @@ fn check_passes_every_check_of_the_simulated_combination() {
 #[test]
 fn the_simulated_run_s_junit_report_is_valid() {
     let dir = tempfile::tempdir().expect("temporary directory");
-    let output = on_simulator(dir.path(), "", &["check"])
+    // A name that does not say it is simulated: only the labelling can.
+    let output = on_simulator(dir.path(), "[[device]]\nname = \"Model H\"\n", &["check"])
         .args(["--format", "junit"])
         .output()
         .expect("run stackbench");
@@ -95,9 +96,14 @@ fn the_simulated_run_s_junit_report_is_valid() {
         String::from_utf8_lossy(&output.stdout)
     );
     let xml = String::from_utf8_lossy(&output.stdout);
+    assert!(xml.contains("cublas.sgemm"), "{xml}");
     assert!(
-        xml.contains("cublas.sgemm") && xml.contains("simulated"),
-        "{xml}"
+        xml.contains("<testsuites name=\"stackbench check (SIMULATED GPU)\""),
+        "the run is labelled: {xml}"
+    );
+    assert!(
+        xml.contains("<property name=\"simulated\" value=\"true\"/>"),
+        "each combination is labelled: {xml}"
     );
 }
 
@@ -106,13 +112,14 @@ fn bench_measures_copy_and_vector_add_at_the_simulated_device_s_rates() {
     let (_, report) = run(&["bench", "--quick", "--allow-skip"], "");
     assert_eq!(report["simulated"], true);
     let row = |benchmark: &str| bench_row(&report, benchmark);
-    // The profile's 3350 GB/s, less each run's modelled fixed cost and the seeded noise.
+    // The profile's 3350 GB/s, less each run's modelled fixed cost, moved by the noise and by
+    // this process's and boot's draws (1% each by default: 8% is over five of their deviations).
     for benchmark in ["copy", "vector_add"] {
         let r = row(benchmark);
         assert_eq!(r["status"], "measured", "{r}");
         let rate = r["throughput"]["value"].as_f64().expect("a rate");
         assert!(
-            (rate / 3350.0 - 1.0).abs() < 0.05,
+            (rate / 3350.0 - 1.0).abs() < 0.08,
             "{benchmark}: {rate} GB/s"
         );
         assert!(r["telemetry"]["readings"].as_u64() > Some(0), "{r}");
@@ -171,15 +178,23 @@ fn a_hung_kernel_is_cut_off_by_the_timeout_and_the_run_goes_on() {
 }
 
 #[test]
-fn a_throttled_gpu_marks_the_samples_taken_under_it() {
+fn a_throttled_gpu_is_slower_and_marks_the_samples_taken_under_it() {
     let (_, report) = run(
         &["bench", "--quick", "--allow-skip"],
-        "throttle = [\"sw_thermal\"]",
+        "throttle = [\"hw_slowdown\"]",
     );
     let add = bench_row(&report, "vector_add");
+    // HW slowdown halves the SM clock, and the kernel takes twice as long: about half the
+    // profile's 3350 GB/s (the copy, on the copy engine, is not held back).
+    let rate = add["throughput"]["value"].as_f64().expect("a rate");
+    assert!((rate / 1675.0 - 1.0).abs() < 0.08, "{rate} GB/s: {add}");
+    let copy = bench_row(&report, "copy")["throughput"]["value"]
+        .as_f64()
+        .expect("a rate");
+    assert!((copy / 3350.0 - 1.0).abs() < 0.08, "{copy} GB/s");
     let telemetry = &add["telemetry"];
     let reasons = telemetry["throttle_reasons"].to_string();
-    assert!(reasons.to_lowercase().contains("thermal"), "{telemetry}");
+    assert!(reasons.to_lowercase().contains("slowdown"), "{telemetry}");
     assert!(
         !telemetry["throttled_samples"]
             .as_array()

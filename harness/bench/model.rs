@@ -487,6 +487,7 @@ impl BenchReport {
                 os: "linux".into(),
                 arch: "x86_64".into(),
                 stackbench_version: "0".into(),
+                boot_id: None,
             },
             gpu: crate::gpu::GpuInfo::none("test"),
             simulated,

@@ -189,6 +189,12 @@ fn settle(old: usize, new: usize, between_runs: Option<FloorSource>) -> String {
              --threshold from `stackbench compare --calibrate`",
             super::floor::MIN_RUNS
         ),
+        Some(FloorSource::HistoryOneBoot) => {
+            "more repetitions do not narrow the variation between runs, here at least the stated \
+             default's because the history under --results was all made on one boot: runs after \
+             a reboot teach this host's variation across reboots"
+                .to_owned()
+        }
         Some(FloorSource::History) => {
             "more repetitions do not narrow the variation between runs this host showed: set \
              --threshold from `stackbench compare --calibrate` over A/A runs of it"

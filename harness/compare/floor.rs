@@ -1,15 +1,17 @@
 //! Each benchmark's noise floor on a host, learned from history: the earlier bench runs under
-//! `--results` of the same build and environment (host, stackbench, GPU and driver, the
-//! combination's library versions, `--quick` or not) as either run compared. From at least
-//! [`MIN_RUNS`] such runs, the spread of their repetitions' log medians is split into the part
-//! between runs and the part between one run's repetitions (a one-way random-effects model, as
-//! Kalibera and Jones do for their levels); each is taken at its 90% upper confidence bound, so
-//! that a few runs of history cannot make a floor too narrow. With less history, the stated
-//! default of the benchmark's side.
+//! `--results` of the same build and environment (host, stackbench, GPU and its memory clock,
+//! driver, the combination's library versions, `--quick` or not) as either run compared. The
+//! runs of each environment are compared with each other only, so that a driver change between
+//! the compared runs is a factor and never noise; their spreads are pooled. From at least
+//! [`MIN_RUNS`] runs of one environment (or two of each of two), the spread of the repetitions' log medians
+//! is split into the part between runs and the part between one run's repetitions (a nested
+//! random-effects model, as Kalibera and Jones do for their levels); each is taken at its 90%
+//! upper confidence bound, so that a few runs of history cannot make a floor too narrow. With
+//! less history, the stated default of the benchmark's side.
 
 use super::stats::{Floor, FloorSource};
 use crate::bench::model::{BenchReport, Side, Status};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// Fewest earlier runs a floor is learned from.
@@ -60,7 +62,11 @@ impl History {
         History { runs }
     }
 
-    /// The floor of benchmark `id` (of `combination`, on `side`) for a comparison of `compared`.
+    /// The floor of benchmark `id` (of `combination`, on `side`) for a comparison of `compared`:
+    /// learned from the earlier runs of the compared runs' environments, each environment's
+    /// spread taken about its own mean. History made on one boot says nothing of the variation
+    /// across reboots, so when a compared run was made on another boot its variation between
+    /// runs is never taken below the stated default.
     pub fn floor(
         &self,
         id: &str,
@@ -72,22 +78,44 @@ impl History {
             .iter()
             .filter_map(|r| environment(r, combination))
             .collect();
-        let groups: Vec<Vec<f64>> = self
-            .runs
-            .iter()
-            .filter(|run| environment(run, combination).is_some_and(|e| wanted.contains(&e)))
-            .filter_map(|run| run.benchmarks.iter().find(|b| b.id == id))
-            .filter(|b| b.status == Status::Measured)
-            .map(|b| {
-                b.repetition_medians()
-                    .into_iter()
-                    .filter(|m| *m > 0.0 && m.is_finite())
-                    .map(f64::ln)
-                    .collect::<Vec<f64>>()
-            })
-            .filter(|logs| !logs.is_empty())
-            .collect();
-        learned(&groups).unwrap_or_else(|| Floor::default_for(side))
+        let mut environments: BTreeMap<String, Vec<Vec<f64>>> = BTreeMap::new();
+        let mut boots: BTreeSet<Option<&str>> = BTreeSet::new();
+        for run in &self.runs {
+            let Some(environment) = environment(run, combination).filter(|e| wanted.contains(e))
+            else {
+                continue;
+            };
+            let Some(result) = run.benchmarks.iter().find(|b| b.id == id) else {
+                continue;
+            };
+            let logs: Vec<f64> = result
+                .repetition_medians()
+                .into_iter()
+                .filter(|m| *m > 0.0 && m.is_finite())
+                .map(f64::ln)
+                .collect();
+            if result.status != Status::Measured || logs.is_empty() {
+                continue;
+            }
+            environments.entry(environment).or_default().push(logs);
+            boots.insert(run.host.boot_id.as_deref());
+        }
+        let groups: Vec<Vec<Vec<f64>>> = environments.into_values().collect();
+        let default = Floor::default_for(side);
+        let Some(floor) = learned(&groups) else {
+            return default;
+        };
+        let compared_boots: BTreeSet<Option<&str>> =
+            compared.iter().map(|r| r.host.boot_id.as_deref()).collect();
+        if boots.len() >= 2 || compared_boots.is_subset(&boots) {
+            floor
+        } else {
+            Floor {
+                source: FloorSource::HistoryOneBoot,
+                between_runs: floor.between_runs.max(default.between_runs),
+                ..floor
+            }
+        }
     }
 }
 
@@ -95,7 +123,9 @@ impl History {
 /// run has no such combination.
 fn environment(run: &BenchReport, combination: &str) -> Option<String> {
     let c = run.combinations.iter().find(|c| c.name == combination)?;
-    let gpus: Vec<&str> = run.gpu.devices.iter().map(|d| d.name.as_str()).collect();
+    let gpus: Vec<(&str, Option<u32>)> = (run.gpu.devices.iter())
+        .map(|d| (d.name.as_str(), d.memory_clock_mhz))
+        .collect();
     Some(format!(
         "{:?}",
         (
@@ -111,51 +141,78 @@ fn environment(run: &BenchReport, combination: &str) -> Option<String> {
     ))
 }
 
-/// The chi-square distribution's 10% quantile for `df` degrees of freedom (Wilson and
-/// Hilferty's approximation).
-fn chi_square_10(df: f64) -> f64 {
+/// The chi-square distribution's quantile at the normal quantile `z` for `df` degrees of
+/// freedom (Wilson and Hilferty's approximation).
+fn chi_square(df: f64, z: f64) -> f64 {
     let a = 2.0 / (9.0 * df);
-    (df * (1.0 - a + Z10 * a.sqrt()).powi(3)).max(f64::MIN_POSITIVE)
+    (df * (1.0 - a + z * a.sqrt()).powi(3)).max(f64::MIN_POSITIVE)
 }
 
 /// A variance estimate with `df` degrees of freedom at its 90% upper confidence bound.
 fn upper(variance: f64, df: f64) -> f64 {
-    variance * df / chi_square_10(df)
+    variance * df / chi_square(df, Z10)
 }
 
-/// The floor learned from each earlier run's repetitions' log medians; `None` for fewer than
-/// [`MIN_RUNS`] runs.
-fn learned(groups: &[Vec<f64>]) -> Option<Floor> {
-    let k = groups.len();
-    if k < MIN_RUNS {
+/// The 90% upper confidence bound of the variance component `s1 - c s2` (the between-run
+/// variance: the run means' variance `s1`, on `df1` degrees of freedom, less the part `c s2`
+/// their repetitions explain, `s2` on `df2`), by Graybill and Wang's modified large-sample
+/// method ("Confidence intervals on nonnegative linear combinations of variances", JASA 1980).
+/// Unlike the bound of the difference clipped at 0, it stays above 0 when the point estimate
+/// is below the within-run term, as it must: a few runs that happened to agree do not show
+/// that runs never differ.
+fn upper_between(s1: f64, df1: f64, s2: f64, df2: f64, c: f64) -> f64 {
+    let h1 = df1 / chi_square(df1, Z10) - 1.0;
+    let g2 = 1.0 - df2 / chi_square(df2, -Z10);
+    let point = s1 - c * s2;
+    (point + ((h1 * s1).powi(2) + (g2 * c * s2).powi(2)).sqrt()).max(0.0)
+}
+
+/// The floor learned from earlier runs, grouped by environment: each run as its repetitions'
+/// log medians. Run means are compared only with the runs of their own environment (a driver
+/// change is a factor, never noise) and the spreads pooled; `None` with fewer degrees of
+/// freedom between runs than [`MIN_RUNS`] runs of one environment give.
+pub(super) fn learned(environments: &[Vec<Vec<f64>>]) -> Option<Floor> {
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let runs: Vec<&Vec<f64>> = environments.iter().flatten().collect();
+    let used = environments.iter().filter(|e| !e.is_empty()).count();
+    let df_between = runs.len().checked_sub(used)?;
+    if df_between + 1 < MIN_RUNS {
         return None;
     }
-    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
-    let means: Vec<f64> = groups.iter().map(|g| mean(g)).collect();
-    let grand = mean(&means);
-    let between = means.iter().map(|m| (m - grand).powi(2)).sum::<f64>() / (k - 1) as f64;
-    let df_within: usize = groups.iter().map(|g| g.len() - 1).sum();
-    let squares: f64 = groups
+    let squares_between: f64 = environments
         .iter()
-        .zip(&means)
-        .map(|(g, m)| g.iter().map(|x| (x - m).powi(2)).sum::<f64>())
+        .filter(|e| !e.is_empty())
+        .map(|environment| {
+            let means: Vec<f64> = environment.iter().map(|r| mean(r)).collect();
+            let centre = mean(&means);
+            means.iter().map(|m| (m - centre).powi(2)).sum::<f64>()
+        })
+        .sum();
+    let s1 = squares_between / df_between as f64;
+    let df_within: usize = runs.iter().map(|r| r.len() - 1).sum();
+    let squares_within: f64 = runs
+        .iter()
+        .map(|r| {
+            let m = mean(r);
+            r.iter().map(|x| (x - m).powi(2)).sum::<f64>()
+        })
         .sum();
     let (between_runs, between_repetitions) = if df_within >= 2 {
-        let within = squares / df_within as f64;
-        let per_run = groups.iter().map(|g| 1.0 / g.len() as f64).sum::<f64>() / k as f64;
+        let s2 = squares_within / df_within as f64;
+        let c = runs.iter().map(|r| 1.0 / r.len() as f64).sum::<f64>() / runs.len() as f64;
         (
-            upper((between - within * per_run).max(0.0), (k - 1) as f64),
-            upper(within, df_within as f64),
+            upper_between(s1, df_between as f64, s2, df_within as f64, c),
+            upper(s2, df_within as f64),
         )
     } else {
         // Runs of one repetition each: all their spread counts as between runs.
-        (upper(between, (k - 1) as f64), 0.0)
+        (upper(s1, df_between as f64), 0.0)
     };
     Some(Floor {
         source: FloorSource::History,
         between_runs: between_runs.sqrt(),
         between_repetitions: between_repetitions.sqrt(),
-        runs: k,
+        runs: runs.len(),
     })
 }
 
@@ -163,19 +220,27 @@ fn learned(groups: &[Vec<f64>]) -> Option<Floor> {
 mod tests {
     use super::*;
 
+    /// Runs whose repetitions lie at `mean` ± `spread`.
+    fn runs(means: &[f64], spread: f64) -> Vec<Vec<f64>> {
+        means
+            .iter()
+            .map(|&m| vec![m - spread, m, m + spread])
+            .collect()
+    }
+
     #[test]
     fn too_little_history_learns_nothing() {
-        assert_eq!(learned(&[vec![0.0], vec![0.1]]), None);
+        assert_eq!(learned(&[vec![vec![0.0], vec![0.1]]]), None);
+        // Two environments of two runs have two degrees of freedom between runs: enough.
+        let two = runs(&[0.0, 0.01], 0.001);
+        assert!(learned(&[two.clone(), two]).is_some());
     }
 
     #[test]
     fn spread_splits_into_between_runs_and_between_repetitions() {
         // Runs whose means differ by about 10% and whose repetitions agree within 1%.
-        let groups: Vec<Vec<f64>> = [0.0, 0.1, -0.1, 0.05, -0.05]
-            .iter()
-            .map(|&m| vec![m - 0.01, m, m + 0.01])
-            .collect();
-        let floor = learned(&groups).unwrap();
+        let groups = runs(&[0.0, 0.1, -0.1, 0.05, -0.05], 0.01);
+        let floor = learned(&[groups]).unwrap();
         assert_eq!((floor.source, floor.runs), (FloorSource::History, 5));
         assert!(
             floor.between_runs > 0.07 && floor.between_runs < 0.2,
@@ -188,9 +253,31 @@ mod tests {
     }
 
     #[test]
+    fn a_driver_change_is_a_factor_never_noise() {
+        // Three runs on each driver, 8% apart, each driver's runs within 0.5% of each other.
+        let old = runs(&[0.0, 0.004, -0.004], 0.003);
+        let new = runs(&[0.077, 0.081, 0.073], 0.003);
+        let apart = learned(&[old.clone(), new.clone()]).unwrap();
+        assert!(apart.between_runs < 0.02, "{apart:?}");
+        // Pooled into one spread, the change itself reads as variation between runs.
+        let pooled = learned(&[[old, new].concat()]).unwrap();
+        assert!(pooled.between_runs > 0.04, "{pooled:?}");
+    }
+
+    #[test]
+    fn runs_that_happened_to_agree_still_bound_the_variation_between_runs_above_zero() {
+        // The run means agree better than their repetitions would have them: the point
+        // estimate of the variation between runs is below 0, yet three runs cannot show that
+        // runs never differ.
+        let groups = runs(&[0.0, 0.004, -0.004], 0.01);
+        let floor = learned(&[groups]).unwrap();
+        assert!(floor.between_runs > 0.008, "{floor:?}");
+    }
+
+    #[test]
     fn runs_of_one_repetition_count_their_spread_between_runs() {
         let groups = vec![vec![0.0], vec![0.02], vec![-0.02], vec![0.0]];
-        let floor = learned(&groups).unwrap();
+        let floor = learned(&[groups]).unwrap();
         assert_eq!(floor.between_repetitions, 0.0);
         // The sample deviation is about 0.016; its 90% upper bound on three degrees of freedom
         // is a little over twice that.
@@ -201,10 +288,16 @@ mod tests {
     }
 
     #[test]
-    fn the_chi_square_quantile_is_close_to_the_tables() {
-        for (df, table) in [(2.0, 0.2107), (4.0, 1.0636), (10.0, 4.8652), (30.0, 20.599)] {
-            let got = chi_square_10(df);
-            assert!((got / table - 1.0).abs() < 0.08, "{df}: {got} vs {table}");
+    fn the_chi_square_quantiles_are_close_to_the_tables() {
+        for (df, low, high) in [
+            (2.0, 0.2107, 4.6052),
+            (4.0, 1.0636, 7.7794),
+            (10.0, 4.8652, 15.987),
+            (30.0, 20.599, 40.256),
+        ] {
+            let (l, h) = (chi_square(df, Z10), chi_square(df, -Z10));
+            assert!((l / low - 1.0).abs() < 0.08, "{df}: {l} vs {low}");
+            assert!((h / high - 1.0).abs() < 0.03, "{df}: {h} vs {high}");
         }
     }
 }

@@ -10,6 +10,8 @@ mod diff;
 pub mod floor;
 pub mod load;
 pub mod model;
+#[cfg(test)]
+mod power;
 pub mod stats;
 
 use load::{LoadError, Run};

@@ -484,6 +484,7 @@ mod tests {
                 os: "linux".into(),
                 arch: "x86_64".into(),
                 stackbench_version: "0".into(),
+                boot_id: None,
             },
             gpu: GpuInfo::none("no NVML"),
             target: None,

@@ -22,6 +22,13 @@ const BATCH_SAMPLE: Duration = Duration::from_millis(1);
 /// its launch queue, which blocks the host at about a thousand pending launches.
 pub const MAX_BATCH: u64 = 256;
 
+/// GPU time spent running the workload before the first sample: a card idle until now runs
+/// its first milliseconds at a lower clock while its boost ramps up.
+const WARM_UP: Duration = Duration::from_millis(20);
+
+/// The host time warm-up may take at most, for a workload slow to enqueue.
+const WARM_UP_HOST: Duration = Duration::from_secs(2);
+
 /// How many samples in a row may have their gate opened by the watchdog at one run each
 /// before the workload counts as untimeable (a host stalled for a second now and then is not).
 const STALLS: u32 = 3;
@@ -153,8 +160,7 @@ pub fn gpu(
     sampler: Option<&Sampler>,
 ) -> Result<(Samples, Option<Telemetry>), Outcome> {
     let timer = Timer::new()?;
-    // A warm run, timed, sizes the batch.
-    let one = timer.time(stream, || run.enqueue(stream))?.gpu;
+    let one = warm_up(run, stream, &timer)?;
     let mut samples = Samples::new(match mode {
         Mode::Cold => 1,
         Mode::Batch => batch_size(one),
@@ -207,6 +213,22 @@ pub fn gpu(
     let windows: Vec<(Instant, Instant)> = samples.kept.items().iter().map(|s| s.window).collect();
     let telemetry = sampler.map(|_| telemetry::summarize(&readings, &windows));
     Ok((samples, telemetry))
+}
+
+/// Runs `run` in doubling batches until [`WARM_UP`] of GPU time has passed (or
+/// [`WARM_UP_HOST`] of host time); the last batch's time per run, which sizes the batches.
+fn warm_up(run: &dyn Run, stream: &Stream, timer: &Timer) -> Result<Duration, Outcome> {
+    let began = Instant::now();
+    let (mut runs, mut warmed) = (1u64, Duration::ZERO);
+    loop {
+        let timed = timer.time(stream, || enqueue_runs(run, stream, runs))?;
+        warmed += timed.gpu;
+        let one = timed.gpu / runs as u32;
+        if warmed >= WARM_UP || began.elapsed() >= WARM_UP_HOST {
+            return Ok(one);
+        }
+        runs = (runs * 2).min(MAX_BATCH);
+    }
 }
 
 /// Samples CPU work (`work` is one run) with the host clock until `rule` says stop, after one

@@ -1,0 +1,169 @@
+//! `compare`'s verdicts calibrated at the statistics level on runs that vary as GPU runs do:
+//! each `bench` command on its own boot (a shift of `boot_sigma`), each repetition a fresh
+//! process (a shift of `run_sigma`), each sample with its own noise. Seeded, so every figure
+//! here is the same on every run of the tests, and fast: thousands of comparisons in a second.
+//! The figures the tests print are the ones the README quotes.
+
+use super::floor::learned;
+use super::stats::{estimate, Floor, Verdict};
+use crate::bench::model::Side;
+
+/// How GPU runs vary, as relative standard deviations.
+#[derive(Debug, Clone, Copy)]
+struct Variation {
+    boot_sigma: f64,
+    run_sigma: f64,
+    noise: f64,
+}
+
+/// Each process apart by 1.5%, each boot by 1% (the simulator's default `boot_sigma`).
+const UNKIND: Variation = Variation {
+    boot_sigma: 0.01,
+    run_sigma: 0.015,
+    noise: 0.005,
+};
+
+/// Repetitions that agree within 0.3% while whole runs move by 1.5%: what a floor of 0%
+/// between runs calls slower or faster in 15-26% of A/A pairs.
+const SHIFTED: Variation = Variation {
+    boot_sigma: 0.015,
+    run_sigma: 0.003,
+    noise: 0.005,
+};
+
+/// Samples per repetition.
+const SAMPLES: usize = 40;
+/// Pairs per figure: at 200, one false verdict is 0.5%.
+const PAIRS: u64 = 200;
+/// The default threshold.
+const THRESHOLD: f64 = 0.02;
+
+/// SplitMix64 and Box-Muller: normal draws of their own, sharing nothing with the bootstrap.
+struct Normal(u64);
+
+impl Normal {
+    fn uniform(&mut self) -> f64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    fn draw(&mut self) -> f64 {
+        let u1 = self.uniform().max(f64::MIN_POSITIVE);
+        let u2 = self.uniform();
+        (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+    }
+}
+
+/// One `bench` command of `repeat` repetitions of a benchmark whose true time is `center`.
+fn bench(center: f64, repeat: usize, v: Variation, random: &mut Normal) -> Vec<Vec<f64>> {
+    let boot = v.boot_sigma * random.draw();
+    (0..repeat)
+        .map(|_| {
+            let process = boot + v.run_sigma * random.draw();
+            (0..SAMPLES)
+                .map(|_| center * (process + v.noise * random.draw()).exp())
+                .collect()
+        })
+        .collect()
+}
+
+/// The log medians of each repetition, as history keeps them.
+fn history_of(runs: &[Vec<Vec<f64>>]) -> Vec<Vec<f64>> {
+    runs.iter()
+        .map(|run| {
+            run.iter()
+                .map(|samples| super::stats::median(&mut samples.clone()).ln())
+                .collect()
+        })
+        .collect()
+}
+
+/// The verdicts of [`PAIRS`] comparisons of a run at 1 against one `change` times as slow,
+/// each at `repeat` repetitions; with `history` earlier runs of each side's environment.
+fn verdicts(change: f64, repeat: usize, history: usize, v: Variation, seed: u64) -> Vec<Verdict> {
+    (0..PAIRS)
+        .map(|pair| {
+            let mut random = Normal(seed ^ pair.wrapping_mul(0x2545_f491_4f6c_dd1d));
+            let old = bench(1.0, repeat, v, &mut random);
+            let new = bench(change, repeat, v, &mut random);
+            let floor = if history == 0 {
+                Floor::default_for(Side::Gpu)
+            } else {
+                let before: Vec<_> = (0..history)
+                    .map(|_| bench(1.0, repeat, v, &mut random))
+                    .collect();
+                let after: Vec<_> = (0..history)
+                    .map(|_| bench(change, repeat, v, &mut random))
+                    .collect();
+                learned(&[history_of(&before), history_of(&after)]).expect("enough history")
+            };
+            estimate(&slices(&old), &slices(&new), &floor)
+                .expect("positive samples")
+                .ratio
+                .verdict(THRESHOLD)
+        })
+        .collect()
+}
+
+/// A run's repetitions as `estimate` takes them.
+fn slices(run: &[Vec<f64>]) -> Vec<&[f64]> {
+    run.iter().map(Vec::as_slice).collect()
+}
+
+/// The share of `verdicts` that are `wanted`.
+fn share(verdicts: &[Verdict], wanted: &[Verdict]) -> f64 {
+    verdicts.iter().filter(|v| wanted.contains(v)).count() as f64 / verdicts.len() as f64
+}
+
+#[test]
+fn a_a_pairs_are_almost_never_called_slower_or_faster() {
+    for (name, v) in [("unkind", UNKIND), ("shifted", SHIFTED)] {
+        for (repeat, history) in [(3, 0), (5, 0), (20, 0), (3, 3), (5, 3)] {
+            let aa = verdicts(1.0, repeat, history, v, 11);
+            let wrong = share(&aa, &[Verdict::Slower, Verdict::Faster]);
+            eprintln!(
+                "A/A {name}, --repeat {repeat}, {history} earlier runs a side: {:.1}% slower or faster, {:.1}% same",
+                100.0 * wrong,
+                100.0 * share(&aa, &[Verdict::Same])
+            );
+            assert!(
+                wrong <= 0.01,
+                "{name}, repeat {repeat}, history {history}: {wrong}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_power_to_see_a_slowdown() {
+    // (change, repeat, history runs a side, the least share called slower)
+    let table = [
+        (1.03, 3, 0, 0.0),
+        (1.03, 5, 0, 0.0),
+        (1.03, 5, 10, 0.0),
+        (1.05, 3, 0, 0.0),
+        (1.05, 5, 0, 0.0),
+        (1.05, 3, 3, 0.0),
+        (1.05, 5, 3, 0.0),
+        (1.05, 5, 10, 0.0),
+        (1.08, 5, 0, 0.0),
+        (1.10, 5, 0, 0.6),
+        (1.12, 5, 0, 0.0),
+        (1.15, 5, 0, 0.99),
+    ];
+    for (change, repeat, history, least) in table {
+        let called = verdicts(change, repeat, history, UNKIND, 23);
+        let power = share(&called, &[Verdict::Slower]);
+        eprintln!(
+            "{:.0}% slower, --repeat {repeat}, {history} earlier runs a side: {:.1}% slower, {:.1}% faster",
+            100.0 * (change - 1.0),
+            100.0 * power,
+            100.0 * share(&called, &[Verdict::Faster])
+        );
+        assert!(power >= least, "{change} {repeat} {history}: {power}");
+        assert_eq!(share(&called, &[Verdict::Faster]), 0.0);
+    }
+}
