@@ -459,6 +459,25 @@ mod tests {
     }
 
     #[test]
+    fn the_variation_between_runs_adds_to_the_repetitions_in_quadrature() {
+        // Independent sources of variation: their variances add, neither hides the other.
+        let old = runs(&[100.0, 102.0, 98.0, 101.0, 99.0], 0.01, 100, 11);
+        let new = runs(&[101.0, 99.0, 103.0, 100.0, 102.0], 0.01, 100, 110);
+        let width = |floor: &Floor| {
+            let e = estimate(&slices(&old), &slices(&new), floor).unwrap();
+            (e.ratio.high / e.ratio.ratio).ln()
+        };
+        let own = width(&GPU);
+        let between = Floor {
+            between_runs: 0.015,
+            ..GPU
+        };
+        let added = between.between_runs_half_width();
+        assert!(own > 0.01 && added > 0.01, "{own} {added}");
+        assert!((width(&between) - own.hypot(added)).abs() < 1e-9);
+    }
+
+    #[test]
     fn the_same_inputs_give_the_same_interval() {
         let old = runs(&[100.0, 101.0, 99.0], 0.05, 50, 9);
         let new = runs(&[102.0, 100.0, 104.0], 0.05, 50, 90);
