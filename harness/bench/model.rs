@@ -474,6 +474,45 @@ impl BenchReport {
 
 #[cfg(test)]
 impl BenchReport {
+    /// A run started at `started` of one benchmark `load` of combination `c` on `side`: one
+    /// repetition of 20 samples within 0.2% of each of `medians`.
+    pub(crate) fn of_repetitions(started: &str, side: Side, medians: &[f64]) -> BenchReport {
+        let key = Key {
+            combination: "c".into(),
+            benchmark: "load",
+            side,
+            parameters: Parameters::default(),
+        };
+        let mut samples = Vec::new();
+        let mut repetitions = Vec::new();
+        for m in medians {
+            let mine: Vec<f64> = (0..20)
+                .map(|i| m * (1.0 + 0.001 * f64::from(i % 3)))
+                .collect();
+            repetitions.push(Repetition {
+                status: Status::Measured,
+                reason: None,
+                samples: mine.len(),
+                samples_taken: None,
+                median_ns: crate::bench::stats::summarize(&mine).map(|s| s.median_ns),
+                noise: None,
+                stopped_by: None,
+            });
+            samples.extend(mine);
+        }
+        let result = BenchResult {
+            summary: crate::bench::stats::summarize(&samples),
+            samples_ns: samples,
+            repetitions,
+            ..BenchResult::from_key(key)
+        };
+        BenchReport {
+            repeat: medians.len() as u32,
+            started: started.into(),
+            ..BenchReport::of(false, vec![result])
+        }
+    }
+
     /// A quick run of `benchmarks` for unit tests: one combination `c` (on the simulated
     /// driver or not), no GPU, host `h`, nothing else set.
     pub(crate) fn of(simulated: bool, benchmarks: Vec<BenchResult>) -> BenchReport {

@@ -189,44 +189,10 @@ fn rows(runs: &[&BenchReport], threshold: f64) -> Vec<CalibrationRow> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::model::{BenchResult, Key, Parameters, Repetition};
 
     /// A run started at `started` with one CPU benchmark of three repetitions at `medians`.
     fn run(started: &str, medians: [f64; 3]) -> BenchReport {
-        let key = Key {
-            combination: "c".into(),
-            benchmark: "load",
-            side: Side::Cpu,
-            parameters: Parameters::default(),
-        };
-        let mut samples = Vec::new();
-        let mut repetitions = Vec::new();
-        for m in medians {
-            let mine: Vec<f64> = (0..20)
-                .map(|i| m * (1.0 + 0.001 * f64::from(i % 3)))
-                .collect();
-            repetitions.push(Repetition {
-                status: Status::Measured,
-                reason: None,
-                samples: mine.len(),
-                samples_taken: None,
-                median_ns: crate::bench::stats::summarize(&mine).map(|s| s.median_ns),
-                noise: None,
-                stopped_by: None,
-            });
-            samples.extend(mine);
-        }
-        let result = BenchResult {
-            summary: crate::bench::stats::summarize(&samples),
-            samples_ns: samples,
-            repetitions,
-            ..BenchResult::from_key(key)
-        };
-        BenchReport {
-            repeat: 3,
-            started: started.into(),
-            ..BenchReport::of(false, vec![result])
-        }
+        BenchReport::of_repetitions(started, Side::Cpu, &medians)
     }
 
     #[test]

@@ -274,6 +274,42 @@ mod tests {
         assert!(floor.between_runs > 0.008, "{floor:?}");
     }
 
+    /// A GPU run on boot `boot`, started at minute `minute`, its three repetitions at `medians`.
+    fn run_on(boot: &str, minute: u32, medians: [f64; 3]) -> BenchReport {
+        let mut run = BenchReport::of_repetitions(
+            &format!("2026-01-01T00:{minute:02}:00Z"),
+            Side::Gpu,
+            &medians,
+        );
+        run.host.boot_id = Some(boot.into());
+        run
+    }
+
+    #[test]
+    fn history_of_one_boot_is_not_taken_to_span_a_reboot() {
+        // Three quiet runs, all on boot a: they learn a floor below the stated default.
+        let quiet = |boot: &str, minute| run_on(boot, minute, [100.0, 100.2, 99.8]);
+        let history = History::of(vec![quiet("a", 1), quiet("a", 2), quiet("a", 3)]);
+        let floor = |old: &BenchReport, new: &BenchReport| {
+            history.floor(&old.benchmarks[0].id, "c", Side::Gpu, &[old, new])
+        };
+        let default = Floor::default_for(Side::Gpu).between_runs;
+        let same_boot = floor(&quiet("a", 10), &quiet("a", 11));
+        assert_eq!(same_boot.source, FloorSource::History);
+        assert!(same_boot.between_runs < default, "{same_boot:?}");
+        // A run after a reboot: the floor is held to the default between runs, and says so.
+        let rebooted = floor(&quiet("a", 10), &quiet("b", 11));
+        assert_eq!(rebooted.source, FloorSource::HistoryOneBoot);
+        assert_eq!(rebooted.between_runs, default);
+        assert_eq!(rebooted.between_repetitions, same_boot.between_repetitions);
+        // History that spans boots speaks for reboots.
+        let spanning = History::of(vec![quiet("a", 1), quiet("b", 2), quiet("c", 3)]);
+        let old = quiet("a", 10);
+        let new = quiet("d", 11);
+        let learned = spanning.floor(&old.benchmarks[0].id, "c", Side::Gpu, &[&old, &new]);
+        assert_eq!(learned.source, FloorSource::History);
+    }
+
     #[test]
     fn runs_of_one_repetition_count_their_spread_between_runs() {
         let groups = vec![vec![0.0], vec![0.02], vec![-0.02], vec![0.0]];
