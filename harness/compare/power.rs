@@ -167,3 +167,44 @@ fn the_power_to_see_a_slowdown() {
         assert_eq!(share(&called, &[Verdict::Faster]), 0.0);
     }
 }
+
+/// The issue's driver change: each run and each boot 0.5% apart.
+const STEADY: Variation = Variation {
+    boot_sigma: 0.005,
+    run_sigma: 0.005,
+    noise: 0.005,
+};
+
+#[test]
+fn a_driver_change_with_history_on_both_sides_is_slower_and_pooled_it_is_not() {
+    // Three runs of history at `--repeat 3` on each driver, the new one 8% slower.
+    let (mut apart, mut pooled) = (0usize, 0usize);
+    for pair in 0..PAIRS {
+        let mut random = Normal(31 ^ pair.wrapping_mul(0x2545_f491_4f6c_dd1d));
+        let old = bench(1.0, 3, STEADY, &mut random);
+        let new = bench(1.08, 3, STEADY, &mut random);
+        let mut history = |center| {
+            let runs: Vec<_> = (0..3)
+                .map(|_| bench(center, 3, STEADY, &mut random))
+                .collect();
+            history_of(&runs)
+        };
+        let (before, after) = (history(1.0), history(1.08));
+        let slower = |floor: Option<Floor>| {
+            let floor = floor.expect("enough history");
+            let e = estimate(&slices(&old), &slices(&new), &floor).expect("positive samples");
+            usize::from(e.ratio.verdict(THRESHOLD) == Verdict::Slower)
+        };
+        apart += slower(learned(&[before.clone(), after.clone()]));
+        pooled += slower(learned(&[[before, after].concat()]));
+    }
+    let share = |n: usize| n as f64 / PAIRS as f64;
+    eprintln!(
+        "8% slower on a new driver, 3 runs of history on each: {:.1}% slower with each \
+         driver's spread apart, {:.1}% pooled into one",
+        100.0 * share(apart),
+        100.0 * share(pooled)
+    );
+    assert!(share(apart) >= 0.75, "{}", share(apart));
+    assert_eq!(pooled, 0);
+}
