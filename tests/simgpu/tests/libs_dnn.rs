@@ -106,6 +106,17 @@ fn channels_sum_while_filters_and_images_stay_apart_and_dilation_spreads_the_tap
         conv::forward(&g, &[0., 1., 2., 3., 4.], &[1., 1.]),
         vec![3., 5.]
     );
+    // The same down the rows: a 2x1 filter dilated by 3 rows over 5x1.
+    let rows = Geometry {
+        input: [1, 1, 5, 1],
+        filter: [1, 1, 2, 1],
+        dilation: [3, 1],
+        ..g
+    };
+    assert_eq!(
+        conv::forward(&rows, &[0., 1., 2., 3., 4.], &[1., 1.]),
+        vec![3., 5.]
+    );
     // Channels that differ, or a filter that does not fit, give nothing.
     let mismatch = Geometry {
         filter: [1, 2, 1, 2],
