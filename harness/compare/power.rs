@@ -70,11 +70,19 @@ fn bench(center: f64, repeat: usize, v: Variation, random: &mut Normal) -> Vec<V
         .collect()
 }
 
-/// The log medians of each repetition, as history keeps them.
-fn history_of(runs: &[Vec<Vec<f64>>]) -> Vec<Vec<f64>> {
-    runs.iter()
-        .map(|run| {
-            run.iter()
+/// `count` earlier runs of `repeat` repetitions around `center`, as history keeps them: each
+/// repetition's log median.
+fn earlier(
+    center: f64,
+    count: usize,
+    repeat: usize,
+    v: Variation,
+    random: &mut Normal,
+) -> Vec<Vec<f64>> {
+    (0..count)
+        .map(|_| {
+            bench(center, repeat, v, random)
+                .iter()
                 .map(|samples| super::stats::median(&mut samples.clone()).ln())
                 .collect()
         })
@@ -92,13 +100,9 @@ fn verdicts(change: f64, repeat: usize, history: usize, v: Variation, seed: u64)
             let floor = if history == 0 {
                 Floor::default_for(Side::Gpu)
             } else {
-                let before: Vec<_> = (0..history)
-                    .map(|_| bench(1.0, repeat, v, &mut random))
-                    .collect();
-                let after: Vec<_> = (0..history)
-                    .map(|_| bench(change, repeat, v, &mut random))
-                    .collect();
-                learned(&[history_of(&before), history_of(&after)]).expect("enough history")
+                let before = earlier(1.0, history, repeat, v, &mut random);
+                let after = earlier(change, history, repeat, v, &mut random);
+                learned(&[before, after]).expect("enough history")
             };
             estimate(&slices(&old), &slices(&new), &floor)
                 .expect("positive samples")
@@ -183,13 +187,8 @@ fn a_driver_change_with_history_on_both_sides_is_slower_and_pooled_it_is_not() {
         let mut random = Normal(31 ^ pair.wrapping_mul(0x2545_f491_4f6c_dd1d));
         let old = bench(1.0, 3, STEADY, &mut random);
         let new = bench(1.08, 3, STEADY, &mut random);
-        let mut history = |center| {
-            let runs: Vec<_> = (0..3)
-                .map(|_| bench(center, 3, STEADY, &mut random))
-                .collect();
-            history_of(&runs)
-        };
-        let (before, after) = (history(1.0), history(1.08));
+        let before = earlier(1.0, 3, 3, STEADY, &mut random);
+        let after = earlier(1.08, 3, 3, STEADY, &mut random);
         let slower = |floor: Option<Floor>| {
             let floor = floor.expect("enough history");
             let e = estimate(&slices(&old), &slices(&new), &floor).expect("positive samples");
