@@ -634,6 +634,9 @@ pub fn nvrtc_code(cc: ComputeCapability, supported: &[ComputeCapability]) -> Nvr
 /// `CUDA_ERROR_UNSUPPORTED_PTX_VERSION`, the driver's answer to PTX newer than its JIT.
 pub const UNSUPPORTED_PTX_VERSION: i32 = 222;
 
+/// `CUDA_ERROR_INVALID_PTX`, the driver's answer to PTX its JIT cannot compile.
+pub const INVALID_PTX: i32 = 218;
+
 /// Why PTX from NVRTC `nvrtc` (`12.9`) did not load on a driver that supports CUDA `driver`
 /// (`cuModuleLoadData`: [`UNSUPPORTED_PTX_VERSION`]), and what to do.
 pub fn ptx_newer_than_driver(nvrtc: Option<&str>, driver: Option<CudaVersion>) -> String {

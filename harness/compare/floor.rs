@@ -3,11 +3,11 @@
 //! driver, the combination's library versions, `--quick` or not) as either run compared. The
 //! runs of each environment are compared with each other only, so that a driver change between
 //! the compared runs is a factor and never noise; their spreads are pooled. From at least
-//! [`MIN_RUNS`] runs of one environment (or two of each of two), the spread of the repetitions' log medians
-//! is split into the part between runs and the part between one run's repetitions (a nested
-//! random-effects model, as Kalibera and Jones do for their levels); each is taken at its 90%
-//! upper confidence bound, so that a few runs of history cannot make a floor too narrow. With
-//! less history, the stated default of the benchmark's side.
+//! [`MIN_RUNS`] runs of one environment (or two of each of two), the spread of the repetitions'
+//! log medians is split into the part between runs and the part between one run's repetitions
+//! (a nested random-effects model, as Kalibera and Jones do for their levels); each is taken at
+//! its 90% upper confidence bound, so that a few runs of history cannot make a floor too
+//! narrow. With less history, the stated default of the benchmark's side.
 
 use super::stats::{Floor, FloorSource};
 use crate::bench::model::{BenchReport, Side, Status};
@@ -85,7 +85,10 @@ impl History {
             else {
                 continue;
             };
-            let Some(result) = run.benchmarks.iter().find(|b| b.id == id) else {
+            let Some(result) = (run.benchmarks.iter())
+                .find(|b| b.id == id)
+                .filter(|b| b.status == Status::Measured)
+            else {
                 continue;
             };
             let logs: Vec<f64> = result
@@ -94,7 +97,7 @@ impl History {
                 .filter(|m| *m > 0.0 && m.is_finite())
                 .map(f64::ln)
                 .collect();
-            if result.status != Status::Measured || logs.is_empty() {
+            if logs.is_empty() {
                 continue;
             }
             environments.entry(environment).or_default().push(logs);

@@ -337,9 +337,6 @@ pub(crate) struct Loaded {
 /// Bytes of the JIT error log the driver may fill (`CU_JIT_ERROR_LOG_BUFFER`).
 const JIT_LOG_BYTES: usize = 16 * 1024;
 
-/// `CUDA_ERROR_INVALID_PTX`.
-const INVALID_PTX: i64 = 218;
-
 /// `cuModuleLoadDataEx` of `image` with an error log buffer: the module, or the driver's error
 /// with what its JIT wrote in the log.
 ///
@@ -395,7 +392,7 @@ fn load_failed(s: &Session, image: &Image, error: DriverError, log: String) -> O
     let why = if image.kind == ImageKind::Ptx && code == i64::from(compat::UNSUPPORTED_PTX_VERSION)
     {
         compat::ptx_newer_than_driver(image.nvrtc.as_deref(), s.driver_cuda)
-    } else if simulated && code == INVALID_PTX {
+    } else if simulated && code == i64::from(compat::INVALID_PTX) {
         "stackbench's simulated GPU cannot interpret this PTX: a limit of the simulator, not a \
          driver fault, so no driver upgrade helps; the kernel is checked on a GPU"
             .to_owned()
