@@ -91,21 +91,16 @@ impl Clock {
         let by_process = factors(device.run_sigma, &mut rng);
         let rate = |i: usize, nominal: f64| nominal / (by_boot[i] * by_process[i]);
         let held = clock_mhz(device, ClockType::Sm, clocks_event_reasons(faults, 1));
+        let tflops = [
+            device.fp32_tflops,
+            device.tf32_tflops,
+            device.fp16_tflops,
+            device.bf16_tflops,
+        ];
         Clock {
             now: 0.0,
             bandwidth: rate(0, device.memory_bandwidth_gbs * 1e9),
-            peaks: [
-                device.fp32_tflops,
-                device.tf32_tflops,
-                device.fp16_tflops,
-                device.bf16_tflops,
-            ]
-            .iter()
-            .enumerate()
-            .map(|(i, tflops)| rate(i + 1, tflops * 1e12))
-            .collect::<Vec<f64>>()
-            .try_into()
-            .unwrap_or([f64::MAX; 4]),
+            peaks: std::array::from_fn(|i| rate(i + 1, tflops[i] * 1e12)),
             slowdown: device.slowdown,
             throttle: f64::from(max_clock_mhz(device, ClockType::Sm)) / f64::from(held.max(1)),
             ramp: device.ramp_ms.max(0.0) * 1e-3,
