@@ -45,8 +45,16 @@ pub struct CommandReport {
     pub seconds: f64,
     /// Every CUDA library it (or a process it started) asked the loader for, in order.
     pub libraries: Vec<CommandLibrary>,
-    /// Its output lines that name a library it could not load or a CUDA error.
+    /// Its output lines that name a library it could not load, a CUDA error or a part of the
+    /// toolkit a build missed.
     pub error_lines: Vec<String>,
+    /// The `-I` directories of the compiler lines in its output (a build's), in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub include_dirs: Vec<PathBuf>,
+    /// The dynamically linked programs it ran (the loader's `initialize program:`), in order:
+    /// a build's compilers and tools.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub programs: Vec<String>,
     /// Why the program could not be run at all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_run: Option<String>,
@@ -83,6 +91,8 @@ pub fn run(
         seconds: 0.0,
         libraries: Vec::new(),
         error_lines: Vec::new(),
+        include_dirs: Vec::new(),
+        programs: Vec::new(),
         not_run: None,
     };
     let Some((program, args)) = command.split_first() else {
@@ -119,7 +129,7 @@ pub fn run(
             return report;
         }
     };
-    let errors = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::new(Mutex::new(Seen::default()));
     let relays: Vec<_> = [
         child
             .stdout
@@ -133,8 +143,8 @@ pub fn run(
     .into_iter()
     .flatten()
     .map(|stream| {
-        let errors = Arc::clone(&errors);
-        std::thread::spawn(move || relay(stream, quiet, &errors))
+        let seen = Arc::clone(&seen);
+        std::thread::spawn(move || relay(stream, quiet, &seen))
     })
     .collect();
     let status = crate::process::exit_within(&mut child, timeout);
@@ -148,13 +158,30 @@ pub fn run(
     for relay in relays {
         let _ = relay.join();
     }
-    report.error_lines = errors.lock().map(|e| e.clone()).unwrap_or_default();
-    report.libraries = read_traces(trace.path());
+    if let Ok(seen) = seen.lock() {
+        report.error_lines = seen.error_lines.clone();
+        report.include_dirs = seen.include_dirs.clone();
+    }
+    let traces = read_traces(trace.path());
+    report.libraries = traces.iter().flat_map(|t| cuda_libraries(t)).collect();
+    for program in traces.iter().flat_map(|t| programs(t)) {
+        if !report.programs.contains(&program) {
+            report.programs.push(program);
+        }
+    }
     report
 }
 
-/// Copies the program's output to our standard error (unless `quiet`), keeping error lines.
-fn relay(stream: Box<dyn Read + Send>, quiet: bool, errors: &Mutex<Vec<String>>) {
+/// What the program's output showed.
+#[derive(Default)]
+struct Seen {
+    error_lines: Vec<String>,
+    include_dirs: Vec<PathBuf>,
+}
+
+/// Copies the program's output to our standard error (unless `quiet`), keeping error lines and
+/// the include directories of compiler lines.
+fn relay(stream: Box<dyn Read + Send>, quiet: bool, seen: &Mutex<Seen>) {
     let mut reader = BufReader::new(stream);
     let mut line = Vec::new();
     while reader.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
@@ -163,10 +190,18 @@ fn relay(stream: Box<dyn Read + Send>, quiet: bool, errors: &Mutex<Vec<String>>)
         }
         let text = String::from_utf8_lossy(&line);
         let text = text.trim_end();
-        if ERROR_PATTERNS.iter().any(|p| text.contains(p)) {
-            if let Ok(mut errors) = errors.lock() {
-                if errors.len() < MAX_ERROR_LINES {
-                    errors.push(text.to_owned());
+        let error = ERROR_PATTERNS
+            .into_iter()
+            .chain(crate::build::failure::patterns())
+            .any(|p| text.contains(p));
+        let dirs = crate::build::failure::include_dirs(text);
+        if let Ok(mut seen) = seen.lock() {
+            if error && seen.error_lines.len() < MAX_ERROR_LINES {
+                seen.error_lines.push(text.to_owned());
+            }
+            for dir in dirs {
+                if !seen.include_dirs.contains(&dir) && seen.include_dirs.len() < MAX_ERROR_LINES {
+                    seen.include_dirs.push(dir);
                 }
             }
         }
@@ -174,9 +209,8 @@ fn relay(stream: Box<dyn Read + Send>, quiet: bool, errors: &Mutex<Vec<String>>)
     }
 }
 
-/// The CUDA libraries in every trace file under `dir` (one per process), in the order of the
-/// files' process ids, then of their lines.
-fn read_traces(dir: &Path) -> Vec<CommandLibrary> {
+/// Every trace file under `dir` (one per process), in the order of their process ids.
+fn read_traces(dir: &Path) -> Vec<String> {
     let mut files: Vec<(u64, PathBuf)> = std::fs::read_dir(dir)
         .into_iter()
         .flatten()
@@ -190,7 +224,17 @@ fn read_traces(dir: &Path) -> Vec<CommandLibrary> {
     files
         .iter()
         .filter_map(|(_, path)| std::fs::read(path).ok())
-        .flat_map(|bytes| cuda_libraries(&String::from_utf8_lossy(&bytes)))
+        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+        .collect()
+}
+
+/// The programs one process's trace shows starting (`initialize program: gcc`).
+pub fn programs(trace: &str) -> Vec<String> {
+    trace
+        .lines()
+        .filter_map(strip_pid)
+        .filter_map(|l| l.trim().strip_prefix("initialize program: "))
+        .map(str::to_owned)
         .collect()
 }
 

@@ -1,10 +1,12 @@
 //! `stackbench doctor`: the scan, live loading of every library in a worker process, and the
 //! findings that explain what will fail and how to fix it.
 
+use crate::build::BuildFacts;
 use crate::compat::ComputeCapability;
 use crate::diagnose::driver::is_stub_or_compat;
 use crate::diagnose::finding::{Finding, Severity};
 use crate::diagnose::{self, Context, InstallationProbe};
+use crate::discover::frameworks::Framework;
 use crate::discover::nvidia::DriverFacts;
 use crate::discover::{self, Host};
 use crate::gpu::{self, GpuInfo};
@@ -54,6 +56,12 @@ pub struct DoctorReport {
     /// in the loader's order, GPUs, NVSwitches, Fabric Manager).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub driver_files: Option<DriverFacts>,
+    /// Can this host build CUDA code: each toolkit a build might take, and the host compiler.
+    #[serde(default)]
+    pub build: BuildFacts,
+    /// PyTorch, JAX and CuPy installs and the CUDA each was built for.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub frameworks: Vec<Framework>,
 }
 
 impl DoctorReport {
@@ -159,7 +167,7 @@ pub fn doctor(options: &DoctorOptions, host: &Host) -> DoctorReport {
     } else {
         Vec::new()
     };
-    let mut ctx = Context::new(
+    let ctx = Context::new(
         &linux_scan,
         &search,
         ld_library_path.as_deref(),
@@ -168,8 +176,12 @@ pub fn doctor(options: &DoctorOptions, host: &Host) -> DoctorReport {
     )
     .with_windows(&windows, &options.windows)
     .with_host_files(&driver_files, &container, sysroot);
+    let build = crate::build::read(host, &linux_scan.installations);
+    let frameworks = crate::discover::frameworks::read(host, &python_sites(&linux_scan));
+    let mut ctx = ctx.with_build(host, &build, &frameworks);
     ctx.verify_hashes = options.verify_hashes;
     ctx.user = (!sysroot).then_some(&options.trust.me);
+    ctx.gpu_count = (gpu.source == "nvml").then_some(gpu.devices.len());
     let mut command = (!options.command.is_empty()).then(|| {
         crate::command::run(
             &options.command,
@@ -219,7 +231,45 @@ pub fn doctor(options: &DoctorOptions, host: &Host) -> DoctorReport {
         cargo_search_path: host.cargo_search_path.clone(),
         sysroot: sysroot.then(|| host.sysroot.clone()),
         driver_files: sysroot.then_some(driver_files),
+        build,
+        frameworks,
     }
+}
+
+/// The site-packages directories to read frameworks from: each pip installation's, and those of
+/// each Python environment the scan searched (a venv's `lib/python3.X/site-packages`).
+fn python_sites(scan: &ScanReport) -> Vec<PathBuf> {
+    let mut sites: Vec<PathBuf> = scan
+        .installations
+        .iter()
+        .filter(|i| i.layout == crate::model::Layout::Pip)
+        .map(|i| i.root.clone())
+        .collect();
+    for root in &scan.searched {
+        let below: Vec<PathBuf> = std::fs::read_dir(root.path.join("lib"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("python3"))
+            })
+            .flat_map(|p| [p.join("site-packages"), p.join("dist-packages")])
+            .chain([root.path.clone()])
+            .filter(|p| {
+                p.is_dir()
+                    && p.file_name()
+                        .is_some_and(|n| n == "site-packages" || n == "dist-packages")
+            })
+            .collect();
+        for site in below {
+            if !sites.contains(&site) {
+                sites.push(site);
+            }
+        }
+    }
+    sites
 }
 
 /// The loader's search on the host below a sysroot: its `LD_LIBRARY_PATH`, its ld.so.cache and

@@ -3,7 +3,7 @@
 //! Data flows one way: `discover` finds library files, `elf` reads each without loading it,
 //! `scan` groups them into installations; `doctor` adds live loading (`probe`, in a worker
 //! process), the loader's search (`resolve`) and NVIDIA's rules (`compat`), and `diagnose`
-//! turns them into findings; `check` runs conformance checks per combination of driver and
+//! turns them into findings (`build` reads what a build of CUDA code would find); `check` runs conformance checks per combination of driver and
 //! libraries in worker processes; `bench` times vector add and matmul per combination to
 //! nvbench's standard, and NVRTC compilation and library loading on the CPU; `compare` sets two
 //! runs side by side, `merge` sets a fleet's runs in one table, and `history` gathers every
@@ -11,6 +11,7 @@
 
 pub mod app;
 pub mod bench;
+pub mod build;
 pub mod catalog;
 pub mod check;
 pub mod cli;

@@ -9,7 +9,7 @@ use crate::probe::LoadReport;
 use crate::resolve::{self, AttemptResult, Requester};
 use std::path::{Path, PathBuf};
 
-const DRIVER_SONAME: &str = "libcuda.so.1";
+pub const DRIVER_SONAME: &str = "libcuda.so.1";
 
 /// The driver the host's programs get.
 struct Driver {
@@ -87,7 +87,11 @@ pub fn check(ctx: &Context) -> Vec<Finding> {
         let fix = if right_copies.is_empty() {
             "install the NVIDIA driver (e.g. `apt install nvidia-driver` or NVIDIA's .run installer); in a container, start it with the NVIDIA Container Toolkit (`--gpus all`)".to_string()
         } else {
-            export_search_path(&right_copies, "a driver library")
+            let fix = export_search_path(&right_copies, "a driver library");
+            match too_new_for(ctx, &right_copies[0]) {
+                Some(note) => format!("{fix}; {note}"),
+                None => fix,
+            }
         };
         let mut finding = no_driver_evidence(String::new())
             .candidates(right_copies)
@@ -144,6 +148,35 @@ pub fn check(ctx: &Context) -> Vec<Finding> {
     findings
 }
 
+/// What a fix that puts `copy` on the search path must say: the runtimes on the host it is too
+/// old for (`driver 535.261.03 supports CUDA 12.2: too old for the CUDA 13.0 runtime in X`).
+fn too_new_for(ctx: &Context, copy: &Path) -> Option<String> {
+    let version = ctx
+        .copies_of(DRIVER_SONAME)
+        .into_iter()
+        .find(|(_, l)| l.path == copy)
+        .and_then(|(_, l)| l.version.clone())?;
+    let driver_cuda = compat::driver_cuda_version(&version)?;
+    let too_new: Vec<String> = ctx
+        .scan
+        .installations
+        .iter()
+        .filter(|i| i.libraries.iter().any(|l| l.name == "cudart"))
+        .filter_map(|i| {
+            let runtime = super::cuda_of(i)?;
+            let verdict = compat::runtime_on_driver(runtime, driver_cuda, Some(&version));
+            (verdict == DriverVerdict::TooOld)
+                .then(|| format!("the CUDA {runtime} runtime in {}", i.root.display()))
+        })
+        .collect();
+    (!too_new.is_empty()).then(|| {
+        format!(
+            "but that driver ({version}) supports CUDA {driver_cuda} only: too old for {} (driver_too_old follows; those need a newer driver installed)",
+            too_new.join(", ")
+        )
+    })
+}
+
 /// The one "no driver" finding; every rule that meets the missing driver adds its evidence to it.
 pub fn no_driver_evidence(evidence: String) -> Finding {
     Finding::new(
@@ -154,6 +187,22 @@ pub fn no_driver_evidence(evidence: String) -> Finding {
     )
     .missing(DRIVER_SONAME, "every CUDA program")
     .evidence(if evidence.is_empty() { vec![] } else { vec![evidence] })
+}
+
+/// The CUDA version the driver the host's programs get supports, and its version string.
+pub fn host_driver_cuda(ctx: &Context) -> Option<(CudaVersion, Option<String>)> {
+    let anywhere = Requester {
+        path: PathBuf::from("/"),
+        rpath: vec![],
+        runpath: vec![],
+    };
+    let resolution = resolve::resolve(DRIVER_SONAME, &anywhere, ctx.search);
+    let found = resolution.real.or(resolution.found)?;
+    if is_stub_or_compat(&found) {
+        return None;
+    }
+    let driver = describe_driver(ctx, &found);
+    Some((driver.cuda?, driver.version))
 }
 
 fn describe_driver(ctx: &Context, found: &Path) -> Driver {

@@ -97,6 +97,33 @@ pub enum Cause {
     /// An `LD_LIBRARY_PATH` entry that a user other than the one running could write, or
     /// another user's: every program of this user, root's included, would run what is there.
     UntrustedSearchPath,
+    /// A `libcuda.so.1` is reachable but no NVIDIA kernel module is loaded, or its device
+    /// nodes are missing: every CUDA call fails (after a driver upgrade before a reboot, in a
+    /// container started without the GPU).
+    NoKernelModule,
+    /// A toolkit a build would take has no nvcc (`nvidia-cuda-nvcc-cu12` ships `ptxas` only).
+    NoCompiler,
+    /// A toolkit with nvcc but without `cuda.h`: "cuda.h: No such file or directory".
+    NoHeaders,
+    /// A toolkit's `cuda.h` is of another CUDA version than its nvcc or its libraries.
+    HeadersMismatch,
+    /// Nothing to link `-lcuda` against: no `stubs/libcuda.so`, no driver `libcuda.so`.
+    NoLinkStub,
+    /// The host compiler is outside what the toolkit's `crt/host_config.h` accepts.
+    HostCompilerUnsupported,
+    /// `CUDA_HOME`, `CUDA_PATH`, `CUDA_ROOT` or `CUDACXX` names no toolkit that can compile.
+    CudaHomeInvalid,
+    /// `CUDA_HOME`, `CUDA_PATH`, `CUDA_ROOT`, `CUDACXX` and the `nvcc` on `PATH` name
+    /// different toolkits.
+    CudaEnvConflict,
+    /// Several different nvcc on `PATH`: the first wins, whatever the build meant.
+    SeveralNvccOnPath,
+    /// `LD_LIBRARY_PATH` holds CUDA libraries of different majors.
+    MixedCudaSearchPath,
+    /// `CUDA_VISIBLE_DEVICES` hides every GPU.
+    NoVisibleDevices,
+    /// A framework (PyTorch, JAX, CuPy) built for a CUDA the host's driver cannot run.
+    FrameworkCudaUnsupported,
 }
 
 /// One finding of `doctor`.
@@ -230,6 +257,7 @@ impl Cause {
         matches!(
             self,
             Cause::KernelModuleMismatch
+                | Cause::NoKernelModule
                 | Cause::StaleDriverLibrary
                 | Cause::FabricManager
                 | Cause::CudaCompat
@@ -247,7 +275,7 @@ impl Cause {
     /// breaks NVML and every CUDA call), then the other causes of a driver upgrade, then the rest.
     pub fn root_rank(self) -> u8 {
         match self {
-            Cause::KernelModuleMismatch => 0,
+            Cause::KernelModuleMismatch | Cause::NoKernelModule => 0,
             Cause::StaleDriverLibrary | Cause::FabricManager | Cause::CudaCompat => 1,
             _ if self.is_root() => 2,
             _ => 3,

@@ -2,15 +2,19 @@
 //! what is wrong, why, and what to do. One module per family of causes.
 
 mod arch;
+mod build;
 mod container;
 mod cudnn;
 mod deps;
 pub mod driver;
+mod environment;
 mod fabric;
 pub mod finding;
 mod forward;
+mod frameworks;
 mod hygiene;
 mod load;
+mod module;
 pub mod program;
 mod record;
 mod shadow;
@@ -86,6 +90,14 @@ pub struct Context<'a> {
     /// The user stackbench runs as, whose programs' search path the hygiene rule judges by the
     /// trust rule; `None` below a sysroot, where nothing runs.
     pub user: Option<&'a crate::trust::Identity>,
+    /// What a build of CUDA code would find (toolkits, host compiler); `None`: not read.
+    pub build: Option<&'a crate::build::BuildFacts>,
+    /// PyTorch, JAX and CuPy installs and the CUDA each was built for.
+    pub frameworks: &'a [crate::discover::frameworks::Framework],
+    /// The host, for its environment variables and files; `None`: not given.
+    pub host: Option<&'a crate::discover::Host>,
+    /// How many GPUs the host has, when known.
+    pub gpu_count: Option<usize>,
 }
 
 impl<'a> Context<'a> {
@@ -110,7 +122,24 @@ impl<'a> Context<'a> {
             container: None,
             sysroot: false,
             user: None,
+            build: None,
+            frameworks: &[],
+            host: None,
+            gpu_count: None,
         }
+    }
+
+    /// The same context with the host's environment, its build facts and its frameworks.
+    pub fn with_build(
+        mut self,
+        host: &'a crate::discover::Host,
+        build: &'a crate::build::BuildFacts,
+        frameworks: &'a [crate::discover::frameworks::Framework],
+    ) -> Context<'a> {
+        self.host = Some(host);
+        self.build = Some(build);
+        self.frameworks = frameworks;
+        self
     }
 
     /// The same context with the driver's and the containers' files read from the host.
@@ -226,6 +255,7 @@ pub fn diagnose_command(ctx: &Context, run: &mut crate::command::CommandReport) 
         .filter_map(|l| l.found.as_deref())
         .collect();
     let mut findings = program::about(&every_rule(ctx), &reached);
+    findings.extend(build::explain_failure(ctx, run));
     for library in run.libraries.iter().filter(|l| l.found.is_none()) {
         let file = file_name(Path::new(&library.name));
         let candidates: Vec<PathBuf> = ctx
@@ -295,6 +325,7 @@ fn every_rule(ctx: &Context) -> Vec<Finding> {
     ));
     // A scan of Windows trees alone says nothing about this host's own CUDA.
     if !ctx.scan.installations.is_empty() || ctx.windows.is_empty() {
+        findings.extend(module::check(ctx));
         findings.extend(hygiene::check(ctx));
         findings.extend(driver::check(ctx));
         findings.extend(deps::check(ctx));
@@ -311,6 +342,10 @@ fn every_rule(ctx: &Context) -> Vec<Finding> {
     findings.extend(container::check(ctx));
     container::explain_missing_driver(ctx, &mut findings);
     findings.extend(windows::check(ctx.windows, ctx.windows_search));
+    findings.extend(build::check(ctx));
+    findings.extend(environment::check(ctx));
+    findings.extend(frameworks::check(ctx));
+    frameworks::name_in_damaged(ctx, &mut findings);
     findings
 }
 

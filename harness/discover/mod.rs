@@ -3,6 +3,7 @@
 
 pub mod container;
 pub mod envwalk;
+pub mod frameworks;
 pub mod inside;
 pub mod layout;
 pub mod ldcache;

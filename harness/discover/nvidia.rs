@@ -112,6 +112,13 @@ pub struct DriverFacts {
     pub nvswitch: Vec<PathBuf>,
     /// `None` when `nv-fabricmanager` is not there.
     pub fabric_manager: Option<FabricManager>,
+    /// The driver's device nodes present (`/dev/nvidiactl`, `/dev/nvidia0`, ...).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub device_nodes: Vec<PathBuf>,
+    /// WSL 2's GPU device (`/dev/dxg`): there the GPU is reached without an NVIDIA kernel
+    /// module, through the Windows driver and `/usr/lib/wsl/lib`.
+    #[serde(default, skip_serializing_if = "crate::check::model::is_false")]
+    pub wsl_gpu: bool,
 }
 
 impl DriverFacts {
@@ -153,7 +160,29 @@ pub fn read(host: &Host) -> DriverFacts {
         gpus: gpu_models(host),
         nvswitch: nvswitch(host),
         fabric_manager: fabric,
+        device_nodes: device_nodes(host),
+        wsl_gpu: host.real(WSL_GPU).is_some(),
     }
+}
+
+/// WSL 2's GPU device.
+pub const WSL_GPU: &str = "/dev/dxg";
+
+/// `/dev/nvidiactl` and each `/dev/nvidiaN` present.
+fn device_nodes(host: &Host) -> Vec<PathBuf> {
+    let numbered = |p: &PathBuf| {
+        p.file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_prefix("nvidia"))
+            .is_some_and(|rest| {
+                rest == "ctl" || (!rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit()))
+            })
+    };
+    host.entries("/dev")
+        .into_iter()
+        .filter(numbered)
+        .map(|p| host_name(host, &p))
+        .collect()
 }
 
 /// The module's version from `/proc/driver/nvidia/version` and `/sys/module/nvidia/version`.

@@ -132,6 +132,7 @@ impl Exporter for Terminal {
             &report.problems,
             !self.verbose,
         );
+        self.building(&mut out, report);
         Ok(out.into_bytes())
     }
 
@@ -898,6 +899,52 @@ impl Terminal {
 
     /// Each installation under its heading: its library table, or with `summary` one line of
     /// its libraries by version; then its problems, and those outside every installation.
+    /// Can this host build CUDA code: each toolkit a build might take, then the frameworks and
+    /// the CUDA each was built for.
+    fn building(&self, out: &mut String, report: &DoctorReport) {
+        let build = &report.build;
+        if !build.toolkits.is_empty() {
+            let compiler = match (&build.host_compiler, &build.host_compiler_missing) {
+                (Some(c), _) => crate::build::compiler::describe(c),
+                (None, Some(why)) => why.clone(),
+                (None, None) => "none found".into(),
+            };
+            let heading = format!(
+                "{}  (host compiler: {compiler})",
+                self.paint(BOLD, "building CUDA code")
+            );
+            let _ = writeln!(out, "\n{}", wrap(&heading, "    "));
+            for toolkit in &build.toolkits {
+                let _ = writeln!(
+                    out,
+                    "{}  [{}]",
+                    toolkit.root.display(),
+                    toolkit.named_by.join(", ")
+                );
+                let line = format!("  {}", build.summary(toolkit));
+                let _ = writeln!(out, "{}", wrap(&line, "    "));
+            }
+        }
+        if !report.frameworks.is_empty() {
+            let _ = writeln!(out, "\n{}", self.paint(BOLD, "frameworks"));
+            for f in &report.frameworks {
+                let cudnn = f
+                    .cudnn
+                    .as_deref()
+                    .map(|c| format!(", cuDNN {c}"))
+                    .unwrap_or_default();
+                let line = format!(
+                    "{} {}: built for CUDA {}{cudnn} ({})",
+                    f.package,
+                    f.version,
+                    f.cuda.as_deref().unwrap_or("none (CPU build)"),
+                    f.source.display()
+                );
+                let _ = writeln!(out, "{}", wrap(&line, "    "));
+            }
+        }
+    }
+
     fn installations(
         &self,
         out: &mut String,

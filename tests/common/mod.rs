@@ -37,6 +37,22 @@ pub fn toolkits() -> PathBuf {
     })
 }
 
+/// The build fixtures (`ci/fetch-build-fixtures`: real nvcc wheels, a torch `version.py`, the
+/// PyCUDA source distribution and its build requirements): `$STACKBENCH_BUILD_FIXTURES`, else
+/// `<repo>/.build-fixtures`, canonical; panics with what to do when missing.
+pub fn build_fixtures() -> PathBuf {
+    let dir = match std::env::var_os("STACKBENCH_BUILD_FIXTURES") {
+        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
+        _ => Path::new(env!("CARGO_MANIFEST_DIR")).join(".build-fixtures"),
+    };
+    assert!(
+        dir.join(".complete").is_file(),
+        "build fixtures missing: run ci/fetch-build-fixtures (looked in {})",
+        dir.display()
+    );
+    dir.canonicalize().expect("build fixtures")
+}
+
 /// The Windows fixture trees (`ci/fetch-windows-toolkits`): `$STACKBENCH_WINDOWS_TOOLKITS`,
 /// else `<repo>/.toolkits-windows`, canonical; panics with what to do when missing.
 pub fn windows_toolkits() -> PathBuf {

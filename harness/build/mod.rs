@@ -1,0 +1,143 @@
+//! Can this host build CUDA code? `pip install pycuda`, PyTorch C++/CUDA extensions and every
+//! other source build need nvcc, the toolkit's headers, a `libcuda.so` to link against and a
+//! host compiler nvcc accepts (GUIDE.md section 11). This module reads those facts for every
+//! toolkit a build might take; `diagnose` turns them into findings, and [`failure`] reads a
+//! build's own output for the signatures of each missing part.
+
+pub mod compiler;
+pub mod failure;
+pub mod host_config;
+pub mod toolkit;
+
+use crate::discover::Host;
+use crate::model::Installation;
+use compiler::HostCompiler;
+use serde::{Deserialize, Serialize};
+use toolkit::Toolkit;
+
+/// What a build on this host would find.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BuildFacts {
+    pub toolkits: Vec<Toolkit>,
+    /// The host compiler nvcc would call.
+    pub host_compiler: Option<HostCompiler>,
+    /// Why there is no host compiler to judge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_compiler_missing: Option<String>,
+    /// A `libcuda.so` the linker finds in the host's default directories (the driver's
+    /// development link), for builds that link `-lcuda` without a stub.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_libcuda: Option<std::path::PathBuf>,
+}
+
+/// Reads the build facts of `host` for the toolkits among `installations` and those the
+/// environment names. Programs (nvcc, the host compiler) are run only on this machine's own
+/// root and only where the trust rule allows.
+pub fn read(host: &Host, installations: &[Installation]) -> BuildFacts {
+    let run = host.is_own_root();
+    let toolkits = toolkit::candidates(host, installations)
+        .into_iter()
+        .map(|(root, named_by, installation)| {
+            toolkit::read(host, root, named_by, installation, run)
+        })
+        .collect();
+    let (host_compiler, host_compiler_missing) = match compiler::find(host) {
+        Ok(c) => (Some(c), None),
+        Err(why) => (None, Some(why)),
+    };
+    let system_libcuda = crate::resolve::X86_64_DEFAULT_DIRS
+        .iter()
+        .map(|d| host.place(d).join("libcuda.so"))
+        .find(|p| host.is_file(p));
+    BuildFacts {
+        toolkits,
+        host_compiler,
+        host_compiler_missing,
+        system_libcuda,
+    }
+}
+
+impl BuildFacts {
+    /// Why a toolkit cannot build CUDA code, or nothing when it can: nvcc, headers and a host
+    /// compiler its `host_config.h` accepts.
+    pub fn cannot_compile(&self, toolkit: &Toolkit) -> Vec<String> {
+        let mut why = toolkit.missing();
+        if !why.is_empty() {
+            return why;
+        }
+        match &self.host_compiler {
+            None => why.push(
+                self.host_compiler_missing
+                    .clone()
+                    .unwrap_or_else(|| "no host compiler".into()),
+            ),
+            Some(c) => why.extend(
+                toolkit
+                    .host_limits
+                    .as_ref()
+                    .and_then(|l| l.refuses(c.kind, c.major)),
+            ),
+        }
+        why
+    }
+
+    /// What a build links `-lcuda` against with this toolkit: its stub, else the system's.
+    pub fn libcuda_for(&self, toolkit: &Toolkit) -> Option<std::path::PathBuf> {
+        toolkit.link_stub.clone().or(self.system_libcuda.clone())
+    }
+
+    /// The toolkit to point a build at: one that can compile, newest nvcc first; else one with
+    /// nvcc.
+    pub fn best(&self) -> Option<&Toolkit> {
+        let ready = |t: &&Toolkit| self.cannot_compile(t).is_empty();
+        let version = |t: &&Toolkit| {
+            t.nvcc_version
+                .as_deref()
+                .and_then(crate::compat::CudaVersion::parse)
+        };
+        self.toolkits
+            .iter()
+            .filter(ready)
+            .max_by_key(version)
+            .or_else(|| {
+                self.toolkits
+                    .iter()
+                    .filter(|t| t.nvcc.is_some())
+                    .max_by_key(version)
+            })
+    }
+
+    /// One line per toolkit: `can compile: yes (nvcc 13.0, cuda.h 13.0, g++ 12.2.0)` or
+    /// `no (why)`, and whether `-lcuda` links.
+    pub fn summary(&self, toolkit: &Toolkit) -> String {
+        let why = self.cannot_compile(toolkit);
+        let compile = match why.is_empty() {
+            true => {
+                let mut parts = vec![format!(
+                    "nvcc {}",
+                    toolkit
+                        .nvcc_version
+                        .as_deref()
+                        .unwrap_or("of unknown version")
+                )];
+                parts.extend(
+                    toolkit
+                        .header_version
+                        .as_ref()
+                        .map(|v| format!("cuda.h {v}")),
+                );
+                parts.extend(self.host_compiler.as_ref().map(compiler::describe));
+                if !toolkit.missing_headers.is_empty() {
+                    parts.push(format!("without {}", toolkit.missing_headers.join(", ")));
+                }
+                format!("yes ({})", parts.join(", "))
+            }
+            false => format!("no ({})", why.join("; ")),
+        };
+        let link = match self.libcuda_for(toolkit) {
+            Some(path) => format!("yes ({})", path.display()),
+            None => "no (no stubs/libcuda.so, no libcuda.so in the linker's directories)".into(),
+        };
+        format!("can compile: {compile}; links -lcuda: {link}")
+    }
+}
