@@ -502,3 +502,38 @@ fn a_framework_built_for_a_cuda_the_driver_cannot_run_is_named() {
         .unwrap()
         .contains("580 or newer"));
 }
+
+#[test]
+fn markdown_has_a_row_per_toolkit_saying_whether_it_can_compile() {
+    let home = tempfile::tempdir().expect("HOME");
+    let output = isolated_stackbench(home.path())
+        .args([
+            "doctor",
+            "--no-system",
+            "--no-load",
+            "--format",
+            "markdown",
+            "--root",
+        ])
+        .arg(cu13())
+        .arg("--root")
+        .arg(cu12())
+        .output()
+        .expect("run doctor");
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("## Building CUDA code"), "{text}");
+    let row = |root: &Path| {
+        text.lines()
+            .find(|l| l.starts_with(&format!("| `{}` |", root.display())))
+            .unwrap_or_else(|| panic!("no row for {}: {text}", root.display()))
+            .to_owned()
+    };
+    assert!(
+        row(&cu13()).contains("can compile: yes (nvcc 13.0"),
+        "{text}"
+    );
+    assert!(
+        row(&cu12()).contains("can compile: no (no nvcc (ptxas only))"),
+        "{text}"
+    );
+}

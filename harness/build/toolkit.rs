@@ -80,9 +80,9 @@ pub fn candidates<'a>(
     for installation in installations {
         let wanted = match installation.layout {
             Layout::Toolkit | Layout::Conda => true,
-            Layout::Pip => !prefixes(host, &installation.root)
+            Layout::Pip => prefixes(host, &installation.root)
                 .iter()
-                .all(|p| !host.is_file(p.join("bin/nvcc")) && !host.is_file(p.join("bin/ptxas"))),
+                .any(|p| host.is_file(p.join("bin/nvcc")) || host.is_file(p.join("bin/ptxas"))),
             _ => false,
         };
         if wanted {

@@ -176,17 +176,13 @@ fn value_for(var: &str, toolkit: &Toolkit) -> String {
 }
 
 /// The findings a build's own output shows: each part it missed, with the toolkit it used (from
-/// its compiler lines) and the one it should use, and the variable to set.
+/// its compiler lines) and the one it should use, and what to set so the build takes it.
 pub fn explain_failure(ctx: &Context, run: &CommandReport) -> Vec<Finding> {
     let failed = run.exit_status.is_some_and(|s| s != 0) || run.timed_out || run.signal.is_some();
-    if !failed {
-        return Vec::new();
-    }
     let missed = failure::missed(&run.error_lines);
-    if missed.is_empty() {
+    if !failed || missed.is_empty() {
         return Vec::new();
     }
-    let finds = failure::finds_toolkit_by(&run.command, &run.error_lines);
     let known: Vec<std::path::PathBuf> = ctx
         .build
         .iter()
@@ -194,97 +190,98 @@ pub fn explain_failure(ctx: &Context, run: &CommandReport) -> Vec<Finding> {
         .filter_map(|t| t.include_dir.clone())
         .collect();
     let used = failure::toolkit_used(&run.include_dirs, &known);
-    let best = ctx.build.and_then(BuildFacts::best);
-    let mut evidence_common = Vec::new();
+    let target = ctx.build.and_then(|facts| {
+        let best = facts.best()?;
+        let finds = failure::finds_toolkit_by(&run.command, &run.error_lines);
+        Some(point_at(facts, best, finds))
+    });
+    let mut evidence = Vec::new();
     if let Some(used) = &used {
-        evidence_common.push(format!(
+        evidence.push(format!(
             "the build's compiler lines took headers from {}/include",
             used.display()
         ));
     }
     if !run.programs.is_empty() {
         let nvcc = run.programs.iter().any(|p| p.ends_with("nvcc"));
-        evidence_common.push(format!(
+        evidence.push(format!(
             "programs the build ran: {}{}",
             run.programs.join(", "),
             if nvcc { "" } else { " (never nvcc)" }
         ));
     }
-    let target = match (best, ctx.build) {
-        (Some(best), Some(facts)) => {
-            let root = value_for("CUDA_HOME", best);
-            let bin = format!("{root}/bin");
-            let set = match finds {
-                failure::Finds::NvccOnPath => format!("export PATH={bin}:$PATH and build again (PyCUDA takes its CUDA root from the nvcc on PATH, not from a CUDA_ROOT variable)"),
-                failure::Finds::CudaHome => format!("export CUDA_HOME={root} PATH={bin}:$PATH and build again"),
-            };
-            let mut also: Vec<String> = best
-                .missing_headers
-                .iter()
-                .map(|h| format!("{h} (`pip install {}`)", failure::header_package(h)))
-                .collect();
-            if facts.libcuda_for(best).is_none() {
-                also.push("a libcuda.so to link -lcuda against (the driver's, or a toolkit's stubs/libcuda.so)".into());
-            }
-            let also = match also.is_empty() {
-                true => String::new(),
-                false => format!("; it still lacks {}", also.join(" and ")),
-            };
-            Some((format!("{set}{also}   ({})", facts.summary(best)), root))
-        }
-        _ => None,
+    let used_text = used
+        .as_ref()
+        .map(|u| format!(" in {}", u.display()))
+        .unwrap_or_default();
+    let should = match (&target, &used) {
+        (Some((_, root)), Some(u)) if u.display().to_string() == *root => String::new(),
+        (Some((_, root)), _) => format!("; the toolkit to use is {root}"),
+        (None, _) => String::new(),
     };
-    let install = "install a CUDA toolkit with nvcc and headers (`pip install nvidia-cuda-nvcc nvidia-cuda-crt nvidia-cuda-runtime nvidia-cuda-profiler-api`, or NVIDIA's toolkit), then export CUDA_HOME=<its root> PATH=<its root>/bin:$PATH".to_string();
     missed
         .into_iter()
         .map(|(what, line)| {
+            let header = failure::missing_header(&line);
             let (cause, part) = match what {
                 Missed::Compiler => (Cause::NoCompiler, "found no nvcc".to_string()),
                 Missed::Headers => (
                     Cause::NoHeaders,
-                    format!("found no {}", failure::missing_header(&line).unwrap_or("CUDA header")),
+                    format!("found no {}", header.unwrap_or("CUDA header")),
                 ),
-                Missed::LinkStub => (Cause::NoLinkStub, "found nothing to link -lcuda against".to_string()),
-                Missed::HostCompiler => (Cause::HostCompilerUnsupported, "had its host compiler refused by nvcc".to_string()),
-                Missed::CudaHome => (Cause::CudaHomeInvalid, "was given no toolkit (CUDA_HOME)".to_string()),
+                Missed::LinkStub => (Cause::NoLinkStub, "found nothing to link -lcuda against".into()),
+                Missed::HostCompiler => (Cause::HostCompilerUnsupported, "had its host compiler refused by nvcc".into()),
+                Missed::CudaHome => (Cause::CudaHomeInvalid, "was given no toolkit (CUDA_HOME)".into()),
             };
-            let used_text = match &used {
-                Some(u) => format!(" in {}", u.display()),
-                None => String::new(),
-            };
-            let should = match &target {
-                Some((_, root)) if used.as_ref().map(|u| u.display().to_string()) != Some(root.clone()) => {
-                    format!("; the toolkit to use is {root}")
-                }
-                _ => String::new(),
-            };
-            let fix = match (what, &target) {
-                (Missed::HostCompiler, _) => {
+            let fix = match (what, header, &target) {
+                (Missed::HostCompiler, _, _) => {
                     "install a host compiler the toolkit's crt/host_config.h accepts and export CUDAHOSTCXX=/usr/bin/g++-N NVCC_CCBIN=/usr/bin/g++-N".to_string()
                 }
-                (Missed::Headers, _) if !line.contains("cuda.h:") => {
-                    let header = failure::missing_header(&line).unwrap_or("the header");
-                    let place = match &used {
-                        Some(u) => format!(" into {}", u.display()),
-                        None => String::new(),
-                    };
+                (Missed::Headers, Some(header), _) if header != "cuda.h" => {
+                    let place = used.as_ref().map(|u| format!(" into {}", u.display())).unwrap_or_default();
                     format!("install {header}'s package{place}: `pip install {}` (CUDA 13 wheels; the same version as nvcc) or the toolkit's matching component", failure::header_package(header))
                 }
-                (Missed::LinkStub, _) => {
+                (Missed::LinkStub, _, _) => {
                     "install the driver's `libcuda.so` or a toolkit's lib64/stubs/libcuda.so and build with LIBRARY_PATH=<its directory> (a GPU host's driver package provides it)".to_string()
                 }
-                (_, Some((fix, _))) => fix.clone(),
-                (_, None) => install.clone(),
+                (_, _, Some((fix, _))) => fix.clone(),
+                (_, _, None) => "install a CUDA toolkit with nvcc and headers (`pip install nvidia-cuda-nvcc nvidia-cuda-crt nvidia-cuda-runtime nvidia-cuda-profiler-api`, or NVIDIA's toolkit), then export CUDA_HOME=<its root> PATH=<its root>/bin:$PATH".to_string(),
             };
-            let mut evidence = vec![line];
-            evidence.extend(evidence_common.iter().cloned());
+            let mut lines = vec![line];
+            lines.extend(evidence.iter().cloned());
             Finding::new(
                 Severity::Error,
                 cause,
                 format!("the build `{}` {part}{used_text}{should}", run.command.join(" ")),
                 fix,
             )
-            .evidence(evidence)
+            .evidence(lines)
         })
         .collect()
+}
+
+/// The fix that points a build at `best` the way the build finds its toolkit, with what `best`
+/// still lacks; and `best`'s root.
+fn point_at(facts: &BuildFacts, best: &Toolkit, finds: failure::Finds) -> (String, String) {
+    let root = value_for("CUDA_HOME", best);
+    let set = match finds {
+        failure::Finds::NvccOnPath => format!("export PATH={root}/bin:$PATH and build again (PyCUDA takes its CUDA root from the nvcc on PATH, not from a CUDA_ROOT variable)"),
+        failure::Finds::CudaHome => format!("export CUDA_HOME={root} PATH={root}/bin:$PATH and build again"),
+    };
+    let mut lacks: Vec<String> = best
+        .missing_headers
+        .iter()
+        .map(|h| format!("{h} (`pip install {}`)", failure::header_package(h)))
+        .collect();
+    if facts.libcuda_for(best).is_none() {
+        lacks.push(
+            "a libcuda.so to link -lcuda against (the driver's, or a toolkit's stubs/libcuda.so)"
+                .into(),
+        );
+    }
+    let lacks = match lacks.is_empty() {
+        true => String::new(),
+        false => format!("; it still lacks {}", lacks.join(" and ")),
+    };
+    (format!("{set}{lacks}   ({})", facts.summary(best)), root)
 }

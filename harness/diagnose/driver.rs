@@ -189,19 +189,24 @@ pub fn no_driver_evidence(evidence: String) -> Finding {
     .evidence(if evidence.is_empty() { vec![] } else { vec![evidence] })
 }
 
-/// The CUDA version the driver the host's programs get supports, and its version string.
-pub fn host_driver_cuda(ctx: &Context) -> Option<(CudaVersion, Option<String>)> {
+/// The real `libcuda.so.1` the host's programs get (its final file), when it is a driver's and
+/// not a toolkit's stub or compat copy.
+pub fn reachable_driver(ctx: &Context) -> Option<PathBuf> {
     let anywhere = Requester {
         path: PathBuf::from("/"),
         rpath: vec![],
         runpath: vec![],
     };
     let resolution = resolve::resolve(DRIVER_SONAME, &anywhere, ctx.search);
-    let found = resolution.real.or(resolution.found)?;
-    if is_stub_or_compat(&found) {
-        return None;
-    }
-    let driver = describe_driver(ctx, &found);
+    resolution
+        .real
+        .or(resolution.found)
+        .filter(|found| !is_stub_or_compat(found))
+}
+
+/// The CUDA version the driver the host's programs get supports, and its version string.
+pub fn host_driver_cuda(ctx: &Context) -> Option<(CudaVersion, Option<String>)> {
+    let driver = describe_driver(ctx, &reachable_driver(ctx)?);
     Some((driver.cuda?, driver.version))
 }
 

@@ -4,28 +4,17 @@
 //! upgrade before the reboot, with the module blacklisted, in a container started without the
 //! GPU. WSL 2 has no such module and reaches the GPU through `/dev/dxg`: nothing to say there.
 
-use super::driver::{is_stub_or_compat, DRIVER_SONAME};
+use super::driver::DRIVER_SONAME;
 use super::finding::{Cause, Finding, Severity};
 use super::Context;
 use crate::discover::nvidia::{PROC_VERSION, SYS_VERSION};
-use crate::resolve::{self, Requester};
-use std::path::PathBuf;
 
 pub fn check(ctx: &Context) -> Option<Finding> {
     let facts = ctx.driver_files?;
     if ctx.sysroot || facts.wsl_gpu {
         return None;
     }
-    let anywhere = Requester {
-        path: PathBuf::from("/"),
-        rpath: vec![],
-        runpath: vec![],
-    };
-    let resolution = resolve::resolve(DRIVER_SONAME, &anywhere, ctx.search);
-    let found = resolution.real.or(resolution.found)?;
-    if is_stub_or_compat(&found) {
-        return None;
-    }
+    let found = super::driver::reachable_driver(ctx)?;
     let version = facts
         .libcuda
         .iter()

@@ -62,6 +62,7 @@ impl Exporter for Markdown {
             out.push('\n');
         }
         installations(&mut out, &report.installations, &report.problems);
+        building(&mut out, report);
         Ok(out.into_bytes())
     }
 
@@ -714,6 +715,34 @@ fn history_runs(out: &mut String, history: &crate::history::History) {
             code(&run.path.display().to_string())
         );
     }
+}
+
+/// Can this host build CUDA code: one row per toolkit a build might take.
+fn building(out: &mut String, report: &DoctorReport) {
+    let build = &report.build;
+    if build.toolkits.is_empty() {
+        return;
+    }
+    let compiler = match (&build.host_compiler, &build.host_compiler_missing) {
+        (Some(c), _) => crate::build::compiler::describe(c),
+        (None, Some(why)) => why.clone(),
+        (None, None) => "none found".into(),
+    };
+    let _ = writeln!(
+        out,
+        "## Building CUDA code\n\nHost compiler: {}.\n\n| toolkit | named by | can compile, links -lcuda |\n|---|---|---|",
+        escape(&compiler)
+    );
+    for toolkit in &build.toolkits {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} |",
+            code(&toolkit.root.display().to_string()),
+            escape(&toolkit.named_by.join(", ")),
+            escape(&build.summary(toolkit))
+        );
+    }
+    out.push('\n');
 }
 
 #[cfg(test)]
