@@ -37,35 +37,39 @@ pub fn toolkits() -> PathBuf {
     })
 }
 
-/// The build fixtures (`ci/fetch-build-fixtures`: real nvcc wheels, a torch `version.py`, the
-/// PyCUDA source distribution and its build requirements): `$STACKBENCH_BUILD_FIXTURES`, else
-/// `<repo>/.build-fixtures`, canonical; panics with what to do when missing.
-pub fn build_fixtures() -> PathBuf {
-    let dir = match std::env::var_os("STACKBENCH_BUILD_FIXTURES") {
+/// A fixture tree a `ci/` script builds: `$VAR`, else `<repo>/DEFAULT`, canonical; panics with
+/// the script to run when it is missing or half built (each script writes `.complete` last).
+fn fixture_tree(var: &str, default: &str, script: &str) -> PathBuf {
+    let dir = match std::env::var_os(var) {
         Some(dir) if !dir.is_empty() => PathBuf::from(dir),
-        _ => Path::new(env!("CARGO_MANIFEST_DIR")).join(".build-fixtures"),
+        _ => Path::new(env!("CARGO_MANIFEST_DIR")).join(default),
     };
     assert!(
         dir.join(".complete").is_file(),
-        "build fixtures missing: run ci/fetch-build-fixtures (looked in {})",
+        "fixtures missing: run ci/{script} (looked in {})",
         dir.display()
     );
-    dir.canonicalize().expect("build fixtures")
+    dir.canonicalize()
+        .unwrap_or_else(|e| panic!("fixtures missing: run ci/{script} ({}: {e})", dir.display()))
 }
 
-/// The Windows fixture trees (`ci/fetch-windows-toolkits`): `$STACKBENCH_WINDOWS_TOOLKITS`,
-/// else `<repo>/.toolkits-windows`, canonical; panics with what to do when missing.
+/// The build fixtures (`ci/fetch-build-fixtures`: real nvcc wheels, a torch `version.py`, the
+/// PyCUDA source distribution and its build requirements).
+pub fn build_fixtures() -> PathBuf {
+    fixture_tree(
+        "STACKBENCH_BUILD_FIXTURES",
+        ".build-fixtures",
+        "fetch-build-fixtures",
+    )
+}
+
+/// The Windows fixture trees (`ci/fetch-windows-toolkits`).
 pub fn windows_toolkits() -> PathBuf {
-    let dir = match std::env::var_os("STACKBENCH_WINDOWS_TOOLKITS") {
-        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
-        _ => Path::new(env!("CARGO_MANIFEST_DIR")).join(".toolkits-windows"),
-    };
-    assert!(
-        dir.join(".complete").is_file(),
-        "Windows fixtures missing: run ci/fetch-windows-toolkits (looked in {})",
-        dir.display()
-    );
-    dir.canonicalize().expect("Windows fixtures")
+    fixture_tree(
+        "STACKBENCH_WINDOWS_TOOLKITS",
+        ".toolkits-windows",
+        "fetch-windows-toolkits",
+    )
 }
 
 /// The Windows virtualenv's site-packages and the Windows toolkit, relative to their tree.
