@@ -5,7 +5,6 @@ use super::host_config::CompilerKind;
 use crate::discover::Host;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 /// How long a compiler may take to say its version.
@@ -49,18 +48,7 @@ pub fn find(host: &Host) -> Result<HostCompiler, String> {
             ("PATH".to_string(), path)
         }
     };
-    let uid = crate::trust::Identity::current().uid;
-    if let Err(distrust) = crate::trust::rule::check(&path, false, uid) {
-        return Err(format!(
-            "{} not run: {}",
-            path.display(),
-            distrust.describe()
-        ));
-    }
-    let mut command = Command::new(&path);
-    command.arg("--version");
-    let out = crate::process::output_within(command, VERSION_TIMEOUT)
-        .ok_or_else(|| format!("{} --version failed or did not answer", path.display()))?;
+    let out = crate::trust::output_if_trusted(&path, &["--version"], VERSION_TIMEOUT)?;
     let (kind, version) = parse_version(&out)
         .ok_or_else(|| format!("{} --version: no version in its answer", path.display()))?;
     let major = version

@@ -81,6 +81,15 @@ impl BuildFacts {
         why
     }
 
+    /// The host compiler in words, or why there is none.
+    pub fn host_compiler_line(&self) -> String {
+        match (&self.host_compiler, &self.host_compiler_missing) {
+            (Some(c), _) => compiler::describe(c),
+            (None, Some(why)) => why.clone(),
+            (None, None) => "none found".into(),
+        }
+    }
+
     /// What a build links `-lcuda` against with this toolkit: its stub, else the system's.
     pub fn libcuda_for(&self, toolkit: &Toolkit) -> Option<std::path::PathBuf> {
         toolkit.link_stub.clone().or(self.system_libcuda.clone())

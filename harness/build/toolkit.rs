@@ -7,7 +7,6 @@ use crate::discover::Host;
 use crate::model::{Installation, Layout};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 /// How long `nvcc --version` may take.
@@ -95,7 +94,7 @@ pub fn candidates<'a>(
             .iter()
             .find(|i| real.is_some() && host.real(&i.root) == real)
     };
-    for var in ["CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"] {
+    for var in crate::discover::CUDA_ROOT_VARS {
         if let Some(value) = host.env.get(var).filter(|v| !v.is_empty()) {
             let root = host.place(value);
             add(root.clone(), var, installation_at(&root));
@@ -224,11 +223,7 @@ pub fn nvcc_release(text: &str) -> Option<String> {
 }
 
 fn ask_nvcc(nvcc: &Path) -> Option<String> {
-    let uid = crate::trust::Identity::current().uid;
-    crate::trust::rule::check(nvcc, false, uid).ok()?;
-    let mut command = Command::new(nvcc);
-    command.arg("--version");
-    nvcc_release(&crate::process::output_within(command, NVCC_TIMEOUT)?)
+    nvcc_release(&crate::trust::output_if_trusted(nvcc, &["--version"], NVCC_TIMEOUT).ok()?)
 }
 
 /// The nvcc wheels in a site-packages (`nvidia-cuda-nvcc-cu12 12.9.86`).

@@ -20,12 +20,7 @@ struct Driver {
 
 pub fn check(ctx: &Context) -> Vec<Finding> {
     let mut findings = Vec::new();
-    let anywhere = Requester {
-        path: PathBuf::from("/"),
-        rpath: vec![],
-        runpath: vec![],
-    };
-    let resolution = resolve::resolve(DRIVER_SONAME, &anywhere, ctx.search);
+    let resolution = resolve_driver(ctx);
     let evidence: Vec<String> = resolution.attempts.iter().map(|a| a.describe()).collect();
     let right_copies: Vec<PathBuf> = ctx
         .copies_of(DRIVER_SONAME)
@@ -189,15 +184,20 @@ pub fn no_driver_evidence(evidence: String) -> Finding {
     .evidence(if evidence.is_empty() { vec![] } else { vec![evidence] })
 }
 
-/// The real `libcuda.so.1` the host's programs get (its final file), when it is a driver's and
-/// not a toolkit's stub or compat copy.
-pub fn reachable_driver(ctx: &Context) -> Option<PathBuf> {
+/// How the loader resolves `libcuda.so.1` for any program on the host (no RPATH of its own).
+fn resolve_driver(ctx: &Context) -> resolve::Resolution {
     let anywhere = Requester {
         path: PathBuf::from("/"),
         rpath: vec![],
         runpath: vec![],
     };
-    let resolution = resolve::resolve(DRIVER_SONAME, &anywhere, ctx.search);
+    resolve::resolve(DRIVER_SONAME, &anywhere, ctx.search)
+}
+
+/// The real `libcuda.so.1` the host's programs get (its final file), when it is a driver's and
+/// not a toolkit's stub or compat copy.
+pub fn reachable_driver(ctx: &Context) -> Option<PathBuf> {
+    let resolution = resolve_driver(ctx);
     resolution
         .real
         .or(resolution.found)

@@ -32,9 +32,10 @@ pub fn read(host: &Host, sites: &[PathBuf]) -> Vec<Framework> {
         let Some(real) = host.real(site) else {
             continue;
         };
-        out.extend(torch(&real, site));
-        for (dist, metadata) in dist_infos(&real) {
-            let Some((package, version)) = super::metadata::name_and_version(&metadata) else {
+        let dist_infos = dist_infos(&real);
+        out.extend(torch(&real, site, &dist_infos));
+        for (dist, metadata) in &dist_infos {
+            let Some((package, version)) = super::metadata::name_and_version(metadata) else {
                 continue;
             };
             let lower = package.to_ascii_lowercase().replace('_', "-");
@@ -55,7 +56,7 @@ pub fn read(host: &Host, sites: &[PathBuf]) -> Vec<Framework> {
                 package,
                 version,
                 cuda: Some(major),
-                cudnn: cudnn_pin(&metadata),
+                cudnn: cudnn_pin(metadata),
                 site_packages: site.clone(),
                 source: dist.join("METADATA"),
             });
@@ -65,13 +66,13 @@ pub fn read(host: &Host, sites: &[PathBuf]) -> Vec<Framework> {
 }
 
 /// PyTorch from `torch/version.py` and its wheel's METADATA.
-fn torch(real: &Path, site: &Path) -> Option<Framework> {
+fn torch(real: &Path, site: &Path, dist_infos: &[(PathBuf, String)]) -> Option<Framework> {
     let source = real.join("torch/version.py");
     let text = std::fs::read_to_string(&source).ok()?;
     let version = assignment(&text, "__version__")?;
     let cuda = assignment(&text, "cuda");
-    let metadata = dist_infos(real)
-        .into_iter()
+    let metadata = dist_infos
+        .iter()
         .map(|(_, m)| m)
         .find(|m| super::metadata::name_and_version(m).is_some_and(|(n, _)| n == "torch"));
     Some(Framework {
@@ -79,7 +80,7 @@ fn torch(real: &Path, site: &Path) -> Option<Framework> {
         package: "torch".into(),
         version,
         cuda,
-        cudnn: metadata.as_deref().and_then(cudnn_pin),
+        cudnn: metadata.and_then(|m| cudnn_pin(m)),
         site_packages: site.to_path_buf(),
         source,
     })

@@ -81,6 +81,9 @@ pub struct Host {
     pub cargo_search_path: Vec<String>,
 }
 
+/// The variables that name a toolkit's root, as builds and installers set them.
+pub const CUDA_ROOT_VARS: [&str; 3] = ["CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"];
+
 /// Windows' CUDA places as WSL sees them: the toolkits, and System32 for the driver's
 /// `nvcuda.dll` (its own files only, not its subdirectories).
 const WSL_TOOLKITS: &str = "/mnt/c/Program Files/NVIDIA GPU Computing Toolkit/CUDA";
@@ -394,7 +397,7 @@ pub fn search_plan(options: &Options, host: &Host) -> (Vec<(SearchRoot, Limits)>
     for dir in crate::resolve::X86_64_DEFAULT_DIRS {
         add(host.place(dir), Source::SystemDefault, FLAT);
     }
-    for var in ["CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"] {
+    for var in CUDA_ROOT_VARS {
         if let Some(dir) = host.env.get(var).filter(|v| !v.is_empty()) {
             add(host.place(dir), Source::CudaEnv, INSTALL);
         }

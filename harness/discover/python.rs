@@ -2,7 +2,6 @@
 
 use super::Host;
 use std::path::PathBuf;
-use std::process::Command;
 use std::time::Duration;
 
 /// How long the interpreter on PATH may take to say where its site-packages are.
@@ -16,15 +15,15 @@ const SITE_QUERY: &str = "import site,sys;print('\\n'.join(([sys.prefix] if sys.
 /// virtual environment); none if it is missing, fails or hangs, or if the trust rule would not
 /// let us run it (another user's virtualenv first on root's PATH: its interpreter is their code).
 pub fn interpreter_sites() -> Vec<PathBuf> {
-    let uid = crate::trust::Identity::current().uid;
-    let Some(interpreter) =
-        on_path("python3").filter(|p| crate::trust::rule::check(p, false, uid).is_ok())
-    else {
+    let Some(interpreter) = on_path("python3") else {
         return Vec::new();
     };
-    let mut python = Command::new(interpreter);
-    python.args(["-I", "-c", SITE_QUERY]);
-    let out = crate::process::output_within(python, INTERPRETER_TIMEOUT).unwrap_or_default();
+    let out = crate::trust::output_if_trusted(
+        &interpreter,
+        &["-I", "-c", SITE_QUERY],
+        INTERPRETER_TIMEOUT,
+    )
+    .unwrap_or_default();
     out.lines()
         .filter(|l| !l.is_empty())
         .map(PathBuf::from)

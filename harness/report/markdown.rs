@@ -723,11 +723,7 @@ fn building(out: &mut String, report: &DoctorReport) {
     if build.toolkits.is_empty() {
         return;
     }
-    let compiler = match (&build.host_compiler, &build.host_compiler_missing) {
-        (Some(c), _) => crate::build::compiler::describe(c),
-        (None, Some(why)) => why.clone(),
-        (None, None) => "none found".into(),
-    };
+    let compiler = build.host_compiler_line();
     let _ = writeln!(
         out,
         "## Building CUDA code\n\nHost compiler: {}.\n\n| toolkit | named by | can compile, links -lcuda |\n|---|---|---|",

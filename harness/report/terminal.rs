@@ -904,11 +904,7 @@ impl Terminal {
     fn building(&self, out: &mut String, report: &DoctorReport) {
         let build = &report.build;
         if !build.toolkits.is_empty() {
-            let compiler = match (&build.host_compiler, &build.host_compiler_missing) {
-                (Some(c), _) => crate::build::compiler::describe(c),
-                (None, Some(why)) => why.clone(),
-                (None, None) => "none found".into(),
-            };
+            let compiler = build.host_compiler_line();
             let heading = format!(
                 "{}  (host compiler: {compiler})",
                 self.paint(BOLD, "building CUDA code")

@@ -226,6 +226,23 @@ fn is_serious(distrust: &Distrust) -> bool {
     !matches!(distrust, Distrust::Missing { .. })
 }
 
+/// The standard output of `program ARGS` run as ourselves within `timeout`, if the trust rule
+/// lets this user run it (a program another user could change is their code); otherwise, or
+/// when it fails or hangs, why not.
+pub fn output_if_trusted(
+    program: &Path,
+    args: &[&str],
+    timeout: std::time::Duration,
+) -> Result<String, String> {
+    let shown = program.display();
+    rule::check(program, false, Identity::current().uid)
+        .map_err(|distrust| format!("{shown} not run: {}", distrust.describe()))?;
+    let mut command = std::process::Command::new(program);
+    command.args(args);
+    crate::process::output_within(command, timeout)
+        .ok_or_else(|| format!("{shown} {} failed or did not answer", args.join(" ")))
+}
+
 /// Why `uid` may not search `dir` (the directory, or a shared object in it), if it may not; a
 /// missing directory holds nothing and may be searched.
 pub fn search_distrust(dir: &Path, uid: u32) -> Option<Distrust> {
