@@ -1,6 +1,11 @@
-//! Time from a roofline model of the profile, never from the host clock. Each device has one
-//! timeline; every operation it completes moves it on by
-//! `slowdown x (overhead + duration) x (1 + noise x z)`, `z` a standard normal. Events read it.
+//! Time from a roofline model of the profile, never from the host clock. Each device has three
+//! timelines, one per engine: its SMs (kernels, memsets, copies within the device, library work)
+//! and two copy engines, one per direction (host to device and peer copies in; device to host
+//! and peer copies out), so that copies both ways overlap, as on hardware. Every operation
+//! takes `slowdown x slow x (overhead + duration) x (1 + noise x z)`, `z` a standard normal and
+//! `slow` the device's `slow_device` factor; a copy starts once its stream's earlier work is
+//! done, its engine is free, and not before the SMs' timeline (the device's present). Events
+//! read the timelines (see [`crate::driver`]).
 //!
 //! As on hardware, the figures vary at three levels (GUIDE.md section 10): per operation
 //! (`noise`), per process (`run_sigma`: each process draws its own factor for the memory
@@ -17,7 +22,7 @@ use crate::profile::{Device, Faults};
 pub const LAUNCH_LATENCY: f64 = 2e-6;
 /// A copy's or memset's fixed cost, seconds.
 pub const MEMOP_LATENCY: f64 = 1e-6;
-/// Host-device transfers over PCIe, bytes per second.
+/// Host-device transfers over PCIe, bytes per second: the default of `[node] pcie_gbs`.
 pub const PCIE_BYTES_PER_SECOND: f64 = 25e9;
 /// How much longer work takes at the very start of the ramp (falling linearly to none).
 pub const RAMP_SLOWDOWN: f64 = 0.25;
@@ -31,15 +36,28 @@ pub enum Peak {
     Bf16 = 3,
 }
 
-/// One device's model timeline.
+/// The direction of a copy engine's copies, as seen from its device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// Host to device, or from a peer.
+    In = 0,
+    /// Device to host, or to a peer.
+    Out = 1,
+}
+
+/// One device's model timelines.
 #[derive(Debug, Clone)]
 pub struct Clock {
-    /// Seconds since the device was initialised.
+    /// The SMs' timeline, seconds since the device was initialised: the device's present.
     now: f64,
+    /// Each copy engine's timeline, by [`Direction`].
+    copies: [f64; 2],
     bandwidth: f64,
     /// FLOP/s of each precision's peak: FP32, TF32, FP16, BF16.
     peaks: [f64; 4],
     slowdown: f64,
+    /// The device's `slow_device` factor.
+    slow: f64,
     /// Kernels' duration factor from the throttled clock: max clock over the clock held back.
     throttle: f64,
     /// Seconds of model time the clocks take to ramp up.
@@ -99,9 +117,14 @@ impl Clock {
         ];
         Clock {
             now: 0.0,
+            copies: [0.0; 2],
             bandwidth: rate(0, device.memory_bandwidth_gbs * 1e9),
             peaks: std::array::from_fn(|i| rate(i + 1, tflops[i] * 1e12)),
             slowdown: device.slowdown,
+            slow: (faults.slow_device.iter())
+                .filter(|(d, _)| *d == index)
+                .map(|(_, factor)| factor)
+                .product(),
             throttle: f64::from(max_clock_mhz(device, ClockType::Sm)) / f64::from(held.max(1)),
             ramp: device.ramp_ms.max(0.0) * 1e-3,
             noise: device.noise,
@@ -109,9 +132,15 @@ impl Clock {
         }
     }
 
-    /// The timeline now, seconds.
+    /// The SMs' timeline now, seconds.
     pub fn now(&self) -> f64 {
         self.now
+    }
+
+    /// Moves the SMs' timeline on to `time` if it is behind (the stream of the next work waited
+    /// for work that ends then, on another engine or device).
+    pub fn wait_until(&mut self, time: f64) {
+        self.now = self.now.max(time);
     }
 
     /// A kernel that moved `bytes` of global memory and did `flops` FP32 operations.
@@ -122,10 +151,17 @@ impl Clock {
     /// A kernel that moved `bytes` of global memory and did `flops` operations at `peak`'s
     /// rate (a library's GEMM in TF32, FP16 or BF16 runs at that precision's peak).
     pub fn kernel_at(&mut self, bytes: u64, flops: u64, peak: Peak) {
+        self.kernel_over_link(bytes, flops, peak, 0.0);
+    }
+
+    /// A kernel as [`Clock::kernel_at`] times it, that also moved bytes to or from a peer's
+    /// memory taking `link` seconds over the link: the longer of the two.
+    pub fn kernel_over_link(&mut self, bytes: u64, flops: u64, peak: Peak, link: f64) {
         let memory = bytes as f64 / self.bandwidth;
         let compute = flops as f64 / self.peaks[peak as usize];
         let throttle = self.throttle;
-        self.advance(throttle * LAUNCH_LATENCY, throttle * memory.max(compute));
+        let duration = (throttle * memory.max(compute)).max(link);
+        self.advance(throttle * LAUNCH_LATENCY, duration);
     }
 
     /// A device-to-device copy: every byte read and written.
@@ -138,20 +174,44 @@ impl Clock {
         self.advance(MEMOP_LATENCY, bytes as f64 / self.bandwidth);
     }
 
-    /// A host-to-device or device-to-host copy, over PCIe.
-    pub fn transfer(&mut self, bytes: usize) {
-        self.advance(MEMOP_LATENCY, bytes as f64 / PCIE_BYTES_PER_SECOND);
+    /// A copy on the copy engine of `direction` (host to device, device to host, or between
+    /// devices) of `bytes` at `bytes_per_second`, its duration times `slow` (the device's
+    /// `slow_device` factor, or the larger of two devices'), that may start at `ready` (its
+    /// stream's earlier work done); when it ends.
+    pub fn transfer(
+        &mut self,
+        direction: Direction,
+        ready: f64,
+        bytes: usize,
+        bytes_per_second: f64,
+        slow: f64,
+    ) -> f64 {
+        let begin = ready.max(self.copies[direction as usize]).max(self.now);
+        let span = self.span(begin, slow, MEMOP_LATENCY, bytes as f64 / bytes_per_second);
+        self.copies[direction as usize] = begin + span;
+        begin + span
     }
 
+    /// The device's own `slow_device` factor.
+    pub fn slow(&self) -> f64 {
+        self.slow
+    }
+
+    /// Moves the SMs' timeline on by an operation's time.
     fn advance(&mut self, overhead: f64, duration: f64) {
+        self.now += self.span(self.now, self.slow, overhead, duration);
+    }
+
+    /// The time an operation beginning at `begin` takes, its duration times `slow`.
+    fn span(&mut self, begin: f64, slow: f64, overhead: f64, duration: f64) -> f64 {
         let z = standard_normal(&mut self.rng);
         let factor = (1.0 + self.noise * z).max(0.0);
-        let ramp = if self.now < self.ramp {
-            1.0 + RAMP_SLOWDOWN * (1.0 - self.now / self.ramp)
+        let ramp = if begin < self.ramp {
+            1.0 + RAMP_SLOWDOWN * (1.0 - begin / self.ramp)
         } else {
             1.0
         };
-        self.now += self.slowdown * ramp * (overhead + duration) * factor;
+        self.slowdown * slow * ramp * (overhead + duration) * factor
     }
 }
 

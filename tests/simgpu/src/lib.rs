@@ -7,7 +7,9 @@
 //! - [`driver`]: `cu*`: devices, contexts, memory (real host memory, checked on every access),
 //!   streams, events, modules and launches;
 //! - [`nvml`]: `nvml*`: the queries `check` and the bench telemetry make;
-//! - [`profile`]: the devices and faults, from the TOML file `STACKBENCH_SIM_PROFILE` names;
+//! - [`profile`]: the devices, their node and faults, from the TOML file `STACKBENCH_SIM_PROFILE`
+//!   names;
+//! - [`node`]: NVLinks, the NVSwitch fabric, peer access and the rate of peer copies;
 //! - [`clock`]: time from a roofline model of the profile, never from the host clock.
 //!
 //! It shares no code with stackbench's `harness/`: a reference that shares our code agrees with
@@ -16,6 +18,7 @@
 pub mod clock;
 pub mod driver;
 pub mod libs;
+pub mod node;
 pub mod nvml;
 pub mod profile;
 pub mod ptx;

@@ -1,5 +1,5 @@
-//! The simulated host: its devices and the faults they show, read from the TOML file
-//! `STACKBENCH_SIM_PROFILE` names, or one H100-like device without faults.
+//! The simulated host: its devices, the node they form and the faults they show, read from the
+//! TOML file `STACKBENCH_SIM_PROFILE` names, or one H100-like device without faults.
 
 use serde::Deserialize;
 use std::path::Path;
@@ -14,7 +14,44 @@ pub struct Profile {
     #[serde(default = "default_devices")]
     pub device: Vec<Device>,
     #[serde(default)]
+    pub node: Node,
+    #[serde(default)]
     pub faults: Faults,
+}
+
+/// How the devices are joined (`[node]`). The defaults are one device's host: PCIe only, at the
+/// host-device rate of [`crate::clock::PCIE_BYTES_PER_SECOND`], every device on NUMA node 0.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Node {
+    /// With exactly one `[[device]]` (or none), that device repeated this many times; 0: the
+    /// devices as listed (with several listed, it must be 0 or their number).
+    pub gpus: usize,
+    /// Every GPU reaches every other over NVLink through NVSwitches (an HGX board); `false`
+    /// (the default): PCIe only, no NVLink at all.
+    pub nvswitch: bool,
+    /// NVLinks per GPU, each to an NVSwitch (only with `nvswitch`); 18 as on an H100.
+    pub nvlinks_per_gpu: u32,
+    /// GB/s (1e9 bytes) of one NVLink, per direction; 25.
+    pub nvlink_gbs: f64,
+    /// GB/s between the host and each device, per direction, and of peer copies over PCIe; 25.
+    pub pcie_gbs: f64,
+    /// Each device's NUMA node (`CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID`, `nvmlDeviceGetNumaNodeId`);
+    /// empty (the default): all 0; else one per device.
+    pub numa_node: Vec<u32>,
+}
+
+impl Default for Node {
+    fn default() -> Node {
+        Node {
+            gpus: 0,
+            nvswitch: false,
+            nvlinks_per_gpu: 18,
+            nvlink_gbs: 25.0,
+            pcie_gbs: crate::clock::PCIE_BYTES_PER_SECOND / 1e9,
+            numa_node: Vec::new(),
+        }
+    }
 }
 
 /// One simulated GPU.
@@ -129,7 +166,25 @@ pub struct Faults {
     pub lost_after_calls: u64,
     /// Another subscriber holds CUPTI.
     pub cupti_busy: bool,
+    /// NVLinks that are down, as `[device, link]` pairs.
+    pub nvlink_down: Vec<(usize, u32)>,
+    /// The NVSwitch fabric is not ready (only with `nvswitch`): `in_progress` (the fabric
+    /// manager has not finished) or `insufficient_resources` (it finished and failed); empty:
+    /// healthy. Either way the driver refuses peer access between every pair.
+    pub fabric_state: String,
+    /// Device pairs `[a, b]` between which the driver refuses peer access (both ways), though
+    /// the topology allows it and NVML says so.
+    pub peer_access_denied: Vec<(usize, usize)>,
+    /// `[device, factor]`: every modelled duration of that device (kernels, copies, memsets,
+    /// library work) is multiplied by `factor`.
+    pub slow_device: Vec<(usize, f64)>,
+    /// `[a, b, factor]`: copies between devices `a` and `b` (either way) take `factor` times as
+    /// long.
+    pub slow_link: Vec<(usize, usize, f64)>,
 }
+
+/// The values `faults.fabric_state` may take.
+const FABRIC_STATES: [&str; 3] = ["", "in_progress", "insufficient_resources"];
 
 fn default_devices() -> Vec<Device> {
     vec![Device::default()]
@@ -139,6 +194,7 @@ impl Default for Profile {
     fn default() -> Profile {
         Profile {
             device: default_devices(),
+            node: Node::default(),
             faults: Faults::default(),
         }
     }
@@ -163,11 +219,74 @@ impl Profile {
 
     /// A profile from TOML text.
     pub fn parse(text: &str) -> Result<Profile, String> {
-        let profile: Profile = toml::from_str(text).map_err(|e| e.to_string())?;
+        let mut profile: Profile = toml::from_str(text).map_err(|e| e.to_string())?;
         if profile.device.is_empty() {
             return Err("at least one [[device]] is needed".into());
         }
+        let gpus = profile.node.gpus;
+        if gpus > 0 && profile.device.len() == 1 {
+            profile.device = vec![profile.device[0].clone(); gpus];
+        } else if gpus > 0 && gpus != profile.device.len() {
+            return Err(format!(
+                "node.gpus = {gpus}, but {} [[device]] are listed (list one, or set it to 0)",
+                profile.device.len()
+            ));
+        }
+        profile.check_node()?;
         Ok(profile)
+    }
+
+    /// Checks `[node]` and the node's faults against the devices: every device index in range,
+    /// every link below `nvlinks_per_gpu`, every rate and factor positive.
+    fn check_node(&self) -> Result<(), String> {
+        let (node, faults, count) = (&self.node, &self.faults, self.device.len());
+        let device = |key: &str, d: usize| {
+            (d < count).then_some(()).ok_or(format!(
+                "{key}: device {d} is out of range ({count} devices)"
+            ))
+        };
+        let positive = |key: &str, x: f64| {
+            (x > 0.0 && x.is_finite())
+                .then_some(())
+                .ok_or(format!("{key}: {x} is not a positive number"))
+        };
+        positive("node.nvlink_gbs", node.nvlink_gbs)?;
+        positive("node.pcie_gbs", node.pcie_gbs)?;
+        if !node.numa_node.is_empty() && node.numa_node.len() != count {
+            return Err(format!(
+                "node.numa_node: {} entries for {count} devices",
+                node.numa_node.len()
+            ));
+        }
+        for &(d, link) in &faults.nvlink_down {
+            device("faults.nvlink_down", d)?;
+            if link >= node.nvlinks_per_gpu {
+                return Err(format!(
+                    "faults.nvlink_down: link {link} of device {d}, but node.nvlinks_per_gpu = {}",
+                    node.nvlinks_per_gpu
+                ));
+            }
+        }
+        if !FABRIC_STATES.contains(&faults.fabric_state.as_str()) {
+            return Err(format!(
+                "faults.fabric_state: {:?} is none of \"in_progress\", \"insufficient_resources\"",
+                faults.fabric_state
+            ));
+        }
+        for &(a, b) in &faults.peer_access_denied {
+            device("faults.peer_access_denied", a)?;
+            device("faults.peer_access_denied", b)?;
+        }
+        for &(d, factor) in &faults.slow_device {
+            device("faults.slow_device", d)?;
+            positive("faults.slow_device", factor)?;
+        }
+        for &(a, b, factor) in &faults.slow_link {
+            device("faults.slow_link", a)?;
+            device("faults.slow_link", b)?;
+            positive("faults.slow_link", factor)?;
+        }
+        Ok(())
     }
 }
 
@@ -218,5 +337,40 @@ mod tests {
         assert_eq!(Profile::default().device.len(), 1);
         assert!(Profile::parse("[faults]\nkernel_hangs = \"x\"\n").is_err());
         assert!(Profile::parse("device = []\n").is_err());
+    }
+
+    #[test]
+    fn a_node_repeats_its_one_device_and_its_faults_name_devices_in_range() {
+        let profile = Profile::parse(
+            r#"
+            [node]
+            gpus = 8
+            nvswitch = true
+            numa_node = [0, 0, 0, 0, 1, 1, 1, 1]
+
+            [faults]
+            nvlink_down = [[3, 7]]
+            fabric_state = "insufficient_resources"
+            peer_access_denied = [[1, 2]]
+            slow_device = [[5, 1.15]]
+            slow_link = [[0, 4, 1.4]]
+            "#,
+        )
+        .unwrap();
+        assert_eq!(profile.device.len(), 8);
+        assert_eq!(profile.node.nvlinks_per_gpu, 18);
+        assert_eq!(profile.node.pcie_gbs, 25.0);
+        assert_eq!(profile.faults.nvlink_down, [(3, 7)]);
+        assert_eq!(profile.faults.slow_link, [(0, 4, 1.4)]);
+        let error = |text: &str| Profile::parse(text).unwrap_err();
+        let fault = "[node]\ngpus = 4\n[faults]\n";
+        assert!(error(&format!("{fault}nvlink_down = [[4, 0]]")).contains("faults.nvlink_down"));
+        assert!(error(&format!("{fault}nvlink_down = [[0, 18]]")).contains("nvlinks_per_gpu"));
+        assert!(error(&format!("{fault}fabric_state = \"x\"")).contains("faults.fabric_state"));
+        assert!(error(&format!("{fault}slow_link = [[0, 9, 2.0]]")).contains("faults.slow_link"));
+        assert!(error(&format!("{fault}slow_device = [[0, 0.0]]")).contains("slow_device"));
+        assert!(error("[node]\nnuma_node = [0, 1]\n").contains("node.numa_node"));
+        assert!(error("[node]\ngpus = 3\n[[device]]\n[[device]]\n").contains("node.gpus"));
+        assert!(error("[node]\nnvlinks = 3\n").contains("nvlinks"));
     }
 }

@@ -1,5 +1,5 @@
 //! `cuDeviceGetAttribute`'s answers: the profile's (compute capability, multiprocessors, L2,
-//! SM clock), the device's PCI address ([`crate::state::pci`]), and the limits every GPU since
+//! SM clock, host NUMA node), the device's PCI address ([`crate::state::pci`]), and the limits every GPU since
 //! Volta shares (1024 threads per block, warp of 32, 48 KiB of static shared memory per block),
 //! with what this simulator does not provide (managed memory, cooperative launches, memory
 //! pools, 64-bit stream memory operations) answered as absent.
@@ -10,9 +10,9 @@ use crate::state::pci;
 /// The largest attribute number of CUDA 12.9's `CUdevice_attribute`.
 const LAST: i32 = 143;
 
-/// The value of attribute `attribute` (`CUdevice_attribute`) of the device at `index`; `None`
-/// for a number that is not an attribute (`CUDA_ERROR_INVALID_VALUE`).
-pub(super) fn value(device: &Device, index: usize, attribute: i32) -> Option<i32> {
+/// The value of attribute `attribute` (`CUdevice_attribute`) of the device at `index`, on host
+/// NUMA node `numa`; `None` for a number that is not an attribute (`CUDA_ERROR_INVALID_VALUE`).
+pub(super) fn value(device: &Device, index: usize, numa: u32, attribute: i32) -> Option<i32> {
     let (major, minor) = device.compute_capability();
     let pci = pci(index);
     Some(match attribute {
@@ -54,6 +54,7 @@ pub(super) fn value(device: &Device, index: usize, attribute: i32) -> Option<i32
         106 => 32,        // MAX_BLOCKS_PER_MULTIPROCESSOR
         111 => 1024,      // RESERVED_SHARED_MEMORY_PER_BLOCK
         123 => 1,         // CAN_USE_STREAM_WAIT_VALUE_NOR
+        134 => numa as i32, // HOST_NUMA_ID
         139 => return None, // not in the enumeration
         other if (1..=LAST).contains(&other) => 0,
         _ => return None,
@@ -71,15 +72,16 @@ mod tests {
     #[test]
     fn attributes_follow_the_profile_and_the_pci_address() {
         let device = Device::default();
-        assert_eq!(value(&device, 0, 75), Some(15));
-        assert_eq!(value(&device, 0, 76), Some(0));
-        assert_eq!(value(&device, 0, 16), Some(132));
-        assert_eq!(value(&device, 0, 38), Some(50 << 20));
-        assert_eq!(value(&device, 1, 33), Some(0x2a));
-        assert_eq!(value(&device, 0, 13), Some(1_980_000));
-        assert_eq!(value(&device, 0, 83), Some(0), "no managed memory");
-        assert_eq!(value(&device, 0, 0), None);
-        assert_eq!(value(&device, 0, 139), None);
-        assert_eq!(value(&device, 0, 144), None);
+        assert_eq!(value(&device, 0, 0, 75), Some(15));
+        assert_eq!(value(&device, 0, 0, 76), Some(0));
+        assert_eq!(value(&device, 0, 0, 16), Some(132));
+        assert_eq!(value(&device, 0, 0, 38), Some(50 << 20));
+        assert_eq!(value(&device, 1, 0, 33), Some(0x2a));
+        assert_eq!(value(&device, 0, 0, 13), Some(1_980_000));
+        assert_eq!(value(&device, 0, 0, 83), Some(0), "no managed memory");
+        assert_eq!(value(&device, 0, 0, 0), None);
+        assert_eq!(value(&device, 0, 0, 139), None);
+        assert_eq!(value(&device, 0, 0, 144), None);
+        assert_eq!(value(&device, 0, 1, 134), Some(1));
     }
 }

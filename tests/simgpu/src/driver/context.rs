@@ -24,7 +24,7 @@ fn handle(gpu: usize) -> u64 {
 
 impl Inner {
     /// The device of the context a handle names, if it is one of ours and active.
-    fn context(&self, raw: u64) -> Option<usize> {
+    pub(super) fn context(&self, raw: u64) -> Option<usize> {
         let gpu = (raw & !CONTEXT_TAG).checked_sub(1)? as usize;
         let active = raw & CONTEXT_TAG == CONTEXT_TAG && self.gpus.get(gpu)?.retained > 0;
         active.then_some(gpu)
@@ -69,6 +69,7 @@ impl Inner {
         self.events.retain(|_, e| e.gpu != gpu);
         self.modules.retain(|_, m| m.gpu != gpu);
         self.functions.retain(|_, f| f.gpu != gpu);
+        self.peers.retain(|&(from, to)| from != gpu && to != gpu);
     }
 }
 

@@ -9,6 +9,7 @@ use super::entry::{call, enter, wait};
 use super::errors::{CUresult, Code};
 use super::queue::{Op, Source};
 use super::Inner;
+use crate::clock::Direction;
 use crate::state::Sim;
 use std::ffi::c_void;
 
@@ -30,7 +31,12 @@ impl Inner {
 
 /// Enqueues `op` on `stream` (NULL: the current context's null stream) and, when `synchronous`,
 /// waits until it is done.
-fn enqueue(sim: &'static Sim, stream: *mut c_void, op: Op, synchronous: bool) -> Result<(), Code> {
+pub(super) fn enqueue(
+    sim: &'static Sim,
+    stream: *mut c_void,
+    op: Op,
+    synchronous: bool,
+) -> Result<(), Code> {
     let (key, gpu, seq) = {
         let mut inner = enter(sim)?;
         let current = inner.current()?;
@@ -71,8 +77,12 @@ unsafe fn to_host(
         let from = alloc.data().add((src - alloc.base) as usize);
         std::ptr::copy(from, dst.cast::<u8>(), bytes);
     }
-    let (_, on) = inner.stream(stream, gpu)?;
-    inner.gpus[on].clock.transfer(bytes);
+    let (key, on) = inner.stream(stream, gpu)?;
+    let (ready, rate) = (inner.streams.ready(key), inner.profile.node.pcie_gbs * 1e9);
+    let clock = &mut inner.gpus[on].clock;
+    let slow = clock.slow();
+    let end = clock.transfer(Direction::Out, ready, bytes, rate, slow);
+    inner.streams.set_ready(key, end);
     Ok(())
 }
 
@@ -199,7 +209,7 @@ fn memset(
 }
 
 /// Runs a copy or memset call; `bytes` of 0 does nothing.
-fn memop(bytes: usize, body: impl FnOnce(&'static Sim) -> Result<(), Code>) -> CUresult {
+pub(super) fn memop(bytes: usize, body: impl FnOnce(&'static Sim) -> Result<(), Code>) -> CUresult {
     call(|sim| {
         if bytes == 0 {
             return enter(sim)?.current().map(drop);

@@ -28,7 +28,7 @@ impl Inner {
                 used: 0,
             })
             .collect();
-        self.faults = profile.faults.clone();
+        self.profile = profile.clone();
         self.initialized = true;
     }
 
@@ -200,7 +200,8 @@ pub unsafe extern "C" fn cuDeviceGetAttribute(
     call(|sim| {
         let inner = enter(sim)?;
         let gpu = inner.device(dev)?;
-        let answer = attributes::value(&inner.gpus[gpu].profile, gpu, attribute)
+        let numa = crate::node::numa(&inner.profile, gpu);
+        let answer = attributes::value(&inner.gpus[gpu].profile, gpu, numa, attribute)
             .ok_or(Code::INVALID_VALUE)?;
         // SAFETY: the caller's contract.
         unsafe { put(value, answer) }

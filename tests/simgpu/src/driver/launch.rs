@@ -3,6 +3,12 @@
 //! declares, when the launch is enqueued), the interpreter run against the device's memory, the
 //! faults of the profile, and the duration on the model timeline.
 //!
+//! A kernel reaches the memory of its own device, pinned host memory, and that of every device
+//! its context has enabled peer access to; any other address is illegal. Its time is the
+//! longer of the roofline's and the time its bytes to and from peer memory take over the link
+//! ([`crate::node::link_gbs`] with access enabled, divided by the pair's `slow_link` factor; the
+//! slowest such link when it reached several peers).
+//!
 //! A launch identical to the last one on its device (same function, grid, block, shared memory
 //! and parameter bytes) whose memory has not been written since that one ended is not run
 //! again when running it is known to change nothing: the second such launch is run with the
@@ -14,6 +20,8 @@ use super::entry::{call, enter};
 use super::errors::{CUresult, Code};
 use super::queue::{Op, Shape};
 use super::Inner;
+use crate::clock::Peak;
+use crate::node;
 use crate::ptx::{self, Counts, Fault, Memory, Region};
 use crate::state::Sim;
 use std::cell::Cell;
@@ -70,6 +78,8 @@ struct Touch {
 pub(super) struct Memo {
     key: Key,
     counts: Counts,
+    /// Bytes per second of the slowest link to the peer memory it reached (infinite: none).
+    link: f64,
     touched: Vec<Touch>,
     /// Whether running it again on the memory it left changes nothing: unknown until tried.
     idempotent: Option<bool>,
@@ -117,7 +127,7 @@ impl Inner {
     /// Runs `pending` on `gpu`: a fault of the profile, a reused run, or the interpreter;
     /// whether it completed.
     pub(super) fn execute(&mut self, sim: &Sim, gpu: usize, pending: Pending) -> bool {
-        if pending.name() == self.faults.launch_error {
+        if pending.name() == self.profile.faults.launch_error {
             self.gpus[gpu].memo = None;
             self.gpus[gpu].clock.kernel(0, 0);
             self.fault(gpu, Code::ILLEGAL_ADDRESS);
@@ -126,44 +136,50 @@ impl Inner {
         let memo = (self.gpus[gpu].memo.take())
             .filter(|m| m.key == pending.key && self.unchanged(&m.touched));
         let ran = match memo {
-            Some(memo) if memo.idempotent == Some(true) => Ok((memo.counts, Some(memo))),
+            Some(memo) if memo.idempotent == Some(true) => Ok((memo.counts, memo.link, Some(memo))),
             Some(memo) => {
                 let before = memo
                     .idempotent
                     .is_none()
                     .then(|| self.digest(&memo.touched));
-                self.interpret(sim, gpu, &pending).map(|(counts, touched)| {
-                    let again = touched.map(|touched| {
-                        let places =
-                            |t: &[Touch]| t.iter().map(|t| (t.base, t.id)).collect::<Vec<_>>();
-                        let idempotent = before.is_some_and(|before| {
-                            places(&touched) == places(&memo.touched)
-                                && self.digest(&touched) == before
+                self.interpret(sim, gpu, &pending)
+                    .map(|(counts, link, touched)| {
+                        let again = touched.map(|touched| {
+                            let places =
+                                |t: &[Touch]| t.iter().map(|t| (t.base, t.id)).collect::<Vec<_>>();
+                            let idempotent = before.is_some_and(|before| {
+                                places(&touched) == places(&memo.touched)
+                                    && self.digest(&touched) == before
+                            });
+                            Memo {
+                                key: pending.key.clone(),
+                                counts,
+                                link,
+                                touched,
+                                idempotent: Some(idempotent),
+                            }
                         });
-                        Memo {
-                            key: pending.key.clone(),
-                            counts,
-                            touched,
-                            idempotent: Some(idempotent),
-                        }
-                    });
-                    (counts, again)
-                })
+                        (counts, link, again)
+                    })
             }
-            None => self.interpret(sim, gpu, &pending).map(|(counts, touched)| {
-                let first = touched.map(|touched| Memo {
-                    key: pending.key.clone(),
-                    counts,
-                    touched,
-                    idempotent: None,
-                });
-                (counts, first)
-            }),
+            None => self
+                .interpret(sim, gpu, &pending)
+                .map(|(counts, link, touched)| {
+                    let first = touched.map(|touched| Memo {
+                        key: pending.key.clone(),
+                        counts,
+                        link,
+                        touched,
+                        idempotent: None,
+                    });
+                    (counts, link, first)
+                }),
         };
         match ran {
-            Ok((counts, memo)) => {
+            Ok((counts, link, memo)) => {
                 let bytes = counts.global_bytes_loaded + counts.global_bytes_stored;
-                self.gpus[gpu].clock.kernel(bytes, counts.flops);
+                let over_link = counts.peer_bytes as f64 / link;
+                (self.gpus[gpu].clock).kernel_over_link(bytes, counts.flops, Peak::Fp32, over_link);
                 self.gpus[gpu].memo = memo;
                 true
             }
@@ -180,30 +196,33 @@ impl Inner {
         }
     }
 
-    /// Runs `pending` through the interpreter; its counts and what it touched, or `None` for
-    /// a run that cannot be reused (it touched pinned memory, which the host writes behind the
-    /// driver's back).
+    /// Runs `pending` through the interpreter; its counts, the rate of the slowest link to the
+    /// peer memory it reached (bytes per second, infinite for none) and what it touched, or
+    /// `None` for a run that cannot be reused (it touched pinned memory, which the host writes
+    /// behind the driver's back).
     fn interpret(
         &mut self,
         sim: &Sim,
         gpu: usize,
         pending: &Pending,
-    ) -> Result<(Counts, Option<Vec<Touch>>), Fault> {
+    ) -> Result<(Counts, f64, Option<Vec<Touch>>), Fault> {
+        let reaches =
+            |on: Option<usize>| on.is_none_or(|on| on == gpu || self.peers.contains(&(gpu, on)));
         let allocs: Vec<_> = (self.memory.all())
-            .filter(|a| a.gpu.is_none_or(|on| on == gpu))
+            .filter(|a| reaches(a.gpu))
             .map(|a| {
-                (
-                    a.gpu.is_none(),
-                    Region {
-                        base: a.base,
-                        len: a.len,
-                        data: a.data(),
-                    },
-                )
+                let peer = a.gpu.filter(|on| *on != gpu);
+                let region = Region {
+                    base: a.base,
+                    len: a.len,
+                    data: a.data(),
+                    peer: peer.is_some(),
+                };
+                (a.gpu.is_none(), peer, region)
             })
             .collect();
         let view = View {
-            regions: allocs.iter().map(|(_, r)| *r).collect(),
+            regions: allocs.iter().map(|(_, _, r)| *r).collect(),
             touched: allocs.iter().map(|_| Cell::new(false)).collect(),
             last: Cell::new(0),
         };
@@ -215,27 +234,33 @@ impl Inner {
         };
         sim.count_interpreted();
         let result = ptx::run(&pending.code.kernels[pending.kernel], &launch, &view);
-        let touched: Vec<(bool, u64)> = (allocs.iter().zip(&view.touched))
+        let touched: Vec<(bool, Option<usize>, u64)> = (allocs.iter().zip(&view.touched))
             .filter(|(_, t)| t.get())
-            .map(|((pinned, region), _)| (*pinned, region.base))
+            .map(|((pinned, peer, region), _)| (*pinned, *peer, region.base))
             .collect();
-        for (_, base) in &touched {
+        for (_, _, base) in &touched {
             self.memory.touch(*base);
         }
         let counts = result?;
         self.perturb(pending);
-        if touched.iter().any(|(pinned, _)| *pinned) {
-            return Ok((counts, None));
+        let profile = &self.profile;
+        let link = (touched.iter().filter_map(|(_, peer, _)| *peer))
+            .map(|on| {
+                node::link_gbs(profile, gpu, on, true) * 1e9 / node::slow_link(profile, gpu, on)
+            })
+            .fold(f64::INFINITY, f64::min);
+        if touched.iter().any(|(pinned, _, _)| *pinned) {
+            return Ok((counts, link, None));
         }
         let touched = (touched.iter())
-            .filter_map(|(_, base)| self.memory.find(*base, 1))
+            .filter_map(|(_, _, base)| self.memory.find(*base, 1))
             .map(|a| Touch {
                 base: a.base,
                 id: a.id,
                 generation: a.generation,
             })
             .collect();
-        Ok((counts, Some(touched)))
+        Ok((counts, link, Some(touched)))
     }
 
     /// Whether every allocation in `touched` is still there, unwritten since.
@@ -273,7 +298,7 @@ impl Inner {
     /// element of a matching kernel (`vector_add`'s `c`, `matmul`'s `C`, both its third
     /// parameter), a relative error of a third to a half, far beyond any FP32 tolerance.
     fn perturb(&mut self, pending: &Pending) {
-        let fault = self.faults.wrong_results.as_str();
+        let fault = self.profile.faults.wrong_results.as_str();
         let name = pending.name();
         if fault.is_empty() || !name.contains(fault) {
             return;

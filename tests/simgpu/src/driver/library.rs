@@ -71,7 +71,7 @@ impl DeviceMemory<'_> {
 
     /// The profile's faults (`wrong_results` names the library work whose output to perturb).
     pub fn faults(&self) -> &Faults {
-        &self.inner.faults
+        &self.inner.profile.faults
     }
 }
 

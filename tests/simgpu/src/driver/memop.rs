@@ -1,5 +1,9 @@
 //! Copies and memsets as they run on a stream: bytes moved within host memory, the allocations
-//! written moving on a generation, and the model timeline moved on by their modelled time.
+//! written moving on a generation, and the model timeline moved on by their modelled time: on
+//! the SMs for a copy within a device (or with pinned memory) and a memset, on a copy engine
+//! for a copy between the host and the device (`[node] pcie_gbs`) and between two devices (at
+//! the rate [`crate::node`] gives, by peer access enabled from the device of the stream to the
+//! other one).
 //!
 //! A copy or memset identical to the last one of its kind on its device, whose allocations have
 //! not been written since, would write what is already there, so it is not done again (it is
@@ -8,6 +12,8 @@
 use super::errors::Code;
 use super::queue::Source;
 use super::Inner;
+use crate::clock::Direction;
+use crate::node;
 
 /// The last copy and the last memset of a device, with the allocations they left as they were.
 #[derive(Default)]
@@ -32,15 +38,17 @@ impl Inner {
         alloc.gpu.is_some().then_some((alloc.id, alloc.generation))
     }
 
-    /// Copies `bytes` from `src` to `dst` (device or pinned memory) on `gpu`.
+    /// Copies `bytes` from `src` to `dst` (device or pinned memory) on `gpu`, its stream ready
+    /// at `ready`; when it ends.
     pub(super) fn copy(
         &mut self,
         gpu: usize,
+        ready: f64,
         dst: u64,
         src: &Source,
         bytes: usize,
         pcie: bool,
-    ) -> Result<(), Code> {
+    ) -> Result<f64, Code> {
         let from = match src {
             Source::Staged(data) => data.as_ptr(),
             Source::Device(address) => {
@@ -70,13 +78,37 @@ impl Inner {
             });
             self.gpus[gpu].memops.copy = after;
         }
+        let on = |address: u64| self.memory.find(address, bytes).and_then(|a| a.gpu);
+        let peers = match src {
+            Source::Device(address) => on(*address).zip(on(dst)).filter(|(a, b)| a != b),
+            Source::Staged(_) => None,
+        };
+        let pcie_rate = self.profile.node.pcie_gbs * 1e9;
         let clock = &mut self.gpus[gpu].clock;
         if pcie {
-            clock.transfer(bytes);
-        } else {
-            clock.copy(bytes);
+            let direction = match on(dst) {
+                Some(_) => Direction::In,
+                None => Direction::Out,
+            };
+            let slow = clock.slow();
+            return Ok(clock.transfer(direction, ready, bytes, pcie_rate, slow));
         }
-        Ok(())
+        let Some((from, to)) = peers else {
+            clock.wait_until(ready);
+            clock.copy(bytes);
+            return Ok(clock.now());
+        };
+        let (direction, other) = if to == gpu {
+            (Direction::In, from)
+        } else {
+            (Direction::Out, if from == gpu { to } else { gpu })
+        };
+        let enabled = self.peers.contains(&(gpu, other));
+        let profile = &self.profile;
+        let rate =
+            node::link_gbs(profile, from, to, enabled) * 1e9 / node::slow_link(profile, from, to);
+        let slow = node::slow_device(profile, from).max(node::slow_device(profile, to));
+        Ok((self.gpus[gpu].clock).transfer(direction, ready, bytes, rate, slow))
     }
 
     /// Sets `bytes` at `dst` (device or pinned memory) to `value` on `gpu`.

@@ -191,7 +191,7 @@ impl Inner {
     /// `out_of_memory_above_mib`.
     fn memory_limit(&self, gpu: usize) -> u64 {
         let total = self.total_memory(gpu);
-        match self.faults.out_of_memory_above_mib {
+        match self.profile.faults.out_of_memory_above_mib {
             0 => total,
             mib => total.min(mib << 20),
         }

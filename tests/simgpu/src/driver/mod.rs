@@ -1,7 +1,7 @@
 //! The driver API (`cu*`) at NVIDIA's C ABI, with the semantics `cuda.h` documents: devices and
 //! their attributes, primary contexts, memory (real host memory at device addresses no host
 //! pointer can take, every access checked), streams as ordered queues, events on the model
-//! timeline, PTX modules and `cuLaunchKernel`.
+//! timeline, PTX modules and `cuLaunchKernel`, and peer access between the devices of a node.
 //!
 //! Work is executed, not timed: each stream's queue runs as soon as nothing ahead of it waits
 //! (a `cuStreamWaitValue32` on a word not yet written, a kernel that hangs), advanced at every
@@ -23,6 +23,7 @@ pub mod library;
 mod memop;
 mod memory;
 mod module;
+mod peer;
 mod private;
 mod queue;
 mod stream;
@@ -50,6 +51,10 @@ pub use memory::{
     cuMemHostGetDevicePointer_v2,
 };
 pub use module::{cuModuleGetFunction, cuModuleLoadData, cuModuleLoadDataEx, cuModuleUnload};
+pub use peer::{
+    cuCtxDisablePeerAccess, cuCtxEnablePeerAccess, cuDeviceCanAccessPeer, cuDeviceGetP2PAttribute,
+    cuMemcpyPeer, cuMemcpyPeerAsync,
+};
 pub use private::cuGetExportTable;
 pub use stream::{
     cuStreamCreate, cuStreamDestroy_v2, cuStreamQuery, cuStreamSynchronize, cuStreamWaitEvent,
@@ -57,9 +62,9 @@ pub use stream::{
 };
 
 use crate::clock::Clock;
-use crate::profile::{self, Faults};
+use crate::profile::{self, Profile};
 use errors::Code;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 /// Says that this `libcuda.so.1` is the simulator: stackbench looks it up with `dlsym` to label
@@ -86,13 +91,15 @@ impl Driver {
 struct Inner {
     /// `cuInit` succeeded.
     initialized: bool,
-    faults: Faults,
+    profile: Profile,
     gpus: Vec<Gpu>,
     memory: memory::Space,
     streams: queue::Streams,
     events: HashMap<u64, event::Event>,
     modules: HashMap<u64, module::Loaded>,
     functions: HashMap<u64, module::Function>,
+    /// Peer access enabled, `(from, to)`: the context of device `from` reaches `to`'s memory.
+    peers: HashSet<(usize, usize)>,
     /// The last handle given out; handles are never reused.
     last_handle: u64,
 }

@@ -6,6 +6,13 @@
 //! device also has its legacy null stream, which waits for the earlier work of every blocking
 //! stream (created without `CU_STREAM_NON_BLOCKING`), as they wait for its earlier work. Among
 //! everything that may run, the earliest enqueued runs first, so a run is deterministic.
+//!
+//! In time, each stream is ready at the end of its last work (for the null stream, of every
+//! blocking stream's too, and for a blocking stream, of the null stream's too); a wait on an
+//! event makes it ready no earlier than the event's stamp, even one of another device. Work on
+//! the SMs starts when its stream is ready and the SMs are free; a copy on its copy engine (see
+//! [`crate::clock`]); an event's record stamps the later of its stream's ready time and the
+//! SMs' timeline.
 
 use super::errors::Code;
 use super::launch::Pending;
@@ -97,6 +104,8 @@ pub(super) struct Stream {
     /// `cuStreamDestroy` was called: the handle is gone, the work still runs.
     destroyed: bool,
     queue: VecDeque<(u64, Op)>,
+    /// When its last work ended on its device's timelines, seconds.
+    ready: f64,
 }
 
 /// Every stream, by handle (null streams by [`Streams::null`]), and the order of enqueueing.
@@ -120,6 +129,7 @@ impl Streams {
             null: false,
             destroyed: false,
             queue: VecDeque::new(),
+            ready: 0.0,
         };
         self.map.insert(key, stream);
     }
@@ -146,9 +156,32 @@ impl Streams {
             null: true,
             destroyed: false,
             queue: VecDeque::new(),
+            ready: 0.0,
         });
         stream.queue.push_back((self.last_seq, op));
         self.last_seq
+    }
+
+    /// When the next work of stream `key` may start: the end of its own last work, and for the
+    /// legacy null stream and the blocking streams, of each other's too.
+    pub fn ready(&self, key: u64) -> f64 {
+        let Some(stream) = self.map.get(&key) else {
+            return 0.0;
+        };
+        let ordered = |other: &Stream| {
+            other.gpu == stream.gpu
+                && ((stream.null && other.blocking) || (stream.blocking && other.null))
+        };
+        (self.map.values())
+            .filter(|other| ordered(other))
+            .fold(stream.ready, |ready, other| ready.max(other.ready))
+    }
+
+    /// Records that the last work of stream `key` ended at `time`.
+    pub fn set_ready(&mut self, key: u64, time: f64) {
+        if let Some(stream) = self.map.get_mut(&key) {
+            stream.ready = time;
+        }
     }
 
     /// Whether the stream `key` has nothing left to do.
@@ -243,8 +276,8 @@ impl Inner {
     /// Whether `op`, first on its stream, may run now.
     fn ready(&self, op: &Op) -> bool {
         match op {
-            Op::Launch(pending) => pending.name() != self.faults.kernel_hang,
-            Op::Library(work) => work.name != self.faults.kernel_hang,
+            Op::Launch(pending) => pending.name() != self.profile.faults.kernel_hang,
+            Op::Library(work) => work.name != self.profile.faults.kernel_hang,
             Op::WaitValue {
                 address,
                 value,
@@ -303,18 +336,23 @@ impl Inner {
         Some(word.load(Ordering::Acquire))
     }
 
-    /// Runs `op`, enqueued as `issued`, on `gpu`; an access to memory freed since it was
-    /// enqueued is an illegal address. A kernel or library kernel that completes is reported
-    /// to CUPTI.
+    /// Runs `op`, enqueued as `issued`, on `gpu`, from when its stream is ready; an access to
+    /// memory freed since it was enqueued is an illegal address. A kernel or library kernel that
+    /// completes is reported to CUPTI.
     fn run(&mut self, sim: &Sim, gpu: usize, issued: Issued, op: Op) {
-        let start = self.gpus[gpu].clock.now();
+        let ready = self.streams.ready(issued.stream);
+        let clock = &mut self.gpus[gpu].clock;
+        if matches!(op, Op::Launch(_) | Op::Library(_) | Op::Memset { .. }) {
+            clock.wait_until(ready);
+        }
+        let start = clock.now();
         let outcome = match op {
             Op::Launch(pending) => {
                 let (name, shape) = (pending.name().to_owned(), pending.shape());
                 if self.execute(sim, gpu, *pending) {
                     self.completed(sim, gpu, issued, &name, start, shape);
                 }
-                Ok(())
+                Ok(self.gpus[gpu].clock.now())
             }
             Op::Library(work) => {
                 let name = work.name.clone();
@@ -322,34 +360,40 @@ impl Inner {
                 if ran.is_ok() {
                     self.completed(sim, gpu, issued, &name, start, Shape::default());
                 }
-                ran
+                ran.map(|()| self.gpus[gpu].clock.now())
             }
             Op::Copy {
                 dst,
                 src,
                 bytes,
                 pcie,
-            } => self.copy(gpu, dst, &src, bytes, pcie),
-            Op::Memset { dst, value, bytes } => self.memset(gpu, dst, value, bytes),
+            } => self.copy(gpu, ready, dst, &src, bytes, pcie),
+            Op::Memset { dst, value, bytes } => {
+                (self.memset(gpu, dst, value, bytes)).map(|()| self.gpus[gpu].clock.now())
+            }
             Op::Record { event, generation } => {
-                let now = self.gpus[gpu].clock.now();
+                let stamp = ready.max(start);
                 // A record overtaken by a later one of the same event (on another stream) leaves
                 // the event as the later one made it.
                 if let Some(event) = self.events.get_mut(&event) {
                     if generation >= event.completed {
                         event.completed = generation;
-                        event.stamp = now;
+                        event.stamp = stamp;
                     }
                 }
-                Ok(())
+                Ok(stamp)
             }
             Op::WaitValue { address, .. } => {
-                self.word(address).map(drop).ok_or(Code::ILLEGAL_ADDRESS)
+                (self.word(address).map(|_| ready)).ok_or(Code::ILLEGAL_ADDRESS)
             }
-            Op::WaitEvent { .. } | Op::Marker => Ok(()),
+            Op::WaitEvent { event, .. } => {
+                Ok((self.events.get(&event)).map_or(ready, |e| ready.max(e.stamp)))
+            }
+            Op::Marker => Ok(ready),
         };
-        if let Err(code) = outcome {
-            self.fault(gpu, code);
+        match outcome {
+            Ok(end) => self.streams.set_ready(issued.stream, end),
+            Err(code) => self.fault(gpu, code),
         }
     }
 }

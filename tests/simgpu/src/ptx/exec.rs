@@ -314,7 +314,8 @@ struct State<'a> {
     shared: Vec<u8>,
     params: Vec<u8>,
     memory: &'a dyn Memory,
-    /// The allocation the last global access found.
+    /// The allocation the last global access found (never a peer's, whose accesses are
+    /// counted one by one).
     cache: Region,
     counts: Counts,
 }
@@ -340,6 +341,7 @@ pub fn run(kernel: &Kernel, launch: &Launch, memory: &dyn Memory) -> Result<Coun
                 base: 0,
                 len: 0,
                 data: std::ptr::null_mut(),
+                peer: false,
             },
             counts: Counts::default(),
         },
@@ -1178,7 +1180,11 @@ impl State<'_> {
             Some(region) => {
                 let offset = address.wrapping_sub(region.base);
                 if offset < region.len as u64 && region.len as u64 - offset >= bytes as u64 {
-                    self.cache = region;
+                    if region.peer {
+                        self.counts.peer_bytes += bytes as u64;
+                    } else {
+                        self.cache = region;
+                    }
                     Ok(region.data.wrapping_add(offset as usize))
                 } else {
                     Err(Fault::IllegalAddress { address, bytes })

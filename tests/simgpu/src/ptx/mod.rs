@@ -49,6 +49,9 @@ pub struct Region {
     pub base: u64,
     pub len: usize,
     pub data: *mut u8,
+    /// Another device's memory, reached over a link: its bytes are counted in
+    /// [`Counts::peer_bytes`].
+    pub peer: bool,
 }
 
 /// What a launch is given.
@@ -71,6 +74,8 @@ pub struct Counts {
     pub global_bytes_stored: u64,
     /// Floating-point operations (an FMA counts two).
     pub flops: u64,
+    /// Bytes of global loads and stores (within the two counts above) to peer memory.
+    pub peer_bytes: u64,
 }
 
 /// Why a launch stopped.

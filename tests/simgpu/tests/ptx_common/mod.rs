@@ -99,6 +99,7 @@ impl Memory for Mem {
                 base,
                 len: b.len(),
                 data,
+                peer: false,
             })
     }
 }
