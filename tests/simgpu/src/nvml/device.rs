@@ -69,7 +69,7 @@ fn enabled(on: bool) -> nvmlEnableState_t {
 }
 
 /// `text` into a fixed C array, NUL-terminated (cut to fit).
-fn c_array<const N: usize>(text: &str) -> [c_char; N] {
+pub(super) fn c_array<const N: usize>(text: &str) -> [c_char; N] {
     let mut array = [0 as c_char; N];
     for (slot, byte) in array.iter_mut().zip(text.bytes().take(N - 1)) {
         *slot = byte as c_char;

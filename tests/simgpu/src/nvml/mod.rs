@@ -13,8 +13,10 @@
 mod device;
 pub mod identity;
 pub mod model;
+mod topology;
 
 pub use device::*;
+pub use topology::*;
 
 use crate::profile::{Device, Faults, Profile};
 use crate::state::{self, sim, Sim};
@@ -32,6 +34,7 @@ pub const NVML_ERROR_NOT_SUPPORTED: nvmlReturn_t = 3;
 pub const NVML_ERROR_NOT_FOUND: nvmlReturn_t = 6;
 pub const NVML_ERROR_INSUFFICIENT_SIZE: nvmlReturn_t = 7;
 pub const NVML_ERROR_GPU_IS_LOST: nvmlReturn_t = 15;
+pub const NVML_ERROR_INSUFFICIENT_RESOURCES: nvmlReturn_t = 23;
 pub const NVML_ERROR_ARGUMENT_VERSION_MISMATCH: nvmlReturn_t = 25;
 pub const NVML_ERROR_UNKNOWN: nvmlReturn_t = 999;
 
@@ -116,6 +119,8 @@ pub(crate) struct Target<'a> {
     pub index: u32,
     pub device: &'a Device,
     pub faults: &'a Faults,
+    /// The whole profile (the node the device is part of).
+    pub profile: &'a Profile,
     /// Kernel launches so far (throttle reasons and the warmer readings follow them).
     pub launches: u64,
 }
@@ -140,8 +145,27 @@ fn with_device(device: nvmlDevice_t, query: impl FnOnce(&Target) -> nvmlReturn_t
         index: handles[index].index,
         device: &profile.device[index],
         faults: &profile.faults,
+        profile,
         launches: sim.launches(),
     })
+}
+
+/// Runs a query about two devices, each checked as [`with_device`] checks one; `query` is given
+/// the first and the index of the second.
+fn with_pair(
+    first: nvmlDevice_t,
+    second: nvmlDevice_t,
+    query: impl FnOnce(&Target, usize) -> nvmlReturn_t,
+) -> nvmlReturn_t {
+    let mut other = None;
+    let status = with_device(second, |b| {
+        other = Some(b.index as usize);
+        NVML_SUCCESS
+    });
+    match other {
+        Some(other) => with_device(first, |a| query(a, other)),
+        None => status,
+    }
 }
 
 /// Writes `value` to the out-parameter `out`; `INVALID_ARGUMENT` when it is null.
