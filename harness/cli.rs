@@ -168,9 +168,14 @@ pub struct CombinationArgs {
     /// e.g. `sm_90`.
     #[arg(long, value_name = "SM")]
     pub target: Option<String>,
-    /// The CUDA device to run on.
-    #[arg(long, value_name = "ORDINAL", default_value_t = 0)]
-    pub device: u32,
+    /// The GPUs to run on: `all` (the default), or ordinals, UUIDs or PCI bus ids separated by
+    /// commas (`0,3`, `GPU-8f3c...`, `0000:17:00.0`). Ordinals count in PCI bus order, as
+    /// nvidia-smi does.
+    #[arg(long, value_name = "all|LIST", conflicts_with = "device")]
+    pub devices: Option<String>,
+    /// Only this GPU (the same as `--devices N`).
+    #[arg(long, value_name = "ORDINAL")]
+    pub device: Option<u32>,
     /// Load libraries whoever could write them, as ourselves (the trust rule off: see the
     /// README's "Who loads what"); the report's first line warns of it.
     #[arg(long)]
@@ -194,7 +199,7 @@ pub struct CheckArgs {
     #[arg(
         long,
         value_name = "FILE",
-        conflicts_with_all = ["roots", "driver_dir", "combinations", "config", "target", "device", "timeout"]
+        conflicts_with_all = ["roots", "driver_dir", "combinations", "config", "target", "device", "devices", "timeout"]
     )]
     pub from: Option<PathBuf>,
 }

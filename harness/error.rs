@@ -14,6 +14,8 @@ pub enum OptionsError {
     BadTimeout(f64),
     #[error("--target {0}: give a GPU architecture such as sm_90, sm_86 or 9.0")]
     BadTarget(String),
+    #[error("{0}")]
+    BadDevices(String),
     #[error("--driver-dir {}: no libcuda.so.1 there; give the directory that holds the driver's libcuda.so.1 (and libnvidia-ml.so.1)", .0.display())]
     BadDriverDir(PathBuf),
     #[error("--format junit: JUnit reports check's results only; give --format terminal, json, csv or markdown")]

@@ -34,6 +34,9 @@ pub struct Gpu {
     /// `GPU-xxxxxxxx-...`, as `nvidia-smi -L` shows it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uuid: Option<String>,
+    /// `0000:17:00.0`, as `cuDeviceGetPCIBusId` writes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pci_bus_id: Option<String>,
     /// Total memory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_bytes: Option<u64>,
@@ -60,6 +63,7 @@ impl GpuInfo {
                 name: "--target".into(),
                 compute_capability: format!("{}.{}", cc.major, cc.minor),
                 uuid: None,
+                pci_bus_id: None,
                 memory_bytes: None,
                 memory_clock_mhz: None,
             }],
@@ -123,6 +127,10 @@ pub fn report_from_nvml() -> std::process::ExitCode {
                         name: device.name().unwrap_or_default(),
                         compute_capability: format!("{}.{}", cc.major, cc.minor),
                         uuid: device.uuid().ok(),
+                        pci_bus_id: device
+                            .pci_info()
+                            .ok()
+                            .and_then(|p| crate::devices::normal_bus_id(&p.bus_id)),
                         memory_bytes: device.memory_info().ok().map(|m| m.total),
                         memory_clock_mhz: device.max_clock_info(Clock::Memory).ok(),
                     })

@@ -7,6 +7,7 @@ use crate::cli::{
     SearchArgs,
 };
 use crate::compat::ComputeCapability;
+use crate::devices::DeviceChoice;
 use crate::discover::{self, Host};
 use crate::doctor::DoctorOptions;
 use crate::error::OptionsError;
@@ -139,9 +140,18 @@ fn selection(search_args: SearchArgs, args: CombinationArgs) -> Result<Selection
         select: args.combinations,
         config: config(args.config.as_deref())?,
         target: target(args.target.as_deref())?,
-        device: args.device,
+        devices: devices(args.devices.as_deref(), args.device)?,
         trust: crate::trust::Policy::new(args.load_untrusted),
     })
+}
+
+/// `--devices LIST` or `--device N`; all GPUs when neither is given.
+fn devices(list: Option<&str>, one: Option<u32>) -> Result<DeviceChoice, OptionsError> {
+    match (list, one) {
+        (Some(list), _) => DeviceChoice::parse(list).map_err(OptionsError::BadDevices),
+        (None, Some(ordinal)) => Ok(DeviceChoice::one(ordinal)),
+        (None, None) => Ok(DeviceChoice::All),
+    }
 }
 
 /// A `--driver-dir`: a directory holding `libcuda.so.1`, made absolute.

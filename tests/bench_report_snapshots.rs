@@ -252,6 +252,7 @@ fn report() -> BenchReport {
                 name: "Example GPU (test data)".into(),
                 compute_capability: "9.0".into(),
                 uuid: None,
+                pci_bus_id: None,
                 memory_bytes: None,
                 memory_clock_mhz: None,
             }],

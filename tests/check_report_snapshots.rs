@@ -67,6 +67,7 @@ fn checks(ends: &[(&str, Status, &str)]) -> Vec<CheckResult> {
                 reason: reason.into(),
                 duration_ms,
                 details: BTreeMap::new(),
+                device: None,
             }
         })
         .collect()
@@ -486,6 +487,7 @@ fn report() -> CheckReport {
                 name: "Tesla T4".into(),
                 compute_capability: "7.5".into(),
                 uuid: Some("GPU-5f3e2a1c-8b7d-4e6f-9a0b-1c2d3e4f5a6b".into()),
+                pci_bus_id: None,
                 memory_bytes: Some(16_106_127_360),
                 memory_clock_mhz: None,
             }],
@@ -890,6 +892,7 @@ fn simulated_report() -> CheckReport {
                 name: "stackbench simulated GPU (H100-like)".into(),
                 compute_capability: "15.0".into(),
                 uuid: Some("GPU-51a7ed00-0000-4000-8000-000000000000".into()),
+                pci_bus_id: None,
                 memory_bytes: Some(80 << 30),
                 memory_clock_mhz: None,
             }],

@@ -473,7 +473,7 @@ fn a_check_run_records_the_kernel_module_beside_the_driver_library() {
             select: Vec::new(),
             config: Default::default(),
             target: None,
-            device: 0,
+            devices: stackbench::devices::DeviceChoice::All,
             trust: stackbench::trust::Policy::strict(),
         },
         timeout: std::time::Duration::from_secs(60),

@@ -94,10 +94,16 @@ impl Client {
         let pin = pin::pin(combination)
             .map_err(|e| format!("cannot create the worker's pinning directory: {e}"))?;
         let mut process = Process::new(worker);
-        process.arg("__bench").env(
-            "LD_LIBRARY_PATH",
-            worker_search_path(pin.path(), combination),
-        );
+        process
+            .arg("__bench")
+            .env(
+                "LD_LIBRARY_PATH",
+                worker_search_path(pin.path(), combination),
+            )
+            .env(
+                crate::devices::DEVICE_ORDER.0,
+                crate::devices::DEVICE_ORDER.1,
+            );
         let user = run_as(combination);
         if let Some(user) = user {
             user.apply(&mut process);

@@ -71,7 +71,7 @@ impl BenchOptions {
         Settings {
             depth: self.depth,
             arch: &scope.arch,
-            device: self.selection.device,
+            device: scope.selected.devices.first().copied().unwrap_or(0),
             worker: &self.worker,
             timeout: self.timeout,
         }

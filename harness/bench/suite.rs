@@ -529,6 +529,7 @@ mod tests {
             reason: String::new(),
             duration_ms: 1.0,
             details: [("devices".to_owned(), devices)].into_iter().collect(),
+            device: None,
         }];
         assert_eq!(l2_bytes(&setup, 1), Some(62_914_560));
         assert_eq!(l2_bytes(&setup, 2), None);

@@ -17,6 +17,7 @@ pub mod spec;
 pub mod worker;
 
 use crate::compat::ComputeCapability;
+use crate::devices::{DeviceChoice, DeviceKey};
 use crate::discover::{self, Host};
 use crate::gpu::GpuInfo;
 use crate::model::HostInfo;
@@ -41,17 +42,20 @@ pub struct Selection {
     pub config: config::Config,
     /// The architecture to compile for when there is no device.
     pub target: Option<ComputeCapability>,
-    /// The CUDA device ordinal the GPU work uses.
-    pub device: u32,
+    /// The GPUs the GPU work runs on.
+    pub devices: DeviceChoice,
     /// Who may load each combination's files.
     pub trust: crate::trust::Policy,
 }
 
-/// The host's selected combinations, with the scan's record of the host and the GPUs NVML sees.
+/// The host's selected combinations, with the scan's record of the host, the GPUs NVML sees
+/// and the ordinals of those selected.
 pub struct Selected {
     pub host: HostInfo,
     pub combinations: Vec<Combination>,
     pub gpu: GpuInfo,
+    /// At least one: device 0 when NVML lists none.
+    pub devices: Vec<u32>,
 }
 
 impl Selection {
@@ -64,7 +68,7 @@ impl Selection {
             select: Vec::new(),
             config: config::Config::default(),
             target: None,
-            device: 0,
+            devices: DeviceChoice::All,
             trust: crate::trust::Policy::strict(),
         }
     }
@@ -84,10 +88,13 @@ impl Selection {
         for combination in &mut combinations {
             combination.decide(&self.trust);
         }
+        let gpu = crate::gpu::detect_with(worker, self.driver_dir.as_deref(), &self.trust);
+        let devices = self.devices.resolve(&gpu)?;
         Ok(Selected {
             host: scan.host,
             combinations,
-            gpu: crate::gpu::detect_with(worker, self.driver_dir.as_deref(), &self.trust),
+            gpu,
+            devices,
         })
     }
 }
@@ -109,16 +116,19 @@ pub enum CheckError {
     NothingToCheck { places: usize },
     #[error("--combination {name}: no such combination; this host has: {available}")]
     NoSuchCombination { name: String, available: String },
+    #[error(transparent)]
+    NoSuchDevice(#[from] crate::devices::NoSuchDevice),
 }
 
 /// Runs every selected combination's checks, as many combinations at a time as there are
-/// cores, each in its own workers.
+/// cores, each in its own workers, on every selected GPU at once.
 pub fn check(options: &CheckOptions, host: &Host) -> Result<CheckReport, CheckError> {
     let started = crate::timestamp::now();
     let Selected {
         host: host_info,
         combinations: selected,
         gpu,
+        devices,
     } = options.selection.resolve(host, &options.worker)?;
     let parallel = std::thread::available_parallelism().map_or(2, |n| n.get());
     let mut combinations = Vec::with_capacity(selected.len());
@@ -126,7 +136,7 @@ pub fn check(options: &CheckOptions, host: &Host) -> Result<CheckReport, CheckEr
         std::thread::scope(|scope| {
             let handles: Vec<_> = chunk
                 .iter()
-                .map(|c| scope.spawn(move || run_combination(c, options)))
+                .map(|c| scope.spawn(|| run_combination(c, options, &devices)))
                 .collect();
             combinations.extend(handles.into_iter().filter_map(|h| h.join().ok()));
         });
@@ -181,9 +191,16 @@ fn select(
         .collect())
 }
 
-/// Runs one combination: its worker-side checks in workers, then the parent-side ones.
-fn run_combination(combination: &Combination, options: &CheckOptions) -> CombinationReport {
+/// Runs one combination: its worker-side checks in workers on the first device, its
+/// per-device checks on each other device at the same time (each in workers of its own, told
+/// the first device's other results), then the parent-side checks.
+fn run_combination(
+    combination: &Combination,
+    options: &CheckOptions,
+    devices: &[u32],
+) -> CombinationReport {
     let started = Instant::now();
+    let first = devices.first().copied().unwrap_or(0);
     let request = CheckRequest {
         combination: combination.name.clone(),
         components: combination.components.clone(),
@@ -193,7 +210,7 @@ fn run_combination(combination: &Combination, options: &CheckOptions) -> Combina
             .selection
             .target
             .map(|cc| format!("sm_{}{}", cc.major, cc.minor)),
-        device: options.selection.device,
+        device: first,
         run: spec::SPECS
             .iter()
             .filter(|s| s.side == Side::Worker)
@@ -201,10 +218,46 @@ fn run_combination(combination: &Combination, options: &CheckOptions) -> Combina
             .collect(),
         settled: Vec::new(),
     };
-    let run = runner::run(combination, request, options.timeout, &options.worker);
+    let mut run = runner::run(
+        combination,
+        request.clone(),
+        options.timeout,
+        &options.worker,
+    );
+    if devices.len() > 1 {
+        let others = std::thread::scope(|scope| {
+            let handles: Vec<_> = devices[1..]
+                .iter()
+                .map(|&device| {
+                    let request = CheckRequest {
+                        device,
+                        run: spec::PER_DEVICE.iter().map(|id| (*id).to_owned()).collect(),
+                        settled: (run.results.iter())
+                            .filter(|r| !spec::PER_DEVICE.contains(&r.id.as_str()))
+                            .cloned()
+                            .collect(),
+                        ..request.clone()
+                    };
+                    scope.spawn(move || {
+                        runner::run(combination, request, options.timeout, &options.worker)
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .zip(&devices[1..])
+                .map(|(h, &device)| (device, h.join().map(|r| r.results).unwrap_or_default()))
+                .collect::<Vec<_>>()
+        });
+        key_by_device(&mut run.results, first);
+        for (device, mut results) in others {
+            key_by_device(&mut results, device);
+            run.results.extend(results);
+        }
+    }
     let mut checks = run.results;
     let libraries = mapped::library_uses(combination, &run.mapped, &checks);
-    let arch = device_arch(&checks, options.selection.device).or(options.selection.target);
+    let arch = device_arch(&checks, first).or(options.selection.target);
     for (id, outcome) in [
         (
             "coverage.kernels",
@@ -245,6 +298,34 @@ fn run_combination(combination: &Combination, options: &CheckOptions) -> Combina
         loaded_as: runner::run_as(combination).map(|u| u.label()),
         checks,
         duration_ms: started.elapsed().as_secs_f64() * 1e3,
+    }
+}
+
+/// Marks each per-device result with the GPU it ran on: its ordinal, and the UUID and bus id
+/// its worker's `driver.devices` saw.
+fn key_by_device(results: &mut [CheckResult], ordinal: u32) {
+    let listed = results
+        .iter()
+        .find(|r| r.id == "driver.devices")
+        .and_then(|r| r.details.get("devices"))
+        .and_then(|d| d.as_array())
+        .and_then(|all| {
+            all.iter()
+                .find(|d| d["ordinal"].as_u64() == Some(u64::from(ordinal)))
+        })
+        .cloned()
+        .unwrap_or_default();
+    let text = |key: &str| listed[key].as_str().map(str::to_owned);
+    let key = DeviceKey {
+        index: ordinal,
+        uuid: text("uuid"),
+        pci_bus_id: text("pci_bus_id"),
+    };
+    for result in results
+        .iter_mut()
+        .filter(|r| spec::PER_DEVICE.contains(&r.id.as_str()))
+    {
+        result.device = Some(key.clone());
     }
 }
 

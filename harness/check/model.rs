@@ -1,6 +1,7 @@
 //! The check report's data model: the canonical shape of `stackbench.check/v1`, which every
 //! exporter renders. Fields are only ever added.
 
+use crate::devices::DeviceKey;
 use crate::gpu::GpuInfo;
 use crate::model::{HostInfo, Layout};
 use serde::{Deserialize, Serialize};
@@ -127,6 +128,9 @@ pub struct CheckResult {
     /// What the check measured or saw (versions, errors, devices).
     #[serde(default)]
     pub details: BTreeMap<String, serde_json::Value>,
+    /// The GPU a per-device check ran on, in a run over several; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<DeviceKey>,
 }
 
 /// A check's verdict. A skip never counts as a pass.
@@ -168,6 +172,15 @@ impl CheckResult {
             reason: reason.into(),
             duration_ms: 0.0,
             details: BTreeMap::new(),
+            device: None,
+        }
+    }
+
+    /// Its id, with the GPU it ran on in a run over several: `cublas.sgemm [GPU 3]`.
+    pub fn label(&self) -> String {
+        match &self.device {
+            Some(device) => format!("{} [GPU {}]", self.id, device.index),
+            None => self.id.clone(),
         }
     }
 }
@@ -224,8 +237,12 @@ impl CombinationReport {
         })
     }
 
-    /// The result of check `id`, if it ran.
+    /// The result of check `id`, if it ran; of a per-device check run on several GPUs, the
+    /// worst (the first of equals), so that one failing GPU shows.
     pub fn check(&self, id: &str) -> Option<&CheckResult> {
-        self.checks.iter().find(|c| c.id == id)
+        self.checks
+            .iter()
+            .filter(|c| c.id == id)
+            .reduce(|worst, c| if c.status > worst.status { c } else { worst })
     }
 }

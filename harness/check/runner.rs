@@ -32,7 +32,8 @@ pub struct WorkerRun {
     pub messages: Vec<String>,
 }
 
-/// Runs `request.run` in workers (`<worker> __check`) until every check has a result.
+/// Runs `request.run` in workers (`<worker> __check`) until every check has a result; the
+/// results `request.settled` holds (another worker's) decide needs as the run's own do.
 pub fn run(
     combination: &Combination,
     request: CheckRequest,
@@ -57,7 +58,10 @@ pub fn run(
     while run.results.len() < request.run.len() {
         let rest = CheckRequest {
             run: request.run[run.results.len()..].to_vec(),
-            settled: run.results.clone(),
+            settled: (request.settled.iter())
+                .chain(&run.results)
+                .cloned()
+                .collect(),
             ..request.clone()
         };
         let before = run.results.len();
@@ -133,7 +137,13 @@ fn one_worker(
         Err(e) => return format!("request could not be encoded: {e}"),
     };
     let mut command = Command::new(worker);
-    command.arg("__check").env("LD_LIBRARY_PATH", search_path);
+    command
+        .arg("__check")
+        .env("LD_LIBRARY_PATH", search_path)
+        .env(
+            crate::devices::DEVICE_ORDER.0,
+            crate::devices::DEVICE_ORDER.1,
+        );
     if let Some(user) = user {
         user.apply(&mut command);
     }

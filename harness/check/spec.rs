@@ -250,6 +250,23 @@ pub const SPECS: &[Spec] = &[
     },
 ];
 
+/// The checks that use the GPU itself, run once per device in a run over several (the others
+/// load and ask libraries, the same whichever device is current).
+pub const PER_DEVICE: &[&str] = &[
+    DEVICE,
+    "cudart.memcpy",
+    "nvrtc.launch_vector_add",
+    "nvrtc.launch_matmul",
+    "cublas.sgemm",
+    "cublas.gemm_fp16",
+    "cublas.gemm_bf16",
+    "cublasLt.matmul",
+    "cudnn.conv_forward",
+    "cupti.activity",
+    "cufft.c2c",
+    "curand.generate",
+];
+
 /// The check with this id.
 pub fn spec(id: &str) -> Option<&'static Spec> {
     SPECS.iter().find(|s| s.id == id)
@@ -305,6 +322,20 @@ mod tests {
 
     fn result(id: &str, status: Status, reason: &str) -> CheckResult {
         CheckResult::new(id, status, reason)
+    }
+
+    /// Whether `id` is the device check or needs it, directly or through its needs.
+    fn needs_the_device(id: &str) -> bool {
+        id == DEVICE || spec(id).is_some_and(|s| s.needs.iter().any(|n| needs_the_device(n)))
+    }
+
+    #[test]
+    fn per_device_checks_are_worker_checks_that_need_the_device() {
+        for id in PER_DEVICE {
+            let spec = spec(id).unwrap_or_else(|| panic!("{id}: no such check"));
+            assert_eq!(spec.side, Side::Worker, "{id}");
+            assert!(needs_the_device(id), "{id}");
+        }
     }
 
     #[test]

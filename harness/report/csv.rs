@@ -60,6 +60,9 @@ const CHECK_HEADER: &[&str] = &[
     "reason",
     "duration_ms",
     "simulated",
+    "device",
+    "device_uuid",
+    "device_pci_bus_id",
 ];
 
 const BENCH_HEADER: &[&str] = &[
@@ -311,17 +314,24 @@ impl Exporter for Csv {
             let driver = driver_version(report, c).unwrap_or_default().to_string();
             let gpu = gpu.clone();
             c.checks.iter().map(move |check| {
+                let device = check.device.as_ref();
+                let gpu = device
+                    .and_then(|d| report.gpu.devices.iter().find(|g| g.index == d.index))
+                    .map_or_else(|| gpu.clone(), |g| g.name.clone());
                 vec![
                     c.name.clone(),
                     cuda.clone(),
                     driver.clone(),
-                    gpu.clone(),
+                    gpu,
                     check.id.clone(),
                     check.library.clone(),
                     check.status.name().to_string(),
                     check.reason.clone(),
                     format!("{:.3}", check.duration_ms),
                     c.simulated.to_string(),
+                    opt(device.map(|d| d.index)),
+                    opt(device.and_then(|d| d.uuid.as_ref())),
+                    opt(device.and_then(|d| d.pci_bus_id.as_ref())),
                 ]
             })
         });

@@ -158,7 +158,7 @@ fn case(out: &mut String, combination: &str, check: &CheckResult) {
     let head = format!(
         "    <testcase classname=\"{}\" name=\"{}\" time=\"{}\"",
         attribute(&format!("stackbench.{combination}.{}", check.library)),
-        attribute(&check.id),
+        attribute(&check.label()),
         seconds(check.duration_ms)
     );
     let reason = &check.reason;

@@ -349,7 +349,8 @@ fn routine_skip(reason: &str) -> bool {
 #[derive(Debug, PartialEq)]
 struct Notice<'a> {
     status: Status,
-    id: &'a str,
+    /// The check's label: its id, with the GPU in a run over several.
+    id: String,
     reason: &'a str,
     combinations: Vec<&'a str>,
 }
@@ -377,14 +378,15 @@ fn notices(report: &CheckReport) -> Vec<Notice<'_>> {
                 if status == Status::Skip && routine_skip(&check.reason) {
                     continue;
                 }
+                let id = check.label();
                 let same = notices
                     .iter_mut()
-                    .find(|n| n.status == status && n.id == check.id && n.reason == check.reason);
+                    .find(|n| n.status == status && n.id == id && n.reason == check.reason);
                 match same {
                     Some(notice) => notice.combinations.push(&combination.name),
                     None => notices.push(Notice {
                         status,
-                        id: &check.id,
+                        id,
                         reason: &check.reason,
                         combinations: vec![&combination.name],
                     }),
@@ -608,7 +610,7 @@ mod tests {
         let notices = notices(&r);
         let seen: Vec<(Status, &str, &[&str])> = notices
             .iter()
-            .map(|n| (n.status, n.id, n.combinations.as_slice()))
+            .map(|n| (n.status, n.id.as_str(), n.combinations.as_slice()))
             .collect();
         assert_eq!(
             seen,

@@ -206,10 +206,12 @@ pub fn devices(s: &mut Session) -> Checked {
         };
         let cc = ComputeCapability::new(major as u32, minor as u32);
         let uuid = format_uuid(&uuid.bytes.map(|b| b as u8));
+        let bus_id = pci_bus_id(dev);
         listed.push(json!({
             "ordinal": ordinal,
             "name": name,
             "uuid": uuid,
+            "pci_bus_id": bus_id,
             "compute_capability": format!("{major}.{minor}"),
             "memory_bytes": memory,
             "l2_bytes": l2,
@@ -244,6 +246,19 @@ pub fn devices(s: &mut Session) -> Checked {
         memory as f64 / (1u64 << 30) as f64
     ))
     .detail("devices", listed))
+}
+
+/// The device's PCI bus id (`0000:17:00.0`), normalised; `None` when the driver cannot say.
+fn pci_bus_id(dev: cudarc::driver::sys::CUdevice) -> Option<String> {
+    let mut text = [0 as std::ffi::c_char; 32];
+    // SAFETY: `text` holds 32 bytes, as the length says; `dev` came from cuDeviceGet.
+    let status = unsafe { cudarc::driver::sys::cuDeviceGetPCIBusId(text.as_mut_ptr(), 32, dev) };
+    if status != cudarc::driver::sys::CUresult::CUDA_SUCCESS {
+        return None;
+    }
+    // SAFETY: the driver wrote a NUL-terminated string into `text` (32 bytes hold any bus id).
+    let text = unsafe { std::ffi::CStr::from_ptr(text.as_ptr()) };
+    crate::devices::normal_bus_id(&text.to_string_lossy())
 }
 
 /// A UUID as `nvidia-smi -L` shows it: `GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`.

@@ -114,6 +114,7 @@ pub(crate) fn run_one(
         reason: outcome.reason,
         duration_ms: started.elapsed().as_secs_f64() * 1e3,
         details: outcome.details,
+        device: None,
     }
 }
 
