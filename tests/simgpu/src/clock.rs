@@ -4,8 +4,9 @@
 //! and peer copies out), so that copies both ways overlap, as on hardware. Every operation
 //! takes `slowdown x slow x (overhead + duration) x (1 + noise x z)`, `z` a standard normal and
 //! `slow` the device's `slow_device` factor; a copy starts once its stream's earlier work is
-//! done, its engine is free, and not before the SMs' timeline (the device's present). Events
-//! read the timelines (see [`crate::driver`]).
+//! done, its engine is free, and not before the SMs' timeline (the device's present), which a
+//! host synchronisation moves on to the end of the copies done. Events read the timelines (see
+//! [`crate::driver`]).
 //!
 //! As on hardware, the figures vary at three levels (GUIDE.md section 10): per operation
 //! (`noise`), per process (`run_sigma`: each process draws its own factor for the memory
@@ -135,6 +136,12 @@ impl Clock {
     /// The SMs' timeline now, seconds.
     pub fn now(&self) -> f64 {
         self.now
+    }
+
+    /// Moves the SMs' timeline on to the end of everything the copy engines have done: the host
+    /// has seen that work complete, so nothing it enqueues next starts earlier.
+    pub fn settle(&mut self) {
+        self.now = self.copies.iter().fold(self.now, |now, end| now.max(*end));
     }
 
     /// Moves the SMs' timeline on to `time` if it is behind (the stream of the next work waited

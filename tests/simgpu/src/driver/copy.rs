@@ -82,6 +82,7 @@ unsafe fn to_host(
     let clock = &mut inner.gpus[on].clock;
     let slow = clock.slow();
     let end = clock.transfer(Direction::Out, ready, bytes, rate, slow);
+    clock.settle();
     inner.streams.set_ready(key, end);
     Ok(())
 }

@@ -44,7 +44,8 @@ pub(super) fn enter(sim: &'static Sim) -> Result<MutexGuard<'static, Inner>, Cod
 
 /// Advances pending work until `done` answers, releasing the lock between tries so that other
 /// threads can call in (and the host can write the words streams wait on). A wait on work that
-/// never completes (a hung kernel) never returns, as on a real GPU.
+/// never completes (a hung kernel) never returns, as on a real GPU. Once it returns, the host
+/// has seen every device's work so far complete (see [`crate::clock::Clock::settle`]).
 pub(super) fn wait(
     sim: &'static Sim,
     mut done: impl FnMut(&mut Inner) -> Option<Result<(), Code>>,
@@ -54,9 +55,12 @@ pub(super) fn wait(
         if sim.lost() {
             return Err(Code::UNKNOWN);
         }
-        if let Some(outcome) = done(&mut *enter(sim)?) {
+        let mut inner = enter(sim)?;
+        if let Some(outcome) = done(&mut inner) {
+            inner.gpus.iter_mut().for_each(|gpu| gpu.clock.settle());
             return outcome;
         }
+        drop(inner);
         std::thread::sleep(pause);
         pause = (pause * 2).min(Duration::from_millis(1));
     }
