@@ -397,11 +397,8 @@ fn copies_both_ways_at_once_each_run_at_the_full_rate() {
     close(seconds(start_2, stop_2), pcie, 1e-3);
     close(seconds(start_3, stop_3), pcie, 1e-3);
     close(seconds(start_2, stop_3), pcie, 1e-3);
-    // SAFETY: pinned memory of cuMemHostAlloc, its copies done.
-    unsafe {
-        ok(cuMemFreeHost(up));
-        ok(cuMemFreeHost(down));
-    }
+    ok(cuMemFreeHost(up));
+    ok(cuMemFreeHost(down));
 }
 
 #[test]
@@ -467,7 +464,10 @@ fn the_peer_copy_kernel_reads_a_peer_over_the_link_once_access_is_enabled() {
     put(src, &data);
     ok(cuCtxSetCurrent(ctxs[0]));
     let dst = alloc(4 * n);
-    let kernel = function("peer_copy.ptx", "stackbench_peer_copy");
+    let kernel = function(
+        "stackbench_peer_copy.nvvm.sm_70.ptx",
+        "stackbench_peer_copy",
+    );
     ok(cuCtxEnablePeerAccess(ctxs[1], 0));
     let (stream, start, stop) = stream_and_events();
     ok(cuEventRecord(start, stream));

@@ -9,8 +9,9 @@ toolkit. The PTX is written beside this script as
 
     <kernel>.nvrtc-<major>.<minor>.compute_<XX>.ptx
 
-These files are real compiler output, never edited by hand. `peer_copy.ptx` is not regenerated
-here: it is the harness's peer-copy kernel (NVVM output, PTX ISA 7.0, sm_70), copied as given. Run from anywhere:
+These files are real compiler output, never edited by hand. One more is not regenerated here:
+`stackbench_peer_copy.nvvm.sm_70.ptx`, the harness's peer-copy kernel (NVVM output, PTX ISA 7.0,
+sm_70), copied as given. Run from anywhere:
 
     python3 tests/simgpu/tests/data/regenerate.py
 """
