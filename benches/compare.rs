@@ -87,6 +87,7 @@ fn run(started: &str, factor: f64) -> BenchReport {
             ..CombinationRun::default()
         }],
         benchmarks,
+        findings: Vec::new(),
     }
 }
 

@@ -55,8 +55,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> anyhow::Result<ExitCode>
             let bytes = report::exporter_for(&out.report).bench(&report)?;
             output::write(&out.report.destination, &bytes)?;
             eprintln!("bench: wrote {}", written.display());
-            let [_, skipped, failed] = report.counts();
-            failed > 0 || (skipped > 0 && !out.allow_skip)
+            report.fails(out.allow_skip)
         }
         Command::Compare(args) => {
             let (runs, compare_options, report_options) = options::compare(args, cli.color)?;

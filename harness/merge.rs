@@ -1,23 +1,21 @@
 //! `stackbench merge`: the results of many nodes (a fleet) in one table keyed by node, GPU,
-//! driver and combination, the outliers first: a node whose benchmark is beyond the fleet's
-//! spread, a node whose checks fail. Simulated runs are labelled so and form a fleet of their
-//! own: a simulated figure never moves a real fleet's median, nor a real one a simulated one's.
+//! driver and combination, the outliers first: a GPU whose benchmark is slower than its
+//! same-model peers across the fleet (by [`crate::node::outlier`]'s rule, the one `bench` holds
+//! a node's GPUs to), a node whose checks fail. Each GPU of a run over several is a member of
+//! its own; GPUs of different models are never peers. Simulated runs are labelled so and form a
+//! fleet of their own: a simulated figure never moves a real fleet's median, nor a real one a
+//! simulated one's.
 
 use crate::compare::load::{self, LoadError, Run};
 use crate::compare::stats::median;
+use crate::devices::DeviceKey;
+use crate::node::outlier;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Schema tag of the merged table.
 pub const MERGE_SCHEMA: &str = "stackbench.merge/v1";
-
-/// How far from the fleet a figure must be to stand out, at least (0.05 is 5%), whatever the
-/// spread.
-pub const MIN_DEVIATION: f64 = 0.05;
-
-/// Nodes needed before a spread means anything.
-const MIN_NODES: usize = 3;
 
 /// The fleet's results in one table.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -47,7 +45,11 @@ pub struct Node {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Row {
     pub node: String,
+    /// The GPU's model: the row's device's, else the node's first GPU's.
     pub gpu: Option<String>,
+    /// The GPU the figure was taken on, in a run over several GPUs; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<DeviceKey>,
     pub driver: Option<String>,
     /// The node's run was on the simulated GPU; its fleet is the simulated nodes'.
     pub simulated: bool,
@@ -56,9 +58,9 @@ pub struct Row {
     pub id: String,
     /// The node's median, ns (bench).
     pub median_ns: Option<f64>,
-    /// The fleet's median of the nodes' medians, ns (bench).
+    /// The median of the medians of every GPU of its model in the fleet, ns (bench).
     pub fleet_median_ns: Option<f64>,
-    /// The node's median over the fleet's (bench).
+    /// The row's median over the fleet's (bench).
     pub ratio: Option<f64>,
     /// Checks that failed on the node (check).
     pub failed_checks: Vec<String>,
@@ -81,23 +83,6 @@ pub enum MergeError {
     },
     #[error("nothing to merge: give the result files of two or more nodes")]
     TooFew,
-}
-
-/// Whether `value` stands out from `all` (which holds it): beyond [`MIN_DEVIATION`] of the
-/// fleet's median and beyond three scaled median absolute deviations, with at least
-/// [`MIN_NODES`] nodes.
-pub fn stands_out(value: f64, all: &[f64]) -> bool {
-    if all.len() < MIN_NODES {
-        return false;
-    }
-    let center = median(&mut all.to_vec());
-    if center <= 0.0 {
-        return false;
-    }
-    let mut deviations: Vec<f64> = all.iter().map(|x| (x - center).abs()).collect();
-    let mad = 1.4826 * median(&mut deviations);
-    let off = (value - center).abs();
-    off > MIN_DEVIATION * center && off > 3.0 * mad
 }
 
 /// Merges the result files in `paths`, one per node.
@@ -143,10 +128,16 @@ pub fn merge(paths: &[PathBuf]) -> Result<MergeReport, MergeError> {
         .filter(|r| r.outlier)
         .map(|r| match r.ratio {
             Some(ratio) => format!(
-                "{} {}: {:+.1}% from the fleet's median",
+                "{}{} {}: {:+.1}% from the median of the fleet's {} ({})",
                 r.node,
+                r.device.as_ref().map_or(String::new(), |d| format!(
+                    " {}",
+                    crate::bench::node::gpu_name(d)
+                )),
                 r.id,
-                100.0 * (ratio - 1.0)
+                100.0 * (ratio - 1.0),
+                r.gpu.as_deref().unwrap_or("GPUs of unknown model"),
+                outlier::METHOD
             ),
             None => format!(
                 "{} {}: failing checks {}",
@@ -181,6 +172,7 @@ fn node_rows(run: &Run, node: &Node) -> Vec<Row> {
     let row = |combination: &str, id: &str| Row {
         node: node.hostname.clone(),
         gpu: node.gpu.clone(),
+        device: None,
         driver: node.driver.clone(),
         simulated: node.simulated,
         combination: combination.to_owned(),
@@ -198,6 +190,11 @@ fn node_rows(run: &Run, node: &Node) -> Vec<Row> {
             .filter_map(|b| {
                 Some(Row {
                     median_ns: Some(b.summary?.median_ns),
+                    gpu: match &b.device {
+                        Some(d) => Some(r.gpu_model(d)),
+                        None => node.gpu.clone(),
+                    },
+                    device: b.device.clone(),
                     ..row(&b.combination, &b.id)
                 })
             })
@@ -219,27 +216,35 @@ fn node_rows(run: &Run, node: &Node) -> Vec<Row> {
     }
 }
 
-/// Sets each bench row's fleet median, ratio and outlier mark (its fleet: the rows of its
-/// benchmark, simulated or real as it is); a check row with failures is an outlier.
+/// The fleet a bench row is measured against: the rows of its benchmark on GPUs of its model,
+/// simulated or real as it is.
+type Fleet = (String, Option<String>, bool);
+
+/// Sets each bench row's fleet median, ratio and outlier mark (a median time slower than its
+/// fleet's by [`outlier::outliers`]); a check row with failures is an outlier.
 fn mark_outliers(rows: &mut [Row]) {
-    let mut fleet: BTreeMap<(String, bool), Vec<f64>> = BTreeMap::new();
-    for row in rows.iter() {
-        if let Some(m) = row.median_ns {
-            fleet
-                .entry((row.id.clone(), row.simulated))
-                .or_default()
-                .push(m);
+    let fleet_of = |row: &Row| -> Fleet { (row.id.clone(), row.gpu.clone(), row.simulated) };
+    let mut fleets: BTreeMap<Fleet, Vec<usize>> = BTreeMap::new();
+    for (at, row) in rows.iter().enumerate() {
+        if row.median_ns.is_some() {
+            fleets.entry(fleet_of(row)).or_default().push(at);
         }
     }
-    for row in rows.iter_mut() {
-        match (row.median_ns, fleet.get(&(row.id.clone(), row.simulated))) {
-            (Some(m), Some(all)) => {
-                let center = median(&mut all.clone());
-                row.fleet_median_ns = Some(center);
-                row.ratio = (center > 0.0).then(|| m / center);
-                row.outlier = stands_out(m, all);
-            }
-            _ => row.outlier = !row.failed_checks.is_empty(),
+    for row in rows.iter_mut().filter(|r| r.median_ns.is_none()) {
+        row.outlier = !row.failed_checks.is_empty();
+    }
+    for members in fleets.values() {
+        let costs: Vec<f64> = members
+            .iter()
+            .filter_map(|&at| rows[at].median_ns)
+            .collect();
+        let center = median(&mut costs.clone());
+        let odd = outlier::outliers(&costs);
+        for (k, &at) in members.iter().enumerate() {
+            let row = &mut rows[at];
+            row.fleet_median_ns = Some(center);
+            row.ratio = (center > 0.0).then(|| costs[k] / center);
+            row.outlier = odd.iter().any(|o| o.at == k);
         }
     }
 }
@@ -248,15 +253,78 @@ fn mark_outliers(rows: &mut [Row]) {
 mod tests {
     use super::*;
 
+    /// A bench row of `vector_add/c` on `node`'s GPU `device` of model `gpu`.
+    fn on(node: &str, gpu: &str, device: Option<u32>, median: f64) -> Row {
+        Row {
+            node: node.into(),
+            gpu: Some(gpu.into()),
+            device: device.map(|index| DeviceKey {
+                index,
+                uuid: None,
+                pci_bus_id: None,
+            }),
+            driver: None,
+            simulated: false,
+            combination: "c".into(),
+            id: "vector_add/c".into(),
+            median_ns: Some(median),
+            fleet_median_ns: None,
+            ratio: None,
+            failed_checks: Vec::new(),
+            outlier: false,
+        }
+    }
+
+    fn outliers(rows: &mut [Row]) -> Vec<(String, Option<u32>)> {
+        mark_outliers(rows);
+        rows.iter()
+            .filter(|r| r.outlier)
+            .map(|r| (r.node.clone(), r.device.as_ref().map(|d| d.index)))
+            .collect()
+    }
+
     #[test]
-    fn a_node_beyond_the_spread_stands_out() {
-        let fleet = [100.0, 101.0, 99.0, 100.5, 130.0];
-        assert!(stands_out(130.0, &fleet));
-        assert!(!stands_out(101.0, &fleet));
+    fn a_node_slower_than_the_fleet_s_spread_is_an_outlier_and_a_faster_one_or_two_nodes_are_not() {
+        let fleet = |medians: &[f64]| -> Vec<Row> {
+            (medians.iter().enumerate())
+                .map(|(i, m)| on(&format!("n{i}"), "H100", None, *m))
+                .collect()
+        };
+        let slow = outliers(&mut fleet(&[100.0, 101.0, 99.0, 100.5, 130.0]));
+        assert_eq!(slow, [("n4".to_owned(), None)]);
+        assert!(outliers(&mut fleet(&[100.0, 101.0, 99.0, 100.5, 70.0])).is_empty());
         // Two nodes say nothing about a spread.
-        assert!(!stands_out(130.0, &[100.0, 130.0]));
+        assert!(outliers(&mut fleet(&[100.0, 130.0])).is_empty());
         // A noisy fleet: 8% off is within its spread.
-        assert!(!stands_out(108.0, &[90.0, 110.0, 100.0, 95.0, 108.0]));
+        assert!(outliers(&mut fleet(&[90.0, 110.0, 100.0, 95.0, 108.0])).is_empty());
+    }
+
+    #[test]
+    fn each_gpu_is_a_member_and_only_gpus_of_its_model_are_its_peers() {
+        // Two nodes of four GPUs: GPU 2 of n1 is 20% slower than the other seven H100s.
+        let mut rows: Vec<Row> = (0..8)
+            .map(|i| {
+                let m = if i == 6 {
+                    120.0
+                } else {
+                    100.0 + f64::from(i % 3)
+                };
+                on(if i < 4 { "n0" } else { "n1" }, "H100", Some(i % 4), m)
+            })
+            .collect();
+        // Three A100s, twice as slow: their own fleet, never the H100s' outliers.
+        rows.extend((0..3).map(|i| on("n2", "A100", Some(i), 200.0 + f64::from(i))));
+        assert_eq!(outliers(&mut rows), [("n1".to_owned(), Some(2))]);
+        let a100 = rows
+            .iter()
+            .find(|r| r.gpu.as_deref() == Some("A100"))
+            .unwrap();
+        assert_eq!(a100.fleet_median_ns, Some(201.0));
+        let h100 = rows
+            .iter()
+            .find(|r| r.gpu.as_deref() == Some("H100"))
+            .unwrap();
+        assert!(h100.fleet_median_ns.unwrap() < 102.0);
     }
 
     #[test]
@@ -264,6 +332,7 @@ mod tests {
         let row = |node: &str, simulated: bool, median: f64| Row {
             node: node.into(),
             gpu: None,
+            device: None,
             driver: None,
             simulated,
             combination: "c".into(),

@@ -303,6 +303,7 @@ fn report() -> BenchReport {
             },
         ],
         benchmarks: cu12_rows().into_iter().chain(cu11_rows()).collect(),
+        findings: Vec::new(),
     }
 }
 

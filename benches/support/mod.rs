@@ -190,6 +190,8 @@ pub fn load_once(target: &Target) -> Duration {
         depth: Depth::Full,
         arch: &target.arch,
         device: 0,
+        cpu_side: true,
+        keyed: false,
         worker: &target.worker,
         timeout: TIMEOUT,
     };

@@ -5,11 +5,15 @@
 //! Each combination runs in a worker of its own (`stackbench __bench`, [`worker`]) with its
 //! search path pinned as `check`'s are; [`client`] is the parent's end of it, [`suite`] the
 //! order of one combination's benchmarks, [`plan`] their sizes and limits. Combinations run
-//! one after another: two on one GPU would measure each other.
+//! one after another: two on one GPU would measure each other. So do GPUs: each selected GPU
+//! gets the GPU benchmarks in turn (two at once would share the host's CPU, PCIe root
+//! complexes and power budget), the CPU-side ones run once, on the first; [`node`] sets the
+//! GPUs of one model side by side.
 
 pub mod client;
 pub mod files;
 pub mod model;
+pub mod node;
 pub mod plan;
 pub mod protocol;
 pub mod repeat;
@@ -66,39 +70,49 @@ pub fn scope(options: &BenchOptions, host: &Host) -> Result<Scope, CheckError> {
 }
 
 impl BenchOptions {
-    /// The suite's settings for a run over `scope`.
-    pub fn settings<'a>(&'a self, scope: &'a Scope) -> Settings<'a> {
+    /// The suite's settings for the pass over the `at`th selected device of `scope` (the
+    /// first: device 0 when none was selected): the CPU-side benchmarks on the first pass
+    /// only, GPU results keyed by device where there are several.
+    pub fn settings<'a>(&'a self, scope: &'a Scope, at: usize) -> Settings<'a> {
+        let devices = &scope.selected.devices;
         Settings {
             depth: self.depth,
             arch: &scope.arch,
-            device: scope.selected.devices.first().copied().unwrap_or(0),
+            device: devices.get(at).copied().unwrap_or(0),
+            cpu_side: at == 0,
+            keyed: devices.len() > 1,
             worker: &self.worker,
             timeout: self.timeout,
         }
     }
 }
 
-/// The progress of one repetition: the combination's name says which.
+/// The progress of one repetition on one device: the combination's name says which.
 struct Repetition<'a> {
     progress: &'a dyn Progress,
     at: u32,
     of: u32,
+    /// The GPU of this pass, in a run over several.
+    device: Option<u32>,
 }
 
 impl Progress for Repetition<'_> {
     fn update(&self, combination: &str, done: usize, total: usize, last: &BenchResult) {
-        let name = if self.of > 1 {
-            format!("{combination} (repetition {} of {})", self.at, self.of)
-        } else {
-            combination.to_owned()
-        };
+        let mut name = combination.to_owned();
+        if let Some(device) = self.device {
+            name.push_str(&format!(" on GPU {device}"));
+        }
+        if self.of > 1 {
+            name.push_str(&format!(" (repetition {} of {})", self.at, self.of));
+        }
         self.progress.update(&name, done, total, last);
     }
 }
 
-/// Runs every selected combination's benchmarks, one combination at a time, `repeat` times
-/// over, interleaved (A B C A B C): each repetition in fresh workers, so that the variation
-/// between runs shows in the results.
+/// Runs every selected combination's benchmarks, one combination and one GPU at a time,
+/// `repeat` times over, interleaved (A B C A B C): each repetition in fresh workers, so that
+/// the variation between runs shows in the results. Over several GPUs, a GPU slower than its
+/// same-model peers is a finding ([`node::slow_devices`]).
 pub fn bench(
     options: &BenchOptions,
     host: &Host,
@@ -106,7 +120,7 @@ pub fn bench(
 ) -> Result<BenchReport, CheckError> {
     let started = crate::timestamp::now();
     let scope = scope(options, host)?;
-    let settings = options.settings(&scope);
+    let passes = scope.selected.devices.len().max(1);
     let repeat = options.repeat.max(1);
     let mut runs: Vec<Vec<_>> = scope
         .selected
@@ -115,13 +129,17 @@ pub fn bench(
         .map(|_| Vec::new())
         .collect();
     for at in 1..=repeat {
-        let progress = Repetition {
-            progress,
-            at,
-            of: repeat,
-        };
         for (combination, runs) in scope.selected.combinations.iter().zip(&mut runs) {
-            runs.push(suite::run(combination, &settings, &progress));
+            for pass in 0..passes {
+                let settings = options.settings(&scope, pass);
+                let progress = Repetition {
+                    progress,
+                    at,
+                    of: repeat,
+                    device: settings.keyed.then_some(settings.device),
+                };
+                runs.push(suite::run(combination, &settings, &progress));
+            }
         }
     }
     let mut combinations = Vec::with_capacity(runs.len());
@@ -130,7 +148,7 @@ pub fn bench(
         combinations.push(run);
         benchmarks.extend(results);
     }
-    Ok(BenchReport {
+    let mut report = BenchReport {
         schema: BENCH_SCHEMA.to_owned(),
         schema_minor: BENCH_SCHEMA_MINOR,
         repeat,
@@ -144,5 +162,8 @@ pub fn bench(
         simulated: combinations.iter().any(|c| c.simulated),
         combinations,
         benchmarks,
-    })
+        findings: Vec::new(),
+    };
+    report.findings = node::slow_devices(&report);
+    Ok(report)
 }

@@ -4,6 +4,7 @@
 //! from them, the noise from every sample. Fields are only ever added.
 
 use crate::check::model::is_false;
+use crate::devices::DeviceKey;
 use crate::gpu::GpuInfo;
 use crate::model::HostInfo;
 use serde::{Deserialize, Serialize};
@@ -14,8 +15,10 @@ use std::path::PathBuf;
 pub const BENCH_SCHEMA: &str = "stackbench.bench/v1";
 
 /// The minor version of [`BENCH_SCHEMA`] this stackbench writes: 1 adds `repeat` and each
-/// benchmark's `repetitions` (files without them, minor 0, are one repetition each).
-pub const BENCH_SCHEMA_MINOR: u32 = 1;
+/// benchmark's `repetitions` (files without them, minor 0, are one repetition each); 2 adds
+/// each GPU benchmark's `device` in runs over several GPUs and the run's `findings` (files
+/// without them ran on one GPU, or found nothing).
+pub const BENCH_SCHEMA_MINOR: u32 = 2;
 
 /// Whether a number is zero (serde: left out when it is).
 fn is_zero(n: &u32) -> bool {
@@ -55,6 +58,36 @@ pub struct BenchReport {
     pub load_untrusted: bool,
     pub combinations: Vec<CombinationRun>,
     pub benchmarks: Vec<BenchResult>,
+    /// What the run found about its GPUs together (`slow_device`); absent when nothing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<NodeFinding>,
+}
+
+/// A GPU of the run whose figures lie beyond its same-model peers' (`crate::node::outlier`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct NodeFinding {
+    /// `slow_device`.
+    pub code: String,
+    /// The GPU's model, as NVML names it: its peers are the run's GPUs of that model.
+    pub gpu: String,
+    pub device: DeviceKey,
+    /// Each benchmark it was the odd one out on, worst first.
+    pub benchmarks: Vec<SlowBenchmark>,
+    /// What was found, in a sentence.
+    pub message: String,
+    /// What to do.
+    pub fix: String,
+}
+
+/// One benchmark on which a GPU was slower than its peers.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SlowBenchmark {
+    pub id: String,
+    /// Its median time over the peers' median (1.15 is 15% slower).
+    pub ratio: f64,
+    pub median_ns: f64,
+    /// The median of every same-model GPU's median, its own included.
+    pub peers_median_ns: f64,
 }
 
 /// One combination as the benchmarks used it: the versions behind its figures.
@@ -315,6 +348,10 @@ pub struct BenchResult {
     /// after another in `samples_ns`. Empty in files of schema minor 0 (one repetition).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub repetitions: Vec<Repetition>,
+    /// The GPU a GPU benchmark ran on, as its worker saw it (ordinal, UUID, PCI bus id): set
+    /// only in runs over several GPUs, so a one-GPU run's results read as before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<DeviceKey>,
 }
 
 /// One repetition of a benchmark: one fresh worker's run of it.
@@ -427,6 +464,21 @@ impl BenchResult {
             telemetry: None,
             stopped_by: None,
             repetitions: Vec::new(),
+            device: None,
+        }
+    }
+
+    /// The ordinal of the GPU it ran on, 0 for a result without one (a one-GPU run, whose
+    /// device is 0 unless `--devices` named another): what `compare` matches devices by.
+    pub fn device_index(&self) -> u32 {
+        self.device.as_ref().map_or(0, |d| d.index)
+    }
+
+    /// Its id with the GPU it ran on where the run had several: `copy/c/.../batch on GPU 3`.
+    pub fn label(&self) -> String {
+        match &self.device {
+            Some(d) => format!("{} on GPU {}", self.id, d.index),
+            None => self.id.clone(),
         }
     }
 }
@@ -469,6 +521,32 @@ impl BenchReport {
             count(Status::Skipped),
             count(Status::Failed),
         ]
+    }
+
+    /// Whether the run exits 1: a benchmark failed, a GPU was the odd one out, or (unless
+    /// `allow_skip`) a benchmark was skipped.
+    pub fn fails(&self, allow_skip: bool) -> bool {
+        let [_, skipped, failed] = self.counts();
+        failed > 0 || !self.findings.is_empty() || (skipped > 0 && !allow_skip)
+    }
+
+    /// Whether its GPU results are keyed by device: a run over several GPUs.
+    pub fn multi_device(&self) -> bool {
+        self.benchmarks.iter().any(|b| b.device.is_some())
+    }
+
+    /// The model (NVML's name) of the GPU `device`: the run's GPU of the same UUID, else of the
+    /// same ordinal; `unknown GPU` when NVML listed neither.
+    pub fn gpu_model(&self, device: &DeviceKey) -> String {
+        let same_uuid = |g: &&crate::gpu::Gpu| {
+            let (Some(a), Some(b)) = (g.uuid.as_deref(), device.uuid.as_deref()) else {
+                return false;
+            };
+            a.eq_ignore_ascii_case(b)
+        };
+        (self.gpu.devices.iter().find(same_uuid))
+            .or_else(|| self.gpu.devices.iter().find(|g| g.index == device.index))
+            .map_or_else(|| "unknown GPU".to_owned(), |g| g.name.clone())
     }
 }
 
@@ -540,6 +618,7 @@ impl BenchReport {
                 ..CombinationRun::default()
             }],
             benchmarks,
+            findings: Vec::new(),
         }
     }
 }

@@ -163,24 +163,27 @@ fn row(repetitions: &[&BenchResult]) -> Option<BenchResult> {
     })
 }
 
-/// One combination's repetitions (each a run of its whole suite, in the order they ran) as one
-/// run: the first repetition's versions, the median ceilings, and each benchmark's row in the
-/// first repetition's order (then any only later ones had).
+/// One combination's repetitions (each a run of its whole suite on one GPU, in the order they
+/// ran) as one run: the first repetition's versions, the median ceilings, and each benchmark's
+/// row per GPU in the first repetition's order (then any only later ones had).
 pub fn merge(
     runs: Vec<(CombinationRun, Vec<BenchResult>)>,
 ) -> Option<(CombinationRun, Vec<BenchResult>)> {
-    let mut order: Vec<String> = Vec::new();
-    let mut by_id: BTreeMap<String, Vec<&BenchResult>> = BTreeMap::new();
+    let mut order: Vec<(String, Option<u32>)> = Vec::new();
+    let mut by_key: BTreeMap<(String, Option<u32>), Vec<&BenchResult>> = BTreeMap::new();
     for (_, results) in &runs {
         for result in results {
-            let entry = by_id.entry(result.id.clone()).or_default();
+            let key = (result.id.clone(), result.device.as_ref().map(|d| d.index));
+            let entry = by_key.entry(key.clone()).or_default();
             if entry.is_empty() {
-                order.push(result.id.clone());
+                order.push(key);
             }
             entry.push(result);
         }
     }
-    let rows: Vec<BenchResult> = order.iter().filter_map(|id| row(by_id.get(id)?)).collect();
+    let rows: Vec<BenchResult> = (order.iter())
+        .filter_map(|key| row(by_key.get(key)?))
+        .collect();
     let combinations: Vec<CombinationRun> = runs.iter().map(|(c, _)| c.clone()).collect();
     let mut combination = combinations.first()?.clone();
     combination.peaks = peaks(&combinations);

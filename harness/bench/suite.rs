@@ -1,6 +1,7 @@
-//! One combination's benchmarks, in its own worker: the setup checks, NVRTC compile times, the
-//! library load time (fresh workers), then, where the device came up, the copy ceiling, vector
-//! add and matmul; last, every figure against the ceilings measured here.
+//! One combination's benchmarks on one GPU, in its own worker: the setup checks, NVRTC compile
+//! times, the library load time (fresh workers; on the first GPU's pass only, as they need
+//! none), then, where the device came up, the copy ceiling, vector add and matmul; last, every
+//! figure against the ceilings measured here, on this GPU.
 
 use super::client::Client;
 use super::model::{
@@ -13,6 +14,7 @@ use crate::check::combination::Combination;
 use crate::check::model::CheckResult;
 use crate::check::protocol::{CheckRequest, Component};
 use crate::check::spec::{self, Side as CheckSide};
+use crate::devices::DeviceKey;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -39,6 +41,11 @@ pub struct Settings<'a> {
     /// The architecture compiled for (`sm_90`).
     pub arch: &'a str,
     pub device: u32,
+    /// Run the CPU-side benchmarks (NVRTC compile, library load), which need no GPU: on the
+    /// first device's pass only.
+    pub cpu_side: bool,
+    /// Mark each GPU result with its device: a run over several GPUs.
+    pub keyed: bool,
     /// The `__bench` executable.
     pub worker: &'a Path,
     /// How long one command may take before the worker counts as hung.
@@ -86,12 +93,16 @@ pub fn run(
     progress: &dyn Progress,
 ) -> (CombinationRun, Vec<BenchResult>) {
     let name = combination.name.as_str();
-    let compile = plan::compile(name, settings.arch);
+    let compile = if settings.cpu_side {
+        plan::compile(name, settings.arch)
+    } else {
+        Vec::new()
+    };
     let mut client = start(combination, settings);
     let setup = client.as_ref().map(|c| c.setup.clone()).unwrap_or_default();
     let simulated = crate::check::model::CombinationReport::ran_simulated(&setup);
     let gpu_plan = plan::gpu(name, settings.depth, simulated);
-    let total = compile.len() + 1 + gpu_plan.len();
+    let total = compile.len() + usize::from(settings.cpu_side) + gpu_plan.len();
     let mut results = Vec::with_capacity(total);
     let report = |result: BenchResult, results: &mut Vec<BenchResult>| {
         progress.update(name, results.len() + 1, total, &result);
@@ -111,7 +122,9 @@ pub fn run(
         };
         report(result, &mut results);
     }
-    report(load_time(combination, settings), &mut results);
+    if settings.cpu_side {
+        report(load_time(combination, settings), &mut results);
+    }
     for item in &gpu_plan {
         let result = match (&gpu_unavailable, &mut client) {
             (Some(why), _) => BenchResult::skipped(item.key.clone(), why.clone()),
@@ -131,9 +144,13 @@ pub fn run(
     }
     let peaks = peaks(&results);
     let l2_bytes = l2_bytes(&setup, settings.device);
+    let key = settings.keyed.then(|| device_key(&setup, settings.device));
     for result in &mut results {
         result.in_l2 = in_l2(result, l2_bytes);
         result.pct_of_peak = pct_of_peak(result, &peaks);
+        if result.side == super::model::Side::Gpu {
+            result.device = key.clone();
+        }
     }
     let run = CombinationRun {
         name: name.to_owned(),
@@ -217,8 +234,9 @@ fn detail(setup: &[CheckResult], id: &str, key: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// The L2 size of device `ordinal`, as `driver.devices` listed it.
-fn l2_bytes(setup: &[CheckResult], ordinal: u32) -> Option<u64> {
+/// Device `ordinal` as `driver.devices` listed it (its details: `uuid`, `pci_bus_id`,
+/// `l2_bytes`, ...).
+fn listed(setup: &[CheckResult], ordinal: u32) -> Option<&serde_json::Value> {
     setup
         .iter()
         .find(|r| r.id == "driver.devices")?
@@ -226,9 +244,27 @@ fn l2_bytes(setup: &[CheckResult], ordinal: u32) -> Option<u64> {
         .get("devices")?
         .as_array()?
         .iter()
-        .find(|d| d["ordinal"].as_u64() == Some(u64::from(ordinal)))?
-        .get("l2_bytes")?
-        .as_u64()
+        .find(|d| d["ordinal"].as_u64() == Some(u64::from(ordinal)))
+}
+
+/// The L2 size of device `ordinal`, as `driver.devices` listed it.
+fn l2_bytes(setup: &[CheckResult], ordinal: u32) -> Option<u64> {
+    listed(setup, ordinal)?.get("l2_bytes")?.as_u64()
+}
+
+/// Device `ordinal`'s key: the UUID and bus id the worker's `driver.devices` saw (none where it
+/// saw no device).
+fn device_key(setup: &[CheckResult], ordinal: u32) -> DeviceKey {
+    let text = |key: &str| {
+        listed(setup, ordinal)
+            .and_then(|d| d[key].as_str())
+            .map(str::to_owned)
+    };
+    DeviceKey {
+        index: ordinal,
+        uuid: text("uuid"),
+        pci_bus_id: text("pci_bus_id"),
+    }
 }
 
 /// Whether a batch-mode vector add's working set (its three arrays) stays in L2 from one run
@@ -517,10 +553,10 @@ mod tests {
     }
 
     #[test]
-    fn the_l2_size_comes_from_the_chosen_device() {
+    fn the_l2_size_and_the_key_come_from_the_chosen_device() {
         let devices = serde_json::json!([
-            {"ordinal": 0, "l2_bytes": 52_428_800},
-            {"ordinal": 1, "l2_bytes": 62_914_560}
+            {"ordinal": 0, "l2_bytes": 52_428_800, "uuid": "GPU-a", "pci_bus_id": "0000:17:00.0"},
+            {"ordinal": 1, "l2_bytes": 62_914_560, "uuid": "GPU-b", "pci_bus_id": "0000:2a:00.0"}
         ]);
         let setup = vec![CheckResult {
             id: "driver.devices".into(),
@@ -532,8 +568,13 @@ mod tests {
             device: None,
         }];
         assert_eq!(l2_bytes(&setup, 1), Some(62_914_560));
+        let key = device_key(&setup, 1);
+        assert_eq!(key.uuid.as_deref(), Some("GPU-b"));
+        assert_eq!(key.pci_bus_id.as_deref(), Some("0000:2a:00.0"));
         assert_eq!(l2_bytes(&setup, 2), None);
         assert_eq!(l2_bytes(&[], 0), None);
+        assert_eq!(device_key(&[], 3).index, 3);
+        assert_eq!(device_key(&[], 3).uuid, None);
     }
 
     #[test]

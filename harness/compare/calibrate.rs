@@ -111,7 +111,8 @@ struct Tally {
     threshold_for_same: f64,
 }
 
-/// Each benchmark's tally over every pair of `runs` (older first), in the first run's order.
+/// Each benchmark's tally over every pair of `runs` (older first), in the first run's order;
+/// in runs over several GPUs, each benchmark's on each GPU (`... on GPU 3`).
 fn rows(runs: &[&BenchReport], threshold: f64) -> Vec<CalibrationRow> {
     let mut order: Vec<String> = Vec::new();
     let mut tallies: BTreeMap<String, Tally> = BTreeMap::new();
@@ -129,25 +130,26 @@ fn rows(runs: &[&BenchReport], threshold: f64) -> Vec<CalibrationRow> {
                 .iter()
                 .filter(|b| b.status == Status::Measured)
             {
-                let Some(o) = old
-                    .benchmarks
-                    .iter()
-                    .find(|b| b.id == n.id && b.status == Status::Measured)
-                else {
+                let Some(o) = old.benchmarks.iter().find(|b| {
+                    b.id == n.id
+                        && b.device_index() == n.device_index()
+                        && b.status == Status::Measured
+                }) else {
                     continue;
                 };
                 let (Ok(a), Ok(b)) = (o.repetition_samples(), n.repetition_samples()) else {
                     continue;
                 };
-                let floor = history.floor(&n.id, &n.combination, n.side, &[old, new]);
+                let floor = history.floor(n, &[old, new]);
                 let Some(estimate) = stats::estimate(&a, &b, &floor) else {
                     continue;
                 };
                 let r = estimate.ratio;
-                if !tallies.contains_key(&n.id) {
-                    order.push(n.id.clone());
+                let label = n.label();
+                if !tallies.contains_key(&label) {
+                    order.push(label.clone());
                 }
-                let tally = tallies.entry(n.id.clone()).or_default();
+                let tally = tallies.entry(label).or_default();
                 tally.side = Some(n.side);
                 tally.verdicts.push(r.verdict(threshold));
                 tally.changes.push((r.ratio - 1.0).abs());

@@ -257,17 +257,19 @@ fn judged(
 }
 
 /// Every benchmark of either run, matched by id (which holds the combination and the
-/// parameters), in the new run's order, then the old run's leftovers; rows measured in neither
-/// run and ending the same way in both (skipped twice) are left out. Each row measured in both
-/// is judged on its repetitions, its interval held to the noise floor `history` gives it.
+/// parameters) and GPU (its ordinal: a result without one, from a one-GPU run, is GPU 0's), in
+/// the new run's order, then the old run's leftovers; rows measured in neither run and ending
+/// the same way in both (skipped twice) are left out. Each row measured in both is judged on
+/// its repetitions, its interval held to the noise floor `history` gives it.
 pub fn benchmarks(
     old: &BenchReport,
     new: &BenchReport,
     threshold: f64,
     history: &History,
 ) -> Vec<BenchmarkRow> {
-    let by_id: BTreeMap<&str, &BenchResult> =
-        old.benchmarks.iter().map(|r| (r.id.as_str(), r)).collect();
+    let key = |r: &BenchResult| (r.id.clone(), r.device_index());
+    let by_key: BTreeMap<(String, u32), &BenchResult> =
+        old.benchmarks.iter().map(|r| (key(r), r)).collect();
     // Whether each run's combination of a row ran on the simulated driver.
     let simulated = |report: &BenchReport, result: Option<&BenchResult>| {
         result.map(|r| {
@@ -278,15 +280,15 @@ pub fn benchmarks(
                 .map_or(report.simulated, |c| c.simulated)
         })
     };
-    let in_new: BTreeSet<&str> = new.benchmarks.iter().map(|r| r.id.as_str()).collect();
+    let in_new: BTreeSet<(String, u32)> = new.benchmarks.iter().map(key).collect();
     let pairs = new
         .benchmarks
         .iter()
-        .map(|n| (by_id.get(n.id.as_str()).copied(), Some(n)))
+        .map(|n| (by_key.get(&key(n)).copied(), Some(n)))
         .chain(
             old.benchmarks
                 .iter()
-                .filter(|o| !in_new.contains(o.id.as_str()))
+                .filter(|o| !in_new.contains(&key(o)))
                 .map(|o| (Some(o), None)),
         );
     pairs
@@ -299,7 +301,7 @@ pub fn benchmarks(
             }
             let (floor, judged) = match (measured(o), measured(n)) {
                 (Some(o), Some(n)) => {
-                    let floor = history.floor(&n.id, &n.combination, n.side, &[old, new]);
+                    let floor = history.floor(n, &[old, new]);
                     (Some(floor), judged(o, n, &floor))
                 }
                 _ => (None, None),
@@ -325,6 +327,9 @@ pub fn benchmarks(
             Some(BenchmarkRow {
                 id: any.id.clone(),
                 combination: any.combination.clone(),
+                device: n
+                    .and_then(|n| n.device.clone())
+                    .or_else(|| o?.device.clone()),
                 old_status: o.map(|r| r.status.name().to_owned()),
                 new_status: n.map(|r| r.status.name().to_owned()),
                 old_median_ns: o.and_then(|r| r.summary).map(|s| s.median_ns),

@@ -10,7 +10,7 @@
 //! narrow. With less history, the stated default of the benchmark's side.
 
 use super::stats::{Floor, FloorSource};
-use crate::bench::model::{BenchReport, Side, Status};
+use crate::bench::model::{BenchReport, BenchResult, Status};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -62,18 +62,13 @@ impl History {
         History { runs }
     }
 
-    /// The floor of benchmark `id` (of `combination`, on `side`) for a comparison of `compared`:
+    /// The floor of `result`'s benchmark (its id, on its GPU) for a comparison of `compared`:
     /// learned from the earlier runs of the compared runs' environments, each environment's
     /// spread taken about its own mean. History made on one boot says nothing of the variation
     /// across reboots, so when a compared run was made on another boot its variation between
     /// runs is never taken below the stated default.
-    pub fn floor(
-        &self,
-        id: &str,
-        combination: &str,
-        side: Side,
-        compared: &[&BenchReport],
-    ) -> Floor {
+    pub fn floor(&self, result: &BenchResult, compared: &[&BenchReport]) -> Floor {
+        let (id, combination, side) = (&result.id, &result.combination, result.side);
         let wanted: BTreeSet<String> = compared
             .iter()
             .filter_map(|r| environment(r, combination))
@@ -86,7 +81,7 @@ impl History {
                 continue;
             };
             let Some(result) = (run.benchmarks.iter())
-                .find(|b| b.id == id)
+                .find(|b| &b.id == id && b.device_index() == result.device_index())
                 .filter(|b| b.status == Status::Measured)
             else {
                 continue;
@@ -222,6 +217,7 @@ pub(super) fn learned(environments: &[Vec<Vec<f64>>]) -> Option<Floor> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench::model::Side;
 
     /// Runs whose repetitions lie at `mean` ± `spread`.
     fn runs(means: &[f64], spread: f64) -> Vec<Vec<f64>> {
@@ -293,9 +289,8 @@ mod tests {
         // Three quiet runs, all on boot a: they learn a floor below the stated default.
         let quiet = |boot: &str, minute| run_on(boot, minute, [100.0, 100.2, 99.8]);
         let history = History::of(vec![quiet("a", 1), quiet("a", 2), quiet("a", 3)]);
-        let floor = |old: &BenchReport, new: &BenchReport| {
-            history.floor(&old.benchmarks[0].id, "c", Side::Gpu, &[old, new])
-        };
+        let floor =
+            |old: &BenchReport, new: &BenchReport| history.floor(&old.benchmarks[0], &[old, new]);
         let default = Floor::default_for(Side::Gpu).between_runs;
         let same_boot = floor(&quiet("a", 10), &quiet("a", 11));
         assert_eq!(same_boot.source, FloorSource::History);
@@ -309,7 +304,7 @@ mod tests {
         let spanning = History::of(vec![quiet("a", 1), quiet("b", 2), quiet("c", 3)]);
         let old = quiet("a", 10);
         let new = quiet("d", 11);
-        let learned = spanning.floor(&old.benchmarks[0].id, "c", Side::Gpu, &[&old, &new]);
+        let learned = spanning.floor(&old.benchmarks[0], &[&old, &new]);
         assert_eq!(learned.source, FloorSource::History);
     }
 

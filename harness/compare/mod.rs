@@ -203,14 +203,14 @@ fn regressions(report: &CompareReport, fail_on: &[FailOn]) -> Vec<String> {
             let ratio = row.ratio.map_or(0.0, |r| 100.0 * (r.ratio - 1.0));
             found.push(format!(
                 "{}: {} ({ratio:+.1}%)",
-                row.id,
+                row.label(),
                 row.verdict.map_or("", Verdict::name)
             ));
         }
         let broke = row.old_status.as_deref() == Some("measured")
             && row.new_status.as_deref() == Some("failed");
         if broke && counts(FailOn::Failure) {
-            found.push(format!("{}: measured before, fails now", row.id));
+            found.push(format!("{}: measured before, fails now", row.label()));
         }
     }
     if counts(FailOn::Failure) {
@@ -275,6 +275,7 @@ mod tests {
             benchmarks: vec![BenchmarkRow {
                 id: "copy/c/1073741824".into(),
                 combination: "c".into(),
+                device: None,
                 old_status: Some("measured".into()),
                 new_status: Some("measured".into()),
                 old_median_ns: Some(1.0),

@@ -94,6 +94,10 @@ pub struct Change {
 pub struct BenchmarkRow {
     pub id: String,
     pub combination: String,
+    /// The GPU it ran on, in runs over several GPUs (the new run's, else the old's); absent
+    /// otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<crate::devices::DeviceKey>,
     /// `measured`, `skipped`, `failed`; `None` when the run does not have it.
     pub old_status: Option<String>,
     pub new_status: Option<String>,
@@ -131,6 +135,17 @@ pub struct BenchmarkRow {
     /// Why an `unclear` row is unclear, and what would settle it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub why: Option<String>,
+}
+
+impl BenchmarkRow {
+    /// Its id, with its GPU where it has one: `copy/c/driver/1073741824/batch on GPU 3
+    /// (GPU-..., 0000:3d:00.0)`.
+    pub fn label(&self) -> String {
+        match &self.device {
+            Some(d) => format!("{} on {}", self.id, crate::bench::node::gpu_name(d)),
+            None => self.id.clone(),
+        }
+    }
 }
 
 /// How a check changed.

@@ -2,7 +2,10 @@
 //! spread), the combinations' lines, and the benchmarks that were not measured, grouped by
 //! reason so that a host without a GPU says so once.
 
-use crate::bench::model::{BenchReport, BenchResult, CombinationRun, Status, StopReason};
+use crate::bench::model::{
+    BenchReport, BenchResult, CombinationRun, NodeFinding, Status, StopReason,
+};
+use crate::bench::node::NodeTable;
 
 /// A time for people: `812 ns`, `1.23 µs`, `4.56 ms`, `1.20 s`; the unit is chosen after
 /// rounding (999.7 ns is `1.00 µs`), and what is not a time is `-`.
@@ -172,12 +175,77 @@ pub fn peaks(run: &CombinationRun) -> String {
     }
 }
 
+/// The GPU a result ran on in a run over several (`GPU 3`), `-` for the rest.
+pub fn device(result: &BenchResult) -> String {
+    result
+        .device
+        .as_ref()
+        .map_or("-".to_owned(), |d| format!("GPU {}", d.index))
+}
+
+/// The node table's header: `benchmark`, `size`, `variant`, then `GPU 0`, `GPU 1`, ...
+pub fn node_header(table: &NodeTable) -> Vec<String> {
+    ["benchmark", "size", "variant"]
+        .into_iter()
+        .map(str::to_owned)
+        .chain(table.devices.iter().map(|d| format!("GPU {}", d.index)))
+        .collect()
+}
+
+/// A node table's rows: each benchmark's name, size and variant, then each GPU's figure (as
+/// the combination's table gives it) or how it ended, with whether it is the odd one out.
+pub fn node_rows(table: &NodeTable) -> Vec<(Vec<String>, Vec<(String, bool)>)> {
+    table
+        .rows
+        .iter()
+        .map(|row| {
+            let r = row.first;
+            let key = vec![r.benchmark.clone(), size(r), variant(r)];
+            let cells = (row.cells.iter())
+                .map(|cell| match cell {
+                    Some((r, odd)) if r.status == Status::Measured => (figure(r), *odd),
+                    Some((r, _)) => (r.status.name().to_owned(), false),
+                    None => ("-".to_owned(), false),
+                })
+                .collect();
+            (key, cells)
+        })
+        .collect()
+}
+
+/// The node table's title: `4 GPUs (H100), each benchmark's figure per GPU`.
+pub fn node_title(table: &NodeTable) -> String {
+    format!(
+        "{} GPUs ({}), each benchmark's figure per GPU",
+        table.devices.len(),
+        table.model
+    )
+}
+
+/// What the node table's mark means: the rule, on median times.
+pub fn node_legend(mark: &str) -> String {
+    format!(
+        "{mark} the odd one out: its median time {}",
+        crate::node::outlier::METHOD
+    )
+}
+
+/// A `slow_device` finding's benchmarks with their ratios: `copy/c/driver/1073741824/batch
+/// +15.0%, ...`.
+pub fn slow_benchmarks(finding: &NodeFinding) -> String {
+    let listed: Vec<String> = (finding.benchmarks.iter())
+        .map(|b| format!("{} {:+.1}%", b.id, 100.0 * (b.ratio - 1.0)))
+        .collect();
+    listed.join(", ")
+}
+
 /// Benchmarks that were not measured, grouped by how they ended and why: failures first.
 #[derive(Debug, PartialEq)]
 pub struct Unmeasured<'a> {
     pub status: Status,
     pub reason: &'a str,
-    pub ids: Vec<&'a str>,
+    /// Each benchmark's id, with its GPU in a run over several.
+    pub ids: Vec<String>,
     pub combinations: Vec<&'a str>,
 }
 
@@ -204,7 +272,7 @@ pub fn unmeasured(report: &BenchReport) -> Vec<Unmeasured<'_>> {
                 }
             };
             let group = &mut groups[at];
-            group.ids.push(&result.id);
+            group.ids.push(result.label());
             if !group.combinations.contains(&result.combination.as_str()) {
                 group.combinations.push(&result.combination);
             }

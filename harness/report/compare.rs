@@ -73,6 +73,14 @@ pub fn benchmarks_title(report: &CompareReport) -> String {
     )
 }
 
+/// A benchmark row's name: its id, with its GPU in runs over several (`... on GPU 3`).
+pub fn benchmark(row: &BenchmarkRow) -> String {
+    match &row.device {
+        Some(d) => format!("{} on GPU {}", row.id, d.index),
+        None => row.id.clone(),
+    }
+}
+
 /// The verdict, with a mark when the clocks differ and when one side is simulated.
 pub fn verdict(row: &BenchmarkRow) -> String {
     let verdict = row.verdict.map_or("-", |v| v.name());
@@ -202,6 +210,7 @@ mod tests {
         BenchmarkRow {
             id: "vector_add/c/1048576".into(),
             combination: "c".into(),
+            device: None,
             old_status: Some("measured".into()),
             new_status: Some("measured".into()),
             old_median_ns: Some(1000.0),

@@ -101,6 +101,9 @@ const BENCH_HEADER: &[&str] = &[
     "started",
     "in_l2",
     "simulated",
+    "device",
+    "device_uuid",
+    "device_pci_bus_id",
 ];
 
 const COMPARE_HEADER: &[&str] = &[
@@ -208,7 +211,7 @@ impl Exporter for Csv {
         let benchmarks = report.benchmarks.iter().map(|b| {
             row([
                 "benchmark".into(),
-                b.id.clone(),
+                b.label(),
                 opt(b.old_median_ns),
                 opt(b.new_median_ns),
                 opt(b.verdict.map(|v| v.name())),
@@ -281,6 +284,9 @@ impl Exporter for Csv {
             "failed_checks",
             "outlier",
             "simulated",
+            "device",
+            "device_uuid",
+            "device_pci_bus_id",
         ];
         table(
             &header,
@@ -297,6 +303,9 @@ impl Exporter for Csv {
                     r.failed_checks.join(" "),
                     r.outlier.to_string(),
                     r.simulated.to_string(),
+                    opt(r.device.as_ref().map(|d| d.index)),
+                    opt(r.device.as_ref().and_then(|d| d.uuid.as_ref())),
+                    opt(r.device.as_ref().and_then(|d| d.pci_bus_id.as_ref())),
                 ]
             }),
         )
@@ -383,7 +392,10 @@ fn bench_row(report: &BenchReport, r: &BenchResult) -> Vec<String> {
         opt(r.stopped_by.map(super::bench::stopped_by)),
         opt(r.reason.as_ref()),
         report.host.hostname.clone(),
-        opt(report.gpu.devices.first().map(|d| d.name.clone())),
+        match &r.device {
+            Some(d) => report.gpu_model(d),
+            None => opt(report.gpu.devices.first().map(|d| d.name.clone())),
+        },
         opt(report.gpu.driver_version.as_ref()),
         opt(cuda),
         report.started.clone(),
@@ -391,6 +403,9 @@ fn bench_row(report: &BenchReport, r: &BenchResult) -> Vec<String> {
         combination
             .map_or(report.simulated, |c| c.simulated)
             .to_string(),
+        opt(r.device.as_ref().map(|d| d.index)),
+        opt(r.device.as_ref().and_then(|d| d.uuid.as_ref())),
+        opt(r.device.as_ref().and_then(|d| d.pci_bus_id.as_ref())),
     ]
 }
 

@@ -98,6 +98,20 @@ impl Exporter for Markdown {
                 code(&format!("--driver-dir {}", dir.display()))
             );
         }
+        if !report.findings.is_empty() {
+            out.push_str("## Findings\n\n");
+            for f in &report.findings {
+                let _ = writeln!(
+                    out,
+                    "- **{}**: {} Benchmarks: {}. Fix: {}",
+                    f.code,
+                    escape(&f.message),
+                    escape(&bench::slow_benchmarks(f)),
+                    escape(&f.fix)
+                );
+            }
+            out.push('\n');
+        }
         out.push_str("## Combinations\n\n");
         out.push_str(
             "| combination | CUDA | driver's CUDA | libraries | ceilings | GPU benchmarks |\n",
@@ -125,15 +139,28 @@ impl Exporter for Markdown {
             .iter()
             .filter(|r| r.status == BenchStatus::Measured)
             .collect();
+        let multi = report.multi_device();
         if !measured.is_empty() {
             out.push_str("## Measured\n\n");
-            out.push_str(
-                "| benchmark | combination | size | variant | median | IQR | noise | rate | % of peak | verified | stopped by | throttled |\n",
+            let (gpu, rule) = if multi {
+                ("GPU | ", "--- | ")
+            } else {
+                ("", "")
+            };
+            let _ = writeln!(
+                out,
+                "| benchmark | combination | size | variant | {gpu}median | IQR | noise | rate | % of peak | verified | stopped by | throttled |",
             );
-            out.push_str(
-                "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
+            let _ = writeln!(
+                out,
+                "| --- | --- | --- | --- | {rule}--- | --- | --- | --- | --- | --- | --- | --- |",
             );
             for r in measured {
+                let gpu = if multi {
+                    format!("{} | ", bench::device(r))
+                } else {
+                    String::new()
+                };
                 let (median, iqr) = bench::spread(r);
                 let rate = match &r.throughput {
                     Some(_) => bench::figure(r),
@@ -141,7 +168,7 @@ impl Exporter for Markdown {
                 };
                 let _ = writeln!(
                     out,
-                    "| {} | {} | {} | {} | {median} | {iqr} | {} | {rate} | {} | {} | {} | {} |",
+                    "| {} | {} | {} | {} | {gpu}{median} | {iqr} | {} | {rate} | {} | {} | {} | {} |",
                     r.benchmark,
                     code(&r.combination),
                     bench::size(r),
@@ -155,11 +182,38 @@ impl Exporter for Markdown {
             }
             out.push('\n');
         }
+        for table in crate::bench::node::tables(report) {
+            let _ = writeln!(
+                out,
+                "## Node: {}, {}\n\n{}.\n",
+                code(table.combination),
+                escape(&bench::node_title(&table)),
+                escape(&bench::node_legend("**Bold**:"))
+            );
+            let header = bench::node_header(&table);
+            let _ = writeln!(out, "| {} |", header.join(" | "));
+            let _ = writeln!(out, "|{}", " --- |".repeat(header.len()));
+            for (key, cells) in bench::node_rows(&table) {
+                let cells = cells.into_iter().map(|(cell, odd)| match odd {
+                    true => format!("**{cell}**"),
+                    false => cell,
+                });
+                let row: Vec<String> = key.into_iter().chain(cells).collect();
+                let _ = writeln!(out, "| {} |", row.join(" | "));
+            }
+            out.push('\n');
+        }
         let notes: Vec<String> = report
             .benchmarks
             .iter()
             .filter(|r| r.status == BenchStatus::Measured)
-            .filter_map(|r| Some(format!("- `{}`: {}", r.id, escape(r.reason.as_deref()?))))
+            .filter_map(|r| {
+                Some(format!(
+                    "- `{}`: {}",
+                    r.label(),
+                    escape(r.reason.as_deref()?)
+                ))
+            })
             .collect();
         if !notes.is_empty() {
             let _ = writeln!(out, "Notes:\n\n{}\n", notes.join("\n"));
@@ -242,7 +296,7 @@ impl Exporter for Markdown {
                 let _ = writeln!(
                     out,
                     "| `{}` | {old} | {new} | {change} | {interval} | {} | {} | {} |",
-                    b.id,
+                    view::benchmark(b),
                     view::repetitions(b),
                     view::verdict(b),
                     escape(&view::note(b).unwrap_or_default())

@@ -217,9 +217,13 @@ fn gpu_line(gpu: &GpuInfo) -> String {
 fn merge_cells(row: &crate::merge::Row) -> Vec<String> {
     let dash = |v: Option<&String>| v.cloned().unwrap_or_else(|| "-".to_owned());
     let time = |v: Option<f64>| v.map_or("-".to_owned(), bench::duration);
+    let gpu = match &row.device {
+        Some(d) => format!("{} (GPU {})", dash(row.gpu.as_ref()), d.index),
+        None => dash(row.gpu.as_ref()),
+    };
     vec![
         row.node.clone(),
-        dash(row.gpu.as_ref()),
+        gpu,
         dash(row.driver.as_ref()),
         row.combination.clone(),
         row.id.clone(),

@@ -170,7 +170,16 @@ impl Exporter for Terminal {
             let line = format!("driver libraries from --driver-dir {}", dir.display());
             let _ = writeln!(out, "{}", wrap(&line, "     "));
         }
+        for f in &report.findings {
+            let line = format!("{}: {}", f.code, f.message);
+            let _ = writeln!(out, "{}", self.paint(RED, &wrap(&line, "    ")));
+            let line = format!("  benchmarks: {}", bench::slow_benchmarks(f));
+            let _ = writeln!(out, "{}", wrap(&line, "    "));
+            let _ = writeln!(out, "{}", wrap(&format!("  fix: {}", f.fix), "    "));
+        }
         out.push('\n');
+        let multi = report.multi_device();
+        let tables = crate::bench::node::tables(report);
         for c in &report.combinations {
             let cuda = c.cuda_version.as_deref().unwrap_or("?");
             let driver = c.driver_cuda_version.as_deref().unwrap_or("?");
@@ -189,41 +198,68 @@ impl Exporter for Terminal {
                 .filter(|r| r.combination == c.name && r.status == BenchStatus::Measured)
                 .map(|r| {
                     let (median, iqr) = bench::spread(r);
-                    vec![
-                        r.benchmark.clone(),
-                        bench::size(r),
-                        bench::variant(r),
-                        median,
-                        iqr,
-                        bench::noise(r),
-                        bench::figure(r),
-                        bench::of_peak(r),
-                        bench::verified(r).to_owned(),
-                        bench::stopped(r).to_owned(),
-                        bench::throttled(r),
-                    ]
+                    let gpu = multi.then(|| bench::device(r));
+                    [r.benchmark.clone(), bench::size(r), bench::variant(r)]
+                        .into_iter()
+                        .chain(gpu)
+                        .chain([
+                            median,
+                            iqr,
+                            bench::noise(r),
+                            bench::figure(r),
+                            bench::of_peak(r),
+                            bench::verified(r).to_owned(),
+                            bench::stopped(r).to_owned(),
+                            bench::throttled(r),
+                        ])
+                        .collect()
                 })
                 .collect();
             if !rows.is_empty() {
-                let header = [
-                    "benchmark",
-                    "size",
-                    "variant",
-                    "median",
-                    "IQR",
-                    "noise",
-                    "figure",
-                    "of peak",
-                    "verified",
-                    "stopped by",
-                    "throttled",
-                ];
+                let gpu = multi.then_some("GPU");
+                let header: Vec<&str> = ["benchmark", "size", "variant"]
+                    .into_iter()
+                    .chain(gpu)
+                    .chain([
+                        "median",
+                        "IQR",
+                        "noise",
+                        "figure",
+                        "of peak",
+                        "verified",
+                        "stopped by",
+                        "throttled",
+                    ])
+                    .collect();
+                self.table(&mut out, &header, &rows);
+            }
+            for table in tables.iter().filter(|t| t.combination == c.name) {
+                let title = format!("  {}", bench::node_title(table));
+                let _ = writeln!(out, "{}", self.paint(BOLD, &title));
+                let legend = format!("  {}", bench::node_legend("*"));
+                let _ = writeln!(out, "{}", self.paint(DIM, &wrap(&legend, "    ")));
+                let rows: Vec<Vec<String>> = bench::node_rows(table)
+                    .into_iter()
+                    .map(|(key, cells)| {
+                        let marked = cells.into_iter().map(|(cell, odd)| match odd {
+                            true => format!("{cell} *"),
+                            false => cell,
+                        });
+                        key.into_iter().chain(marked).collect()
+                    })
+                    .collect();
+                let header = bench::node_header(table);
+                let header: Vec<&str> = header.iter().map(String::as_str).collect();
                 self.table(&mut out, &header, &rows);
             }
             for r in report.benchmarks.iter().filter(|r| {
                 r.combination == c.name && r.status == BenchStatus::Measured && r.reason.is_some()
             }) {
-                let note = format!("  note: {}: {}", r.id, r.reason.as_deref().unwrap_or(""));
+                let note = format!(
+                    "  note: {}: {}",
+                    r.label(),
+                    r.reason.as_deref().unwrap_or("")
+                );
                 let _ = writeln!(out, "{}", self.paint(DIM, &wrap(&note, "    ")));
             }
             if let Some(why) = &c.gpu_unavailable {
@@ -300,7 +336,7 @@ impl Exporter for Terminal {
                     let (change, interval) = view::ratio_cells(b);
                     let (old, new) = view::figures(b);
                     vec![
-                        b.id.clone(),
+                        view::benchmark(b),
                         old,
                         new,
                         change,
@@ -322,7 +358,7 @@ impl Exporter for Terminal {
             self.table(&mut out, &header, &rows);
             for b in &report.benchmarks {
                 if let Some(note) = view::note(b) {
-                    let line = format!("  {}: {note}", b.id);
+                    let line = format!("  {}: {note}", view::benchmark(b));
                     let _ = writeln!(out, "{}", wrap(&line, "    "));
                 }
             }
