@@ -46,6 +46,10 @@ pub enum Command {
     /// Asks NVML for the host's GPUs and prints them as JSON (internal).
     #[command(name = "__gpu", hide = true)]
     Gpu,
+    /// Probes the node's GPUs, links and copies for `check` and prints them as JSON (internal;
+    /// the request is the argument).
+    #[command(name = "__node", hide = true)]
+    Node { request: String },
     /// The worker process that runs one combination's checks (internal; reads a request on stdin).
     #[command(name = "__check", hide = true)]
     CheckWorker,
@@ -220,6 +224,10 @@ pub struct BenchArgs {
     /// Default: 3 with --quick, else 5.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
     pub repeat: Option<u32>,
+    /// Run only the benchmarks whose id holds this text (repeatable: any of them), as
+    /// criterion's filter: `--filter matmul/ --filter cublas/bf16`.
+    #[arg(long, value_name = "TEXT")]
+    pub filter: Vec<String>,
     /// Exit 0 even when benchmarks were skipped (no GPU): for hosts meant to run only the
     /// CPU-side benchmarks. Without it a skipped benchmark exits 1.
     #[arg(long)]

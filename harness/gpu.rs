@@ -92,6 +92,18 @@ pub fn detect(worker: &Path, trust: &Policy) -> GpuInfo {
 pub fn detect_with(worker: &Path, driver_dir: Option<&Path>, trust: &Policy) -> GpuInfo {
     let mut command = Command::new(worker);
     command.arg("__gpu");
+    driver_search_path(&mut command, driver_dir, trust);
+    match crate::process::output_within(command, NVML_TIMEOUT)
+        .and_then(|out| serde_json::from_str(&out).ok())
+    {
+        Some(info) => info,
+        None => GpuInfo::none("NVML did not answer (crashed or hung)"),
+    }
+}
+
+/// Gives `command` the search path a driver helper needs: `driver_dir` first when given, then
+/// our own `LD_LIBRARY_PATH`, of which only the entries `trust` lets it search.
+pub fn driver_search_path(command: &mut Command, driver_dir: Option<&Path>, trust: &Policy) {
     let environment = std::env::var("LD_LIBRARY_PATH").unwrap_or_default();
     let search_path = match driver_dir {
         Some(dir) if environment.is_empty() => dir.display().to_string(),
@@ -102,12 +114,6 @@ pub fn detect_with(worker: &Path, driver_dir: Option<&Path>, trust: &Policy) -> 
         path if path.is_empty() => command.env_remove("LD_LIBRARY_PATH"),
         path => command.env("LD_LIBRARY_PATH", path),
     };
-    match crate::process::output_within(command, NVML_TIMEOUT)
-        .and_then(|out| serde_json::from_str(&out).ok())
-    {
-        Some(info) => info,
-        None => GpuInfo::none("NVML did not answer (crashed or hung)"),
-    }
 }
 
 /// The child side: asks NVML and prints the answer as JSON.

@@ -499,6 +499,7 @@ fn report() -> CheckReport {
         simulated: false,
         load_untrusted: false,
         combinations: vec![venv_cu11(), conda_cu13(), toolkit_12_9()],
+        node: None,
     }
 }
 
@@ -903,6 +904,7 @@ fn simulated_report() -> CheckReport {
         simulated: true,
         load_untrusted: false,
         combinations: vec![simulated_toolkit()],
+        node: None,
         ..report()
     }
 }

@@ -148,6 +148,22 @@ pub fn check(options: &CheckOptions, host: &Host) -> Result<CheckReport, CheckEr
     for driver in combinations.iter_mut().filter_map(|c| c.driver.as_mut()) {
         driver.kernel_module.clone_from(&module);
     }
+    let simulated = combinations.iter().any(|c| c.simulated);
+    let node = (gpu.source == "nvml" && !gpu.devices.is_empty()).then(|| {
+        let request = crate::node::NodeRequest::new(devices.clone(), simulated);
+        let selection = &options.selection;
+        crate::node::probe(
+            &options.worker,
+            selection.driver_dir.as_deref(),
+            &selection.trust,
+            &request,
+            options.timeout,
+        )
+        .unwrap_or_else(|why| crate::node::model::NodeReport {
+            notes: vec![why],
+            ..Default::default()
+        })
+    });
     Ok(CheckReport {
         schema: CHECK_SCHEMA.to_owned(),
         started,
@@ -159,8 +175,9 @@ pub fn check(options: &CheckOptions, host: &Host) -> Result<CheckReport, CheckEr
             .map(|cc| format!("sm_{}{}", cc.major, cc.minor)),
         driver_dir: options.selection.driver_dir.clone(),
         load_untrusted: options.selection.trust.load_untrusted,
-        simulated: combinations.iter().any(|c| c.simulated),
+        simulated,
         combinations,
+        node,
     })
 }
 

@@ -32,6 +32,10 @@ pub struct CheckReport {
     #[serde(default, skip_serializing_if = "is_false")]
     pub load_untrusted: bool,
     pub combinations: Vec<CombinationReport>,
+    /// The node: its GPUs' links and fabric, peer access, copy matrices and findings; absent
+    /// without a GPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<crate::node::model::NodeReport>,
 }
 
 /// One combination (a driver plus one installation's libraries) and its checks.
@@ -186,9 +190,14 @@ impl CheckResult {
 }
 
 impl CheckReport {
-    /// True when any check of any combination failed.
+    /// True when any check of any combination failed, the node has a finding, or a copy
+    /// between its GPUs arrived changed.
     pub fn has_failures(&self) -> bool {
         self.checks().any(|c| c.status == Status::Fail)
+            || self
+                .node
+                .as_ref()
+                .is_some_and(|n| !n.findings.is_empty() || n.corrupted())
     }
 
     /// Every check of every combination.

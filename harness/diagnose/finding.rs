@@ -124,6 +124,16 @@ pub enum Cause {
     NoVisibleDevices,
     /// A framework (PyTorch, JAX, CuPy) built for a CUDA the host's driver cannot run.
     FrameworkCudaUnsupported,
+    /// A GPU slower than its same-model peers in the node (or the fleet) beyond a robust bound.
+    SlowDevice,
+    /// A GPU with fewer active NVLinks than its peers or its model has.
+    NvlinkInactive,
+    /// The GPU fabric (NVSwitch, Fabric Manager) has not finished setting up, or failed.
+    FabricNotReady,
+    /// NVML or the topology says two GPUs should reach each other's memory; the driver refuses.
+    PeerAccessDenied,
+    /// A pair of GPUs copies far below its peer pairs.
+    P2pDegraded,
 }
 
 /// One finding of `doctor`.

@@ -498,6 +498,7 @@ mod tests {
             simulated: false,
             load_untrusted: false,
             combinations,
+            node: None,
         }
     }
 
