@@ -204,6 +204,7 @@ pub fn bench(
         timeout: timeout(args.timeout)?,
         worker: std::env::current_exe().map_err(OptionsError::NoExecutable)?,
         repeat: args.repeat.unwrap_or_else(|| depth.repetitions()),
+        filter: args.filter,
     };
     let report = report(
         ReportArgs {

@@ -459,3 +459,109 @@ fn simulated_is_in_the_json_only_when_true() {
     assert!(real.get("simulated").is_none());
     assert!(real["combinations"][0].get("simulated").is_none());
 }
+
+/// `pip:venv-cu12` on a node of four GPUs of one model, GPU 2 of which is 15% slower: each GPU's
+/// copy and bf16 matmul, keyed by device, the load time once, and the `slow_device` finding
+/// the run draws from them.
+fn node_report() -> BenchReport {
+    let mut report = report();
+    report.gpu.devices = (0..4)
+        .map(|index| Gpu {
+            index,
+            name: "Example GPU (test data)".into(),
+            compute_capability: "9.0".into(),
+            uuid: Some(format!("GPU-0000000{index}-test-data")),
+            pci_bus_id: Some(format!("00000000:{:02X}:00.0", 0x17 + 0x13 * index)),
+            memory_bytes: None,
+            memory_clock_mhz: None,
+        })
+        .collect();
+    report.combinations.truncate(1);
+    let load = key(CU12, "load", Side::Cpu, Parameters::default());
+    let mut benchmarks = vec![measured(load, 50_000_000.0, None, None)];
+    for index in 0..4u32 {
+        // Per mille, so that every time is a whole number of ns.
+        let permille = if index == 2 { 1150 } else { 1000 + 5 * index };
+        let slow = f64::from(permille) / 1000.0;
+        let device = Some(stackbench::devices::DeviceKey {
+            index,
+            uuid: Some(format!("GPU-0000000{index}-test-data")),
+            pci_bus_id: Some(format!("0000:{:02x}:00.0", 0x17 + 0x13 * index)),
+        });
+        let copy = key(
+            CU12,
+            "copy",
+            Side::Gpu,
+            gpu_parameters(1 << 30, "", "driver", Mode::Batch),
+        );
+        let gemm = key(
+            CU12,
+            "matmul",
+            Side::Gpu,
+            gpu_parameters(8192, "bf16", "cublas", Mode::Batch),
+        );
+        for (key, ns, rate, unit) in [
+            (copy, 1_000_000.0, 2000.0, "GB/s"),
+            (gemm, 2_000_000.0, 500.0, "TFLOP/s"),
+        ] {
+            benchmarks.push(BenchResult {
+                device: device.clone(),
+                ..measured(
+                    key,
+                    ns * f64::from(permille) / 1000.0,
+                    Some((rate / slow, unit)),
+                    None,
+                )
+            });
+        }
+    }
+    report.benchmarks = benchmarks;
+    report.findings = stackbench::bench::node::slow_devices(&report);
+    report
+}
+
+fn render_node(format: Format) -> String {
+    let bytes = exporter(format, false)
+        .bench(&node_report())
+        .expect("renders");
+    String::from_utf8(bytes).expect("UTF-8")
+}
+
+#[test]
+fn node_terminal() {
+    insta::assert_snapshot!(render_node(Format::Terminal));
+}
+
+#[test]
+fn node_markdown() {
+    insta::assert_snapshot!(render_node(Format::Markdown));
+}
+
+#[test]
+fn node_csv_keys_each_gpu_row_by_device() {
+    let text = render_node(Format::Csv);
+    let mut reader = csv::Reader::from_reader(text.as_bytes());
+    let header = reader.headers().unwrap().clone();
+    let column = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let rows: Vec<csv::StringRecord> = reader.records().collect::<Result<_, _>>().unwrap();
+    let cell = |row: &csv::StringRecord, name: &str| row[column(name)].to_owned();
+    assert_eq!(cell(&rows[0], "device"), "", "the load time is no GPU's");
+    assert_eq!(cell(&rows[5], "device"), "2");
+    assert_eq!(cell(&rows[5], "device_uuid"), "GPU-00000002-test-data");
+    assert_eq!(cell(&rows[5], "device_pci_bus_id"), "0000:3d:00.0");
+}
+
+#[test]
+fn node_json_round_trips_with_its_finding() {
+    let report = node_report();
+    assert_eq!(report.findings.len(), 1);
+    assert_eq!(report.findings[0].device.index, 2);
+    let json = render_node(Format::Json);
+    let back: BenchReport = serde_json::from_str(&json).unwrap();
+    assert_eq!(back.findings.len(), 1);
+    assert_eq!(back.findings[0].device, report.findings[0].device);
+    assert_eq!(back.benchmarks[5].device, report.benchmarks[5].device);
+    let again = serde_json::to_string_pretty(&back).unwrap();
+    let value = |text: &str| serde_json::from_str::<serde_json::Value>(text).unwrap();
+    assert_eq!(value(&again), value(&json));
+}

@@ -47,6 +47,7 @@ fn options(roots: Vec<PathBuf>, system: bool, driver_dir: Option<PathBuf>) -> Be
         timeout: TIMEOUT,
         worker: common::stackbench_bin(),
         repeat: 1,
+        filter: Vec::new(),
     }
 }
 
@@ -59,7 +60,7 @@ fn targets(label: &str, options: &BenchOptions, host: &Host) -> Vec<Target> {
             return Vec::new();
         }
     };
-    let settings = options.settings(&scope);
+    let settings = options.settings(&scope, 0);
     scope
         .selected
         .combinations
@@ -192,6 +193,7 @@ pub fn load_once(target: &Target) -> Duration {
         device: 0,
         cpu_side: true,
         keyed: false,
+        filter: &[],
         worker: &target.worker,
         timeout: TIMEOUT,
     };

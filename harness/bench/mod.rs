@@ -45,6 +45,8 @@ pub struct BenchOptions {
     pub worker: PathBuf,
     /// How many times each combination's benchmarks run (`--repeat`), at least 1.
     pub repeat: u32,
+    /// `--filter`: only the benchmarks whose id holds one of these (all when empty).
+    pub filter: Vec<String>,
 }
 
 /// What a run works on: the host's fingerprint, the selected combinations, the GPU, and the
@@ -81,6 +83,7 @@ impl BenchOptions {
             device: devices.get(at).copied().unwrap_or(0),
             cpu_side: at == 0,
             keyed: devices.len() > 1,
+            filter: &self.filter,
             worker: &self.worker,
             timeout: self.timeout,
         }

@@ -116,18 +116,13 @@ pub fn slow_devices(report: &BenchReport) -> Vec<NodeFinding> {
         let worst = &finding.benchmarks[0];
         let count = finding.benchmarks.len();
         finding.message = format!(
-            "{} {} is slower than its {peers} same-model peers on {count} benchmark{}: {} takes \
-             {:+.1}% of their median ({} by stackbench's rule: {})",
+            "{} {} is slower than the other GPUs of its model in this run ({peers} in all) on \
+             {count} benchmark{}, its median time up to {:.1}% above theirs ({}); the rule: {}",
             finding.gpu,
             gpu_name(&finding.device),
             if count == 1 { "" } else { "s" },
-            worst.id,
             100.0 * (worst.ratio - 1.0),
-            if count == 1 {
-                "the odd one out".to_owned()
-            } else {
-                format!("the worst of {count}")
-            },
+            worst.id,
             outlier::METHOD
         );
         let i = finding.device.index;

@@ -260,6 +260,31 @@ mod tests {
     }
 
     #[test]
+    fn each_gpu_s_repetitions_make_a_row_of_their_own() {
+        let on = |index: u32, samples: &[f64]| BenchResult {
+            device: Some(crate::devices::DeviceKey {
+                index,
+                uuid: None,
+                pci_bus_id: None,
+            }),
+            ..measured("a", samples, 1.0)
+        };
+        // Two repetitions, each a pass over GPU 0 and a pass over GPU 1.
+        let (_, rows) = merge(vec![
+            run(vec![on(0, &[10.0, 10.0])]),
+            run(vec![on(1, &[20.0, 20.0])]),
+            run(vec![on(0, &[11.0, 11.0])]),
+            run(vec![on(1, &[21.0, 21.0])]),
+        ])
+        .unwrap();
+        let got: Vec<(u32, Vec<f64>)> = rows
+            .iter()
+            .map(|r| (r.device_index(), r.repetition_medians()))
+            .collect();
+        assert_eq!(got, [(0, vec![10.0, 11.0]), (1, vec![20.0, 21.0])]);
+    }
+
+    #[test]
     fn a_row_never_measured_is_its_first_repetition() {
         let (_, rows) = merge(vec![
             run(vec![BenchResult::skipped(key("a"), "no GPU")]),

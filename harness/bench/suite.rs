@@ -46,10 +46,19 @@ pub struct Settings<'a> {
     pub cpu_side: bool,
     /// Mark each GPU result with its device: a run over several GPUs.
     pub keyed: bool,
+    /// Only the benchmarks whose id holds one of these (`--filter`; all when empty).
+    pub filter: &'a [String],
     /// The `__bench` executable.
     pub worker: &'a Path,
     /// How long one command may take before the worker counts as hung.
     pub timeout: Duration,
+}
+
+impl Settings<'_> {
+    /// Whether `--filter` keeps the benchmark `id`.
+    pub fn wants(&self, id: &str) -> bool {
+        self.filter.is_empty() || self.filter.iter().any(|f| id.contains(f.as_str()))
+    }
 }
 
 /// Tells the caller how far the run is.
@@ -93,16 +102,19 @@ pub fn run(
     progress: &dyn Progress,
 ) -> (CombinationRun, Vec<BenchResult>) {
     let name = combination.name.as_str();
-    let compile = if settings.cpu_side {
+    let mut compile = if settings.cpu_side {
         plan::compile(name, settings.arch)
     } else {
         Vec::new()
     };
+    compile.retain(|p| settings.wants(&p.key.id()));
+    let load = settings.cpu_side && settings.wants(&plan::load(name).id());
     let mut client = start(combination, settings);
     let setup = client.as_ref().map(|c| c.setup.clone()).unwrap_or_default();
     let simulated = crate::check::model::CombinationReport::ran_simulated(&setup);
-    let gpu_plan = plan::gpu(name, settings.depth, simulated);
-    let total = compile.len() + usize::from(settings.cpu_side) + gpu_plan.len();
+    let mut gpu_plan = plan::gpu(name, settings.depth, simulated);
+    gpu_plan.retain(|p| settings.wants(&p.key.id()));
+    let total = compile.len() + usize::from(load) + gpu_plan.len();
     let mut results = Vec::with_capacity(total);
     let report = |result: BenchResult, results: &mut Vec<BenchResult>| {
         progress.update(name, results.len() + 1, total, &result);
@@ -122,7 +134,7 @@ pub fn run(
         };
         report(result, &mut results);
     }
-    if settings.cpu_side {
+    if load {
         report(load_time(combination, settings), &mut results);
     }
     for item in &gpu_plan {

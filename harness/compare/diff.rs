@@ -513,6 +513,53 @@ mod tests {
         assert!(json.get("simulated_vs_real").is_none(), "{json}");
     }
 
+    /// `bench_run`'s one row on each GPU of `devices`, at `ns[i]` on the i-th.
+    fn node_run(devices: &[u32], ns: &[f64]) -> BenchReport {
+        let mut report = bench_run(false, 1.0);
+        let row = report.benchmarks.pop().unwrap();
+        for (&index, &ns) in devices.iter().zip(ns) {
+            let mut on = bench_run(false, ns).benchmarks.pop().unwrap();
+            on.device = Some(crate::devices::DeviceKey {
+                index,
+                uuid: Some(format!("GPU-{index}")),
+                pci_bus_id: None,
+            });
+            report.benchmarks.push(BenchResult {
+                id: row.id.clone(),
+                ..on
+            });
+        }
+        report
+    }
+
+    #[test]
+    fn gpus_match_by_ordinal_and_a_one_gpu_run_s_rows_are_gpu_0_s() {
+        use super::super::stats::Verdict;
+        let history = History::default();
+        // GPU 1 is 30% slower in the new run; GPU 0 is unchanged.
+        let old = node_run(&[0, 1], &[1000.0, 1000.0]);
+        let new = node_run(&[0, 1], &[1000.0, 1300.0]);
+        let rows = benchmarks(&old, &new, 0.02, &history);
+        let got: Vec<(Option<u32>, Option<Verdict>)> = rows
+            .iter()
+            .map(|r| (r.device.as_ref().map(|d| d.index), r.verdict))
+            .collect();
+        assert_eq!(got.len(), 2, "{rows:?}");
+        assert_eq!(got[1], (Some(1), Some(Verdict::Slower)));
+        assert_ne!(got[0].1, Some(Verdict::Slower));
+        // An old file of one GPU (no device) matches the new run's GPU 0; GPU 1 is new.
+        let one = bench_run(false, 1000.0);
+        let rows = benchmarks(&one, &new, 0.02, &history);
+        assert_eq!(rows.len(), 2);
+        assert!(rows[0].old_median_ns.is_some() && rows[0].new_median_ns.is_some());
+        assert_eq!(rows[1].old_status, None);
+        assert_eq!(rows[1].device.as_ref().map(|d| d.index), Some(1));
+        // And GPU 3 of a run over GPUs 2 and 3 matches nothing of it.
+        let other = node_run(&[2, 3], &[1000.0, 1000.0]);
+        let rows = benchmarks(&one, &other, 0.02, &history);
+        assert_eq!(rows.len(), 3, "none matched: {rows:?}");
+    }
+
     #[test]
     fn only_differences_are_changes() {
         assert!(change("driver", Some("580".into()), Some("580".into())).is_none());

@@ -103,7 +103,7 @@ impl Exporter for Markdown {
             for f in &report.findings {
                 let _ = writeln!(
                     out,
-                    "- **{}**: {} Benchmarks: {}. Fix: {}",
+                    "- **{}**: {}. Benchmarks: {}. Fix: {}.",
                     f.code,
                     escape(&f.message),
                     escape(&bench::slow_benchmarks(f)),
