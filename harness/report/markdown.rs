@@ -396,7 +396,79 @@ impl Exporter for Markdown {
         for c in &report.combinations {
             check_libraries(&mut out, report, c);
         }
+        if let Some(node) = &report.node {
+            check_node(&mut out, node, report.simulated);
+        }
         Ok(out.into_bytes())
+    }
+}
+
+/// A Markdown table of text cells, each escaped.
+fn table(out: &mut String, header: &[String], rows: &[Vec<String>]) {
+    let _ = writeln!(
+        out,
+        "| {} |",
+        header
+            .iter()
+            .map(|h| escape(h))
+            .collect::<Vec<_>>()
+            .join(" | ")
+    );
+    let _ = writeln!(out, "|{}", "---|".repeat(header.len()));
+    for row in rows {
+        let _ = writeln!(
+            out,
+            "| {} |",
+            row.iter()
+                .map(|c| escape(c))
+                .collect::<Vec<_>>()
+                .join(" | ")
+        );
+    }
+    out.push('\n');
+}
+
+/// The node: a row per GPU, the copy matrices, the findings.
+fn check_node(out: &mut String, node: &crate::node::model::NodeReport, simulated: bool) {
+    let label = if simulated { " (simulated)" } else { "" };
+    let _ = writeln!(out, "## Node: {} GPUs{label}\n", node.devices.len());
+    let header: Vec<String> = super::node::GPU_HEADER
+        .iter()
+        .map(|h| (*h).to_owned())
+        .collect();
+    table(out, &header, &super::node::gpu_rows(node));
+    for (title, engine, both) in super::node::matrices(node) {
+        let _ = writeln!(out, "**{}**\n", escape(&title));
+        let (header, rows) = super::node::matrix(node, engine, both);
+        table(out, &header, &rows);
+    }
+    if let Some(peak) = super::node::peak_line(node) {
+        let _ = writeln!(
+            out,
+            "{}; `!` after a figure: its bytes did not verify.\n",
+            escape(&peak)
+        );
+    }
+    if !node.findings.is_empty() {
+        out.push_str("### Node findings\n\n| severity | cause | what | fix |\n|---|---|---|---|\n");
+        for f in &node.findings {
+            let what = std::iter::once(f.message.as_str())
+                .chain(f.evidence.iter().map(String::as_str))
+                .map(escape)
+                .collect::<Vec<_>>()
+                .join("<br>");
+            let _ = writeln!(
+                out,
+                "| {} | `{}` | {what} | {} |",
+                f.severity.name(),
+                f.cause.code(),
+                escape(&f.fix)
+            );
+        }
+        out.push('\n');
+    }
+    for note in &node.notes {
+        let _ = writeln!(out, "Note: {}\n", escape(note));
     }
 }
 

@@ -9,6 +9,7 @@ mod html;
 mod json;
 mod junit;
 mod markdown;
+mod node;
 mod svg;
 mod terminal;
 

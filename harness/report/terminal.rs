@@ -470,6 +470,9 @@ impl Exporter for Terminal {
         self.matrix(&mut out, report);
         self.notices(&mut out, report);
         self.combinations(&mut out, report);
+        if let Some(node) = &report.node {
+            self.node(&mut out, node, report.simulated);
+        }
         Ok(out.into_bytes())
     }
 }
@@ -601,6 +604,39 @@ impl Terminal {
             format!("\x1b[{code}m{text}\x1b[0m")
         } else {
             text.to_string()
+        }
+    }
+
+    /// The node: a row per GPU, the copy matrices, its findings and notes.
+    fn node(&self, out: &mut String, node: &crate::node::model::NodeReport, simulated: bool) {
+        let label = if simulated { " (SIMULATED)" } else { "" };
+        let _ = writeln!(
+            out,
+            "\n{}",
+            self.paint(BOLD, &format!("node: {} GPU(s){label}", node.devices.len()))
+        );
+        self.table(out, super::node::GPU_HEADER, &super::node::gpu_rows(node));
+        for (title, engine, both) in super::node::matrices(node) {
+            let _ = writeln!(out, "\n  {title}");
+            let (header, rows) = super::node::matrix(node, engine, both);
+            let header: Vec<&str> = header.iter().map(String::as_str).collect();
+            self.table(out, &header, &rows);
+        }
+        if let Some(peak) = super::node::peak_line(node) {
+            let _ = writeln!(out, "  {peak}; ! after a figure: its bytes did not verify");
+        }
+        if !node.findings.is_empty() {
+            let _ = writeln!(out, "\n{}", self.paint(BOLD, "node findings"));
+            for finding in &node.findings {
+                let colour = match finding.severity {
+                    Severity::Error => RED,
+                    _ => YELLOW,
+                };
+                self.finding(out, finding, colour, false);
+            }
+        }
+        for note in &node.notes {
+            let _ = writeln!(out, "  note: {note}");
         }
     }
 
