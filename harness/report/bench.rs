@@ -192,9 +192,13 @@ pub fn node_header(table: &NodeTable) -> Vec<String> {
         .collect()
 }
 
+/// One row of the node table: the benchmark's name, size and variant, then each GPU's cell
+/// with whether it is the odd one out.
+pub type NodeCells = (Vec<String>, Vec<(String, bool)>);
+
 /// A node table's rows: each benchmark's name, size and variant, then each GPU's figure (as
 /// the combination's table gives it) or how it ended, with whether it is the odd one out.
-pub fn node_rows(table: &NodeTable) -> Vec<(Vec<String>, Vec<(String, bool)>)> {
+pub fn node_rows(table: &NodeTable) -> Vec<NodeCells> {
     table
         .rows
         .iter()
