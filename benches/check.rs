@@ -6,6 +6,11 @@
 //! - `check/host`: every combination of this host, on its GPU; registered only where NVML sees
 //!   one, since without a GPU it measures nothing the fixture run does not.
 //!
+//! - `check/simulated_node/1` and `/8`: the simulated GPU's combination on an HGX-like node of
+//!   one GPU and of eight (where `ci/sim` has laid the simulator out): eight GPUs are checked at
+//!   once, but the node probe's copy matrices grow with the pairs (56 ordered pairs, 4 copies
+//!   each). Target: 8 GPUs at most twice the time of one.
+//!
 //! Each prints the slowest combination's own time beside criterion's figure for the whole run.
 
 #[path = "../tests/common/mod.rs"]
@@ -56,6 +61,33 @@ fn bench(c: &mut Criterion) {
         });
     } else {
         eprintln!("check/fixtures: no fixture toolkits here (ci/fetch-toolkits builds them)");
+    }
+
+    if let Some(sim) = common::laid_out_simulator() {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        for gpus in [1, 8] {
+            let profile = dir.path().join(format!("node{gpus}.toml"));
+            let numa: Vec<String> = (0..gpus).map(|i| (2 * i / gpus).to_string()).collect();
+            std::fs::write(
+                &profile,
+                format!(
+                    "[[device]]\nname = \"H100-like\"\n[node]\ngpus = {gpus}\nnvswitch = true\n\
+                     pcie_gbs = 55.0\nnuma_node = [{}]\n",
+                    numa.join(", ")
+                ),
+            )
+            .expect("write the profile");
+            let mut node = options(vec![sim.toolkit_dir.clone()], false);
+            node.selection.driver_dir = Some(sim.driver_dir.clone());
+            // The workers inherit the profile; nothing else in this process reads it.
+            std::env::set_var("STACKBENCH_SIM_PROFILE", &profile);
+            group.bench_function(format!("simulated_node/{gpus}"), |b| {
+                b.iter(|| check::check(&node, &Host::default()))
+            });
+        }
+        std::env::remove_var("STACKBENCH_SIM_PROFILE");
+    } else {
+        eprintln!("check/simulated_node: the simulator is not laid out (run ci/sim)");
     }
 
     if !stackbench::gpu::detect(
