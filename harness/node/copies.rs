@@ -23,12 +23,13 @@ const PEER_COPY_PTX: &str = include_str!("peer_copy.ptx");
 const BLOCK: u32 = 256;
 const MAX_BLOCKS: u32 = 1024;
 
-/// One GPU opened for the probe: its primary context, a stream, and the copy kernel.
+/// One GPU opened for the probe: its primary context, two streams (a copy both ways on one
+/// GPU takes both), and the copy kernel.
 struct Gpu {
     index: u32,
     device: CUdevice,
     context: CUcontext,
-    stream: CUstream,
+    streams: [CUstream; 2],
     kernel: Result<CUfunction, String>,
 }
 
@@ -63,14 +64,14 @@ impl Node {
                 index,
                 device,
                 context,
-                stream: std::ptr::null_mut(),
+                streams: [std::ptr::null_mut(); 2],
                 kernel: Err(String::new()),
             };
             node.current_context(context)?;
-            // SAFETY: a valid out-pointer; flag 1 is CU_STREAM_NON_BLOCKING.
-            call("cuStreamCreate", unsafe {
-                sys::cuStreamCreate(&mut gpu.stream, 1)
-            })?;
+            for stream in &mut gpu.streams {
+                // SAFETY: a valid out-pointer; flag 1 is CU_STREAM_NON_BLOCKING.
+                call("cuStreamCreate", unsafe { sys::cuStreamCreate(stream, 1) })?;
+            }
             gpu.kernel = load_kernel();
             node.gpus.push(gpu);
         }
@@ -168,7 +169,9 @@ impl Drop for Node {
             // SAFETY: the stream and context this node made and retained, released once.
             unsafe {
                 sys::cuCtxSetCurrent(gpu.context);
-                sys::cuStreamDestroy_v2(gpu.stream);
+                for stream in gpu.streams {
+                    sys::cuStreamDestroy_v2(stream);
+                }
                 sys::cuDevicePrimaryCtxRelease_v2(gpu.device);
             }
         }
@@ -286,6 +289,12 @@ impl Drop for Preferred {
 struct Event(CUevent);
 
 impl Event {
+    /// An event of GPU `index`'s context.
+    fn new_on(node: &Node, index: u32) -> Result<Event, String> {
+        node.current(index)?;
+        Event::new()
+    }
+
     fn new() -> Result<Event, String> {
         let mut event: CUevent = std::ptr::null_mut();
         // SAFETY: a valid out-pointer; default flags.
@@ -331,118 +340,152 @@ enum End {
     Gpu(u32),
 }
 
-/// One direction of a copy, ready to enqueue repeatedly.
+/// The word at `at` of the pattern a copy from `from` carries: distinct per source, so a copy
+/// that moved the wrong buffer, or nothing, never verifies.
+fn pattern(from: End, at: usize) -> u32 {
+    let tag = match from {
+        End::Host => 0xff,
+        End::Gpu(i) => i & 0x7f,
+    };
+    (at as u32).wrapping_mul(0x9e37_79b1).rotate_left(7) ^ (tag << 24)
+}
+
+/// One GPU's buffers, allocated once and reused by every copy: a source holding the GPU's
+/// pattern and a target on the GPU, and the same in pinned memory on its NUMA node.
+struct Buffers {
+    index: u32,
+    src: DeviceBuffer,
+    dst: DeviceBuffer,
+    host_src: HostBuffer,
+    host_dst: HostBuffer,
+}
+
+/// Every selected GPU's buffers, of the largest copy's size.
+struct Pool(Vec<Buffers>);
+
+impl Pool {
+    fn new(node: &Node, indices: &[u32], bytes: usize) -> Result<Pool, String> {
+        let mut pool = Vec::new();
+        for &index in indices {
+            let numa = node.numa_node(index);
+            let mut host_src = HostBuffer::new(bytes, numa)?;
+            for (at, word) in host_src.words().iter_mut().enumerate() {
+                *word = pattern(End::Host, at);
+            }
+            let mut staging = HostBuffer::new(bytes, numa)?;
+            for (at, word) in staging.words().iter_mut().enumerate() {
+                *word = pattern(End::Gpu(index), at);
+            }
+            let src = DeviceBuffer::new(node, index, bytes)?;
+            // SAFETY: `bytes` of pinned host memory into a device buffer of that size.
+            call("cuMemcpyHtoD", unsafe {
+                sys::cuMemcpyHtoD_v2(src.ptr, staging.ptr.cast(), bytes)
+            })?;
+            pool.push(Buffers {
+                index,
+                src,
+                dst: DeviceBuffer::new(node, index, bytes)?,
+                host_src,
+                host_dst: staging,
+            });
+        }
+        Ok(Pool(pool))
+    }
+
+    fn of(&self, index: u32) -> Result<&Buffers, String> {
+        (self.0.iter())
+            .find(|b| b.index == index)
+            .ok_or_else(|| format!("no buffers on GPU {index}"))
+    }
+}
+
+/// One direction of a copy on stream `lane` of GPU `on`, between pooled buffers (the two
+/// directions of a copy both ways on one GPU take its two streams).
 struct Transfer {
-    /// The GPU whose stream it runs on.
     on: u32,
+    lane: usize,
     engine: Engine,
     from: End,
     to: End,
-    src: Source,
-    dst: Target,
     bytes: usize,
 }
 
-enum Source {
-    Host(HostBuffer),
-    Device(DeviceBuffer),
-}
-
-enum Target {
-    Host(HostBuffer),
-    Device(DeviceBuffer),
-}
-
-/// The pattern a copy from `from` to `to` carries: distinct per direction, so a copy that
-/// moved the wrong buffer, or nothing, never verifies.
-fn pattern(from: End, to: End, at: usize) -> u32 {
-    let tag = |end| match end {
-        End::Host => 0xff,
-        End::Gpu(i) => i,
-    };
-    (at as u32).wrapping_mul(0x9e37_79b1).rotate_left(7) ^ (tag(from) << 24 | tag(to) << 16)
-}
-
 impl Transfer {
-    /// Buffers for a copy `from` -> `to` on `on`'s stream, the source filled with its pattern
-    /// and the target cleared.
-    fn new(
-        node: &Node,
-        on: u32,
-        engine: Engine,
-        from: End,
-        to: End,
-        bytes: usize,
-    ) -> Result<Transfer, String> {
-        let numa = node.numa_node(on);
-        let mut staging = HostBuffer::new(bytes, numa)?;
-        for (at, word) in staging.words().iter_mut().enumerate() {
-            *word = pattern(from, to, at);
-        }
-        let src = match from {
-            End::Host => Source::Host(staging),
+    /// The source's device pointer and context (host: the pinned pointer, no context).
+    fn source(&self, pool: &Pool) -> Result<(CUdeviceptr, CUcontext), String> {
+        Ok(match self.from {
+            End::Host => (
+                pool.of(self.on)?.host_src.ptr as CUdeviceptr,
+                std::ptr::null_mut(),
+            ),
             End::Gpu(i) => {
-                let buffer = DeviceBuffer::new(node, i, bytes)?;
-                // SAFETY: `bytes` of pinned host memory into a device buffer of that size.
-                call("cuMemcpyHtoD", unsafe {
-                    sys::cuMemcpyHtoD_v2(buffer.ptr, staging.ptr.cast(), bytes)
-                })?;
-                Source::Device(buffer)
+                let b = &pool.of(i)?.src;
+                (b.ptr, b.context)
             }
-        };
-        let dst = match to {
-            End::Host => Target::Host(HostBuffer::new(bytes, numa)?),
-            End::Gpu(i) => {
-                let buffer = DeviceBuffer::new(node, i, bytes)?;
-                // SAFETY: a device buffer of `bytes`.
-                call("cuMemsetD8", unsafe {
-                    sys::cuMemsetD8_v2(buffer.ptr, 0, bytes)
-                })?;
-                Target::Device(buffer)
-            }
-        };
-        Ok(Transfer {
-            on,
-            engine,
-            from,
-            to,
-            src,
-            dst,
-            bytes,
         })
     }
 
-    /// Enqueues the copy once on its GPU's stream (that GPU's context current).
-    fn enqueue(&self, node: &Node) -> Result<(), String> {
-        let gpu = node.current(self.on)?;
-        let stream = gpu.stream;
-        let bytes = self.bytes;
-        match (self.engine, &self.src, &self.dst) {
-            (Engine::Ce, Source::Host(h), Target::Device(d)) => call("cuMemcpyHtoDAsync", unsafe {
-                // SAFETY: pinned host memory and a device buffer, both of `bytes`.
-                sys::cuMemcpyHtoDAsync_v2(d.ptr, h.ptr.cast(), bytes, stream)
-            }),
-            (Engine::Ce, Source::Device(d), Target::Host(h)) => call("cuMemcpyDtoHAsync", unsafe {
-                // SAFETY: a device buffer and pinned host memory, both of `bytes`.
-                sys::cuMemcpyDtoHAsync_v2(h.ptr.cast(), d.ptr, bytes, stream)
-            }),
-            (Engine::Ce, Source::Device(s), Target::Device(d)) => {
-                call("cuMemcpyPeerAsync", unsafe {
-                    // SAFETY: two device buffers of `bytes`, each with its own context.
-                    sys::cuMemcpyPeerAsync(d.ptr, d.context, s.ptr, s.context, bytes, stream)
+    /// The target's device pointer and context (host: the pinned pointer, no context).
+    fn target(&self, pool: &Pool) -> Result<(CUdeviceptr, CUcontext), String> {
+        Ok(match self.to {
+            End::Host => (
+                pool.of(self.on)?.host_dst.ptr as CUdeviceptr,
+                std::ptr::null_mut(),
+            ),
+            End::Gpu(i) => {
+                let b = &pool.of(i)?.dst;
+                (b.ptr, b.context)
+            }
+        })
+    }
+
+    /// Clears the target, so that a copy that moves nothing never verifies.
+    fn clear(&self, node: &Node, pool: &Pool) -> Result<(), String> {
+        match self.to {
+            End::Host => {
+                let host = &pool.of(self.on)?.host_dst;
+                // SAFETY: `len` u32 of pinned memory the pool owns; no copy is in flight.
+                unsafe { std::ptr::write_bytes(host.ptr, 0, host.len) };
+                Ok(())
+            }
+            End::Gpu(i) => {
+                node.current(i)?;
+                // SAFETY: a device buffer of at least `bytes`.
+                call("cuMemsetD8", unsafe {
+                    sys::cuMemsetD8_v2(pool.of(i)?.dst.ptr, 0, self.bytes)
                 })
             }
-            (Engine::Sm, Source::Device(s), Target::Device(d)) => {
+        }
+    }
+
+    /// Enqueues the copy once on its GPU's stream (that GPU's context current).
+    fn enqueue(&self, node: &Node, pool: &Pool) -> Result<(), String> {
+        let (src, src_context) = self.source(pool)?;
+        let (dst, dst_context) = self.target(pool)?;
+        let gpu = node.current(self.on)?;
+        let (stream, bytes) = (gpu.streams[self.lane], self.bytes);
+        match (self.engine, self.from, self.to) {
+            // SAFETY (each arm): pinned host memory and device buffers of at least `bytes`,
+            // each device buffer with its own context, on the GPU's own stream.
+            (Engine::Ce, End::Host, End::Gpu(_)) => call("cuMemcpyHtoDAsync", unsafe {
+                sys::cuMemcpyHtoDAsync_v2(dst, src as *const c_void, bytes, stream)
+            }),
+            (Engine::Ce, End::Gpu(_), End::Host) => call("cuMemcpyDtoHAsync", unsafe {
+                sys::cuMemcpyDtoHAsync_v2(dst as *mut c_void, src, bytes, stream)
+            }),
+            (Engine::Ce, End::Gpu(_), End::Gpu(_)) => call("cuMemcpyPeerAsync", unsafe {
+                sys::cuMemcpyPeerAsync(dst, dst_context, src, src_context, bytes, stream)
+            }),
+            (Engine::Sm, End::Gpu(_), End::Gpu(_)) => {
                 let kernel = gpu.kernel.clone()?;
                 let words = (bytes / 4) as u64;
                 let blocks = (words.div_ceil(u64::from(BLOCK)) as u32).clamp(1, MAX_BLOCKS);
-                let (mut src, mut dst, mut n) = (s.ptr, d.ptr, words);
+                let (mut src, mut dst, mut n) = (src, dst, words);
                 let mut params = [
                     (&mut src as *mut u64).cast::<c_void>(),
                     (&mut dst as *mut u64).cast::<c_void>(),
                     (&mut n as *mut u64).cast::<c_void>(),
                 ];
-                // SAFETY: the kernel's three parameters, by pointer, live across the call.
                 call("cuLaunchKernel", unsafe {
                     sys::cuLaunchKernel(
                         kernel,
@@ -463,65 +506,77 @@ impl Transfer {
         }
     }
 
-    /// Whether the target holds the pattern, read back after the stream drained.
-    fn verify(&self, node: &Node) -> Result<bool, String> {
+    /// Whether the target holds the source's pattern, read back once its stream drained.
+    fn verify(&self, node: &Node, pool: &Pool) -> Result<bool, String> {
         let gpu = node.current(self.on)?;
         // SAFETY: the GPU's own stream.
         call("cuStreamSynchronize", unsafe {
-            sys::cuStreamSynchronize(gpu.stream)
+            sys::cuStreamSynchronize(gpu.streams[self.lane])
         })?;
-        let words = match &self.dst {
-            Target::Host(h) => {
-                // SAFETY: `len` u32 of pinned memory, no copy in flight.
-                unsafe { std::slice::from_raw_parts(h.ptr, h.len) }.to_vec()
-            }
-            Target::Device(d) => {
-                let mut back = vec![0u32; self.bytes / 4];
-                // SAFETY: a device buffer of `bytes` into a host vector of as many.
-                call("cuMemcpyDtoH", unsafe {
-                    sys::cuMemcpyDtoH_v2(back.as_mut_ptr().cast(), d.ptr, self.bytes)
-                })?;
-                back
-            }
+        let words = self.bytes / 4;
+        let same = |back: &[u32]| {
+            back.iter()
+                .enumerate()
+                .all(|(at, w)| *w == pattern(self.from, at))
         };
-        Ok(words
-            .iter()
-            .enumerate()
-            .all(|(at, w)| *w == pattern(self.from, self.to, at)))
+        match self.to {
+            End::Host => {
+                let host = &pool.of(self.on)?.host_dst;
+                // SAFETY: `words` u32 of pinned memory, no copy in flight.
+                Ok(same(unsafe { std::slice::from_raw_parts(host.ptr, words) }))
+            }
+            End::Gpu(i) => {
+                let mut back = vec![0u32; words];
+                // SAFETY: a device buffer of at least `bytes` into a host vector of as many.
+                call("cuMemcpyDtoH", unsafe {
+                    sys::cuMemcpyDtoH_v2(back.as_mut_ptr().cast(), pool.of(i)?.dst.ptr, self.bytes)
+                })?;
+                Ok(same(&back))
+            }
+        }
     }
 }
 
-/// Times `transfers` at once (each on its GPU's stream, all released by one event), `repeat`
-/// times; each transfer's median GB/s.
-fn time(node: &Node, transfers: &[Transfer], repeat: u32) -> Result<Vec<f64>, String> {
+/// Times `transfers` at once (each on its own stream, all released by one event), `repeat`
+/// times; each transfer's median GB/s and its milliseconds in all.
+fn time(
+    node: &Node,
+    pool: &Pool,
+    transfers: &[Transfer],
+    repeat: u32,
+) -> Result<Vec<(f64, f64)>, String> {
     let mut samples: Vec<Vec<f64>> = vec![Vec::new(); transfers.len()];
+    let mut busy = vec![0.0; transfers.len()];
     for _ in 0..repeat.max(1) {
-        let first = node.current(transfers[0].on)?;
-        let go = Event::new()?;
-        go.record(first.stream)?;
+        let first = &transfers[0];
+        let go = Event::new_on(node, first.on)?;
+        go.record(node.current(first.on)?.streams[first.lane])?;
         let mut marks = Vec::new();
         for transfer in transfers {
-            let gpu = node.current(transfer.on)?;
-            // SAFETY: the GPU's stream waits on an event recorded on another stream.
+            let stream = node.current(transfer.on)?.streams[transfer.lane];
+            // SAFETY: the stream waits on an event recorded on another stream (maybe another
+            // GPU's, which the driver allows).
             call("cuStreamWaitEvent", unsafe {
-                sys::cuStreamWaitEvent(gpu.stream, go.0, 0)
+                sys::cuStreamWaitEvent(stream, go.0, 0)
             })?;
             let (start, end) = (Event::new()?, Event::new()?);
-            start.record(gpu.stream)?;
-            transfer.enqueue(node)?;
+            start.record(stream)?;
+            transfer.enqueue(node, pool)?;
             node.current(transfer.on)?;
-            end.record(gpu.stream)?;
+            end.record(stream)?;
             marks.push((transfer.on, start, end));
         }
         for (at, (on, start, end)) in marks.iter().enumerate() {
             node.current(*on)?;
             let ms = start.until(end)?;
+            busy[at] += ms;
             samples[at].push(transfers[at].bytes as f64 / (ms * 1e-3) / 1e9);
         }
     }
     Ok(samples
-        .into_iter()
-        .map(|s| crate::node::outlier::median(&s))
+        .iter()
+        .zip(busy)
+        .map(|(s, ms)| (crate::node::outlier::median(s), ms))
         .collect())
 }
 
@@ -531,16 +586,18 @@ const WARM_UP_MS: f64 = 20.0;
 
 /// Copies host to device on `index` until [`WARM_UP_MS`] of GPU time have passed (at most 64
 /// copies).
-fn warm_up(node: &Node, index: u32, bytes: usize) -> Result<(), String> {
-    let transfer = Transfer::new(node, index, Engine::Ce, End::Host, End::Gpu(index), bytes)?;
+fn warm_up(node: &Node, pool: &Pool, index: u32, bytes: usize) -> Result<(), String> {
+    let transfer = Transfer {
+        on: index,
+        lane: 0,
+        engine: Engine::Ce,
+        from: End::Host,
+        to: End::Gpu(index),
+        bytes,
+    };
     let mut busy = 0.0;
     for _ in 0..64 {
-        let gpu = node.current(index)?;
-        let (start, end) = (Event::new()?, Event::new()?);
-        start.record(gpu.stream)?;
-        transfer.enqueue(node)?;
-        end.record(gpu.stream)?;
-        busy += start.until(&end)?;
+        busy += time(node, pool, std::slice::from_ref(&transfer), 1)?[0].1;
         if busy >= WARM_UP_MS {
             break;
         }
@@ -551,45 +608,62 @@ fn warm_up(node: &Node, index: u32, bytes: usize) -> Result<(), String> {
 /// Measures every copy of the request into `report.copies`, each device warmed up first.
 pub fn measure(node: &Node, request: &NodeRequest, report: &mut NodeReport) {
     let devices = &request.devices;
+    let largest = request.copy_bytes.max(request.sm_bytes);
+    let pool = match Pool::new(node, devices, largest) {
+        Ok(pool) => pool,
+        Err(e) => {
+            report.notes.push(format!("no copy was measured: {e}"));
+            return;
+        }
+    };
     for &d in devices {
-        if let Err(e) = warm_up(node, d, request.copy_bytes) {
+        if let Err(e) = warm_up(node, &pool, d, request.copy_bytes) {
             report.notes.push(format!("GPU {d}: warm-up: {e}"));
         }
     }
     let mut run = |engine, directions: &[(u32, End, End)], bytes: usize| {
         let both_ways = directions.len() > 1;
-        let unreachable = directions.iter().find_map(|&(_, from, to)| match (from, to) {
+        let transfers: Vec<Transfer> = (directions.iter().enumerate())
+            .map(|(lane, &(on, from, to))| Transfer {
+                on,
+                lane,
+                engine,
+                from,
+                to,
+                bytes,
+            })
+            .collect();
+        let unreachable = transfers.iter().find_map(|t| match (t.from, t.to) {
             (End::Gpu(a), End::Gpu(b)) if engine == Engine::Sm && !node.reaches(a, b) => Some(
                 format!("peer access {a} -> {b} is not enabled: a kernel on {a} cannot store into {b}'s memory"),
             ),
             _ => None,
         });
-        let made: Result<Vec<Transfer>, String> = match unreachable {
+        let outcome = match unreachable {
             Some(why) => Err(why),
-            None => directions
-                .iter()
-                .map(|&(on, from, to)| Transfer::new(node, on, engine, from, to, bytes))
-                .collect(),
+            None => (|| {
+                for t in &transfers {
+                    t.clear(node, &pool)?;
+                }
+                let timed = time(node, &pool, &transfers, request.repeat)?;
+                let verified: Result<Vec<bool>, String> =
+                    transfers.iter().map(|t| t.verify(node, &pool)).collect();
+                Ok((timed, verified?))
+            })(),
         };
-        let outcome = made.and_then(|transfers| {
-            let gbs = time(node, &transfers, request.repeat)?;
-            let verified: Result<Vec<bool>, String> =
-                transfers.iter().map(|t| t.verify(node)).collect();
-            Ok((gbs, verified?))
-        });
-        for (at, &(_, from, to)) in directions.iter().enumerate() {
+        for (at, t) in transfers.iter().enumerate() {
             let end = |e| match e {
                 End::Host => None,
                 End::Gpu(i) => Some(i),
             };
             let (gbs, verified, error) = match &outcome {
-                Ok((gbs, verified)) => (Some(gbs[at]), verified[at], None),
+                Ok((timed, verified)) => (Some(timed[at].0), verified[at], None),
                 Err(e) => (None, false, Some(e.clone())),
             };
             report.copies.push(Copy {
                 engine,
-                src: end(from),
-                dst: end(to),
+                src: end(t.from),
+                dst: end(t.to),
                 both_ways,
                 gbs,
                 verified,
