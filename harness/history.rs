@@ -117,6 +117,9 @@ pub struct CheckMatrix {
     pub simulated: bool,
     pub combinations: Vec<String>,
     pub rows: Vec<MatrixRow>,
+    /// The run's node: its GPUs, copy matrices and findings, when it had GPUs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<crate::node::model::NodeReport>,
 }
 
 /// One check in every combination.
@@ -409,5 +412,6 @@ fn matrix(run: usize, report: &CheckReport) -> CheckMatrix {
         simulated: report.simulated,
         combinations: report.combinations.iter().map(|c| c.name.clone()).collect(),
         rows,
+        node: report.node.clone(),
     }
 }

@@ -203,3 +203,37 @@ fn a_pcie_only_node_of_4_gpus_and_a_single_gpu_are_told_nothing_of_nvlink() {
     assert_eq!(code, Some(0));
     assert_eq!(node["pairs"], serde_json::json!([]));
 }
+
+#[test]
+fn the_report_page_draws_the_node_s_copy_matrix_as_a_heat_map_chromium_renders() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let run = run_simulated(
+        &["check", "--timeout", "120"],
+        &hgx(
+            8,
+            "peer_access_denied = [[1, 2]]\nslow_link = [[0, 4, 1.4]]",
+        ),
+    );
+    std::fs::write(dir.path().join("check.json"), run.report.to_string()).unwrap();
+    let page = dir.path().join("report.html");
+    let output = common::run_stackbench(&[
+        "report",
+        &dir.path().display().to_string(),
+        "--format",
+        "html",
+        "--output",
+        &page.display().to_string(),
+    ]);
+    assert!(output.status.success(), "{output:?}");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("Copy-engine copies between GPUs, one way, GB/s (SIMULATED)"));
+    assert!(html.contains("title=\"GPU 1 to GPU 2: "), "{html}");
+    assert!(html.contains("<code>peer_access_denied</code>"));
+    let out = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let shot = common::screenshot(&page, &out.join("node-heat-map.png"));
+    // The healthy pairs' green (hsl(120, 70%, 75%)) and the denied pair's red.
+    let green = shot.count(|[r, g, b]| g > 220 && r < 160 && b < 160 && r.abs_diff(b) < 8);
+    let red = shot.count(|[r, g, b]| r > 220 && g < 170 && b < 170);
+    assert!(green > 2000, "green pixels: {green}");
+    assert!(red > 200, "red pixels: {red}");
+}

@@ -347,52 +347,11 @@ fn simulated_runs_are_charted_apart_and_marked() {
 /// its pixels hold the charts' first colour and the failed checks' red.
 #[test]
 fn chromium_renders_the_page() {
-    let chromium = ["chromium", "chromium-browser"]
-        .into_iter()
-        .map(|name| PathBuf::from("/usr/bin").join(name))
-        .find(|path| path.exists())
-        .expect("Chromium is needed (Debian's package chromium; ci/test installs it)");
     let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
     let page = out.join("report.html");
     std::fs::write(&page, html()).unwrap();
-    let screenshot = out.join("report.png");
-    let _ = std::fs::remove_file(&screenshot);
-    let profile = tempfile::tempdir().unwrap();
-    let status = std::process::Command::new(chromium)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--hide-scrollbars",
-            "--window-size=1200,2400",
-        ])
-        .arg(format!("--user-data-dir={}", profile.path().display()))
-        .arg(format!("--screenshot={}", screenshot.display()))
-        .arg(format!("file://{}", page.display()))
-        .stderr(std::process::Stdio::null())
-        .status()
-        .expect("start Chromium");
-    assert!(status.success(), "chromium: {status}");
-    eprintln!("screenshot: {}", screenshot.display());
-    let decoder = png::Decoder::new(std::io::BufReader::new(
-        std::fs::File::open(&screenshot).unwrap(),
-    ));
-    let mut reader = decoder.read_info().unwrap();
-    let mut pixels = vec![0; reader.output_buffer_size().unwrap()];
-    let frame = reader.next_frame(&mut pixels).unwrap();
-    assert_eq!((frame.width, frame.height), (1200, 2400));
-    let channels = frame.color_type.samples();
-    let count = |rgb: [u8; 3]| {
-        pixels[..frame.buffer_size()]
-            .chunks(channels)
-            .filter(|p| p[..3] == rgb)
-            .count()
-    };
+    let shot = screenshot(&page, &out.join("report.png"));
+    let count = |rgb: [u8; 3]| shot.count(|p| p == rgb);
     assert!(
         count([0x00, 0x72, 0xb2]) > 500,
         "the charts' lines and points"

@@ -5,6 +5,7 @@ use super::{count, history_counts, svg, version_mark, version_sets};
 use crate::bench::model::Side;
 use crate::check::model::Status;
 use crate::history::{Chart, CheckMatrix, History};
+use crate::node::model::{Engine, NodeReport};
 use std::fmt::Write;
 
 const STYLE: &str = "body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1100px;color:#222;padding:0 16px}\
@@ -109,6 +110,68 @@ fn matrices(out: &mut String, history: &History) {
     }
     for matrix in history.matrices.iter().rev() {
         matrix_table(out, history, matrix);
+        if let Some(node) = &matrix.node {
+            heat_map(out, node, matrix.simulated);
+        }
+    }
+}
+
+/// A node's copy-engine matrix, one way, as a heat map: a cell per ordered pair, coloured from
+/// red (the slowest) to green (the fastest pair of the node), the figure in it and the
+/// details on hover.
+fn heat_map(out: &mut String, node: &NodeReport, simulated: bool) {
+    let figures: Vec<f64> = (node.copies.iter())
+        .filter(|c| c.engine == Engine::Ce && !c.both_ways && c.src.is_some() && c.dst.is_some())
+        .filter_map(|c| c.gbs)
+        .collect();
+    let Some(best) = figures.iter().copied().reduce(f64::max) else {
+        return;
+    };
+    let label = if simulated { " (SIMULATED)" } else { "" };
+    let _ = write!(
+        out,
+        "<h4>Copy-engine copies between GPUs, one way, GB/s{label}</h4>\n<table class=\"heatmap\">\n<tr><th>src \\ dst</th>"
+    );
+    for d in &node.devices {
+        let _ = write!(out, "<th>GPU {}</th>", d.index);
+    }
+    out.push_str("</tr>\n");
+    for src in &node.devices {
+        let _ = write!(out, "<tr><th>GPU {}</th>", src.index);
+        for dst in &node.devices {
+            let copy = node.copy(Engine::Ce, Some(src.index), Some(dst.index), false);
+            match copy.and_then(|c| c.gbs.map(|g| (c, g))) {
+                Some((copy, gbs)) => {
+                    let hue = 120.0 * (gbs / best).clamp(0.0, 1.0);
+                    let peak = copy
+                        .peak_gbs
+                        .map(|p| format!(" of {p:.0} nominal"))
+                        .unwrap_or_default();
+                    let verified = if copy.verified {
+                        "verified"
+                    } else {
+                        "NOT VERIFIED"
+                    };
+                    let _ = write!(
+                        out,
+                        "<td style=\"background:hsl({hue:.0},70%,75%)\" title=\"GPU {} to GPU {}: {gbs:.1} GB/s{peak}, {verified}\">{gbs:.0}</td>",
+                        src.index, dst.index
+                    );
+                }
+                None if src.index == dst.index => out.push_str("<td>-</td>"),
+                None => out.push_str("<td class=\"fail\">x</td>"),
+            }
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</table>\n");
+    for finding in &node.findings {
+        let _ = writeln!(
+            out,
+            "<p class=\"finding\"><code>{}</code> {}</p>",
+            finding.cause.code(),
+            escape(&finding.message)
+        );
     }
 }
 

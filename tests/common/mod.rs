@@ -619,3 +619,60 @@ fn traced(args: &[&std::ffi::OsStr], env: &[(&str, &str)]) -> (Option<i32>, Vec<
     let trace = std::fs::read_to_string(&record).expect("strace's record");
     (output.status.code(), output.stdout, trace)
 }
+
+/// A page as headless Chromium drew it: its pixels, RGB.
+pub struct Screenshot {
+    pub pixels: Vec<[u8; 3]>,
+}
+
+impl Screenshot {
+    /// How many pixels `matches` accepts.
+    pub fn count(&self, matches: impl Fn([u8; 3]) -> bool) -> usize {
+        self.pixels.iter().filter(|p| matches(**p)).count()
+    }
+}
+
+/// Draws `page` with headless Chromium at 1200 x 2400 into `png` (kept for a person to look
+/// at) and reads its pixels back.
+pub fn screenshot(page: &Path, png: &Path) -> Screenshot {
+    let chromium = ["chromium", "chromium-browser"]
+        .into_iter()
+        .map(|name| PathBuf::from("/usr/bin").join(name))
+        .find(|path| path.exists())
+        .expect("Chromium is needed (Debian's package chromium; ci/test installs it)");
+    let _ = std::fs::remove_file(png);
+    let profile = tempfile::tempdir().unwrap();
+    let status = std::process::Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+            "--window-size=1200,2400",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg(format!("--screenshot={}", png.display()))
+        .arg(format!("file://{}", page.display()))
+        .stderr(std::process::Stdio::null())
+        .status()
+        .expect("start Chromium");
+    assert!(status.success(), "chromium: {status}");
+    eprintln!("screenshot: {}", png.display());
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(png).unwrap()));
+    let mut reader = decoder.read_info().unwrap();
+    let mut pixels = vec![0; reader.output_buffer_size().unwrap()];
+    let frame = reader.next_frame(&mut pixels).unwrap();
+    assert_eq!((frame.width, frame.height), (1200, 2400));
+    let channels = frame.color_type.samples();
+    Screenshot {
+        pixels: pixels[..frame.buffer_size()]
+            .chunks(channels)
+            .map(|p| [p[0], p[1], p[2]])
+            .collect(),
+    }
+}
