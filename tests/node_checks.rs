@@ -155,10 +155,13 @@ fn five_faults_of_an_8_gpu_node_each_give_their_finding_naming_the_right_gpus() 
     );
     assert!(denied.contains("1 pair(s)"), "{denied}");
     let slow = text("slow_device");
-    assert!(
-        slow.contains("GPU 5 (") && slow.contains("15% slower"),
-        "{slow}"
-    );
+    assert!(slow.contains("GPU 5 ("), "{slow}");
+    // 15% slower, give or take the model's noise.
+    let percent: f64 = finding(&node, "slow_device")["message"]
+        .as_str()
+        .and_then(|m| m.split("% slower").next()?.rsplit(' ').next()?.parse().ok())
+        .expect("a percentage");
+    assert!((12.0..=18.0).contains(&percent), "{slow}");
     let degraded = text("p2p_degraded");
     assert!(
         degraded.contains("GPU 0 (") && degraded.contains("GPU 4 ("),
