@@ -5,6 +5,7 @@
 use super::copies;
 use super::model::{Fabric, NodeDevice, NodePair, NodeReport, NvLink, P2pStatus};
 use super::NodeRequest;
+use crate::probe::dl::Library;
 use cudarc::driver::sys::{self, CUdevice_P2PAttribute, CUresult};
 use nvml_wrapper::enum_wrappers::device::{P2pCapabilitiesIndex, TopologyLevel};
 use nvml_wrapper::{Device, Nvml};
@@ -134,22 +135,9 @@ struct FabricInfoV3 {
 /// fails, or the GPU is in no fabric.
 fn fabric(device: &Device) -> Option<Fabric> {
     type GetFabric = unsafe extern "C" fn(*mut libc::c_void, *mut FabricInfoV3) -> c_int;
-    // SAFETY: dlopen with RTLD_NOLOAD only finds the already-loaded NVML; dlsym's result, when
-    // not null, is NVML's function of this prototype (nvml.h).
-    let get: GetFabric = unsafe {
-        let handle = libc::dlopen(
-            c"libnvidia-ml.so.1".as_ptr(),
-            libc::RTLD_NOW | libc::RTLD_NOLOAD,
-        );
-        if handle.is_null() {
-            return None;
-        }
-        let symbol = libc::dlsym(handle, c"nvmlDeviceGetGpuFabricInfoV".as_ptr());
-        if symbol.is_null() {
-            return None;
-        }
-        std::mem::transmute::<*mut libc::c_void, GetFabric>(symbol)
-    };
+    // SAFETY: NVML's function of this prototype (nvml.h), when its library exports it.
+    let get: GetFabric =
+        unsafe { Library::loaded(c"libnvidia-ml.so.1")?.function(c"nvmlDeviceGetGpuFabricInfoV")? };
     let mut info = FabricInfoV3 {
         version: std::mem::size_of::<FabricInfoV3>() as u32 | (3 << 24),
         cluster_uuid: [0; 16],

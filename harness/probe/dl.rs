@@ -44,6 +44,14 @@ impl Library {
         }
     }
 
+    /// The library of soname `name` when the process has already loaded it (`RTLD_NOLOAD`:
+    /// nothing is loaded or searched for), to look up a function its binding lacks.
+    pub fn loaded(name: &CStr) -> Option<Library> {
+        // SAFETY: `name` is a C string; RTLD_NOLOAD only returns an object already mapped.
+        let handle = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD) };
+        NonNull::new(handle).map(|handle| Library { handle })
+    }
+
     /// Whether anything in this library's scope exports `name` (an older library may not).
     pub fn exports(&self, name: &CStr) -> bool {
         // SAFETY: only looked up, never called.

@@ -252,18 +252,9 @@ pub fn devices(s: &mut Session) -> Checked {
 /// has no `cuDeviceGetPCIBusId` (looked up by hand: cudarc panics on a missing symbol).
 fn pci_bus_id(dev: cudarc::driver::sys::CUdevice) -> Option<String> {
     type GetBusId = unsafe extern "C" fn(*mut std::ffi::c_char, std::ffi::c_int, i32) -> i32;
-    // SAFETY: RTLD_NOLOAD only finds the driver already loaded; the symbol, when there, is the
-    // driver's function of this prototype (cuda.h).
+    // SAFETY: the driver's function of this prototype (cuda.h), when it exports it.
     let get: GetBusId = unsafe {
-        let handle = libc::dlopen(c"libcuda.so.1".as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD);
-        if handle.is_null() {
-            return None;
-        }
-        let symbol = libc::dlsym(handle, c"cuDeviceGetPCIBusId".as_ptr());
-        if symbol.is_null() {
-            return None;
-        }
-        std::mem::transmute::<*mut libc::c_void, GetBusId>(symbol)
+        crate::probe::dl::Library::loaded(c"libcuda.so.1")?.function(c"cuDeviceGetPCIBusId")?
     };
     let mut text = [0 as std::ffi::c_char; 32];
     // SAFETY: `text` holds 32 bytes, as the length says; `dev` came from cuDeviceGet.
