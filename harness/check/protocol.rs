@@ -19,11 +19,12 @@ pub enum Component {
     Cupti,
     Cufft,
     Curand,
+    Nccl,
 }
 
 impl Component {
     /// Every component, in check order.
-    pub const ALL: [Component; 8] = [
+    pub const ALL: [Component; 9] = [
         Component::Cudart,
         Component::Nvrtc,
         Component::Cublas,
@@ -32,6 +33,7 @@ impl Component {
         Component::Cupti,
         Component::Cufft,
         Component::Curand,
+        Component::Nccl,
     ];
 
     /// The stem of its file names and the check group's name (`cublasLt`).
@@ -45,6 +47,7 @@ impl Component {
             Component::Cupti => "cupti",
             Component::Cufft => "cufft",
             Component::Curand => "curand",
+            Component::Nccl => "nccl",
         }
     }
 
@@ -59,6 +62,7 @@ impl Component {
             Component::Cupti => "CUPTI",
             Component::Cufft => "cuFFT",
             Component::Curand => "cuRAND",
+            Component::Nccl => "NCCL",
         }
     }
 

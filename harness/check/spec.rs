@@ -234,6 +234,12 @@ pub const SPECS: &[Spec] = &[
         "a generator fills a buffer with uniform numbers in (0, 1] with the expected mean",
         &["curand.load", DEVICE],
     ),
+    worker(
+        "nccl.load",
+        "nccl",
+        "libnccl loads and reports its version",
+        &[],
+    ),
     Spec {
         id: "coverage.kernels",
         library: "coverage",

@@ -87,6 +87,10 @@ fn pair<T: Into<i64> + std::fmt::Display>((major, minor): (T, T)) -> (i64, Optio
     )
 }
 
+fn nccl(v: i32) -> (i64, Option<String>) {
+    (i64::from(v), Some(decode::nccl_version(i64::from(v))))
+}
+
 fn thousands(v: i32) -> (i64, Option<String>) {
     (i64::from(v), Some(decode::thousands(i64::from(v))))
 }
@@ -261,6 +265,16 @@ pub fn version_calls(component: &str, lib: &Library, observe: &mut dyn FnMut()) 
             calls::curand_get_version(lib),
             thousands,
             &|_| None,
+        )),
+        "nccl" => out.push(valued(
+            "ncclGetVersion",
+            calls::nccl_get_version(lib),
+            nccl,
+            &|code| {
+                i32::try_from(code)
+                    .ok()
+                    .and_then(|c| calls::nccl_get_error_string(lib, c))
+            },
         )),
         "cusparse" => out.push(valued(
             "cusparseGetProperty",

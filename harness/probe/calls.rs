@@ -210,6 +210,16 @@ pub fn curand_get_version(lib: &Library) -> Call<c_int> {
     int_out(lib, c"curandGetVersion")
 }
 
+/// `ncclGetVersion`: `NCCL_VERSION_CODE` (see [`super::decode::nccl_version`]).
+pub fn nccl_get_version(lib: &Library) -> Call<c_int> {
+    int_out(lib, c"ncclGetVersion")
+}
+
+/// `ncclGetErrorString`: NCCL's text for a result code.
+pub fn nccl_get_error_string(lib: &Library, code: sys::status) -> Option<String> {
+    name_of(lib, c"ncclGetErrorString", code)
+}
+
 /// `cusparseGetProperty` for major, minor and patch level (`cusparseGetVersion` needs a handle).
 pub fn cusparse_get_property(lib: &Library) -> Call<(c_int, c_int, c_int)> {
     properties(lib, c"cusparseGetProperty")

@@ -23,6 +23,16 @@ pub fn cudnn_version(v: i64) -> String {
     }
 }
 
+/// `NCCL_VERSION_CODE`: `10000 * major + 100 * minor + patch` since NCCL 2.9 (22809 ->
+/// "2.28.9"), `1000 * major + 100 * minor + patch` before (2708 -> "2.7.8").
+pub fn nccl_version(v: i64) -> String {
+    if v >= 20900 {
+        ten_thousands(v)
+    } else {
+        thousands(v)
+    }
+}
+
 /// `10000 * major + 100 * minor + patch` (cuBLAS, cuBLASLt: 120901 -> "12.9.1").
 pub fn ten_thousands(v: i64) -> String {
     format!("{}.{}.{}", v / 10000, (v % 10000) / 100, v % 100)
@@ -108,6 +118,14 @@ mod tests {
     #[case(100200, "10.2.0")]
     fn cudnn_versions(#[case] v: i64, #[case] text: &str) {
         assert_eq!(cudnn_version(v), text);
+    }
+
+    #[rstest]
+    #[case(22809, "2.28.9")]
+    #[case(21903, "2.19.3")]
+    #[case(2708, "2.7.8")]
+    fn nccl_versions(#[case] v: i64, #[case] text: &str) {
+        assert_eq!(nccl_version(v), text);
     }
 
     #[rstest]

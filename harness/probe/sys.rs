@@ -32,7 +32,8 @@ pub type CuInit = unsafe extern "C" fn(flags: c_uint) -> status;
 pub type StatusName = unsafe extern "C" fn(code: status, name: *mut *const c_char) -> status;
 
 /// `const char *cudaGetErrorName(cudaError_t error)`; also `cublasGetStatusName(cublasStatus_t)`,
-/// `nvrtcGetErrorString(nvrtcResult)` and `nvmlErrorString(nvmlReturn_t)`.
+/// `nvrtcGetErrorString(nvrtcResult)`, `nvmlErrorString(nvmlReturn_t)` and
+/// `ncclGetErrorString(ncclResult_t)`.
 ///
 /// # Safety
 /// The symbol must really have this signature. The string returned is static (or null).

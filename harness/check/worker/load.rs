@@ -153,5 +153,11 @@ fn ask_version(component: Component, lib: &Library) -> Answer {
                 .map(|r| r.map(|v| (v.into(), decode::thousands(v.into())))),
             &no_name,
         ),
+        Component::Nccl => version(
+            "ncclGetVersion",
+            calls::nccl_get_version(lib)
+                .map(|r| r.map(|v| (v.into(), decode::nccl_version(v.into())))),
+            &|code| calls::nccl_get_error_string(lib, code),
+        ),
     }
 }

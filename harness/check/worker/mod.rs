@@ -198,6 +198,7 @@ fn dispatch(id: &str, s: &mut Session) -> Checked {
         "cufft.c2c" => cufft::c2c(s),
         "curand.load" => load::load(s, Component::Curand),
         "curand.generate" => curand::generate(s),
+        "nccl.load" => load::load(s, Component::Nccl),
         other => Err(Outcome::fail(format!("no worker-side check named {other}"))),
     }
 }
