@@ -134,6 +134,9 @@ pub enum Cause {
     PeerAccessDenied,
     /// A pair of GPUs copies far below its peer pairs.
     P2pDegraded,
+    /// NCCL moves data between GPUs through host memory or a network transport where the
+    /// topology says they reach each other over NVLink or PCIe peer to peer.
+    NcclTransportFallback,
 }
 
 /// One finding of `doctor`.
