@@ -199,6 +199,15 @@ impl Clock {
         begin + span
     }
 
+    /// A collective's part that takes `seconds` on the links (see [`crate::libs::nccl`]): only
+    /// the profile's `slowdown` and the noise vary it. The links' rates already hold the
+    /// `slow_device` and `slow_link` factors, and neither the SM clock's ramp nor its throttling
+    /// moves a link.
+    pub fn collective(&mut self, seconds: f64) {
+        let z = standard_normal(&mut self.rng);
+        self.now += self.slowdown * seconds * (1.0 + self.noise * z).max(0.0);
+    }
+
     /// The device's own `slow_device` factor.
     pub fn slow(&self) -> f64 {
         self.slow

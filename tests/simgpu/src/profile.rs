@@ -157,8 +157,12 @@ pub struct Faults {
     pub kernel_hang: String,
     /// A kernel whose launches fail with `CUDA_ERROR_ILLEGAL_ADDRESS`.
     pub launch_error: String,
-    /// Outputs perturbed: `vector_add`, `matmul`, `gemm` or `conv`.
+    /// Outputs perturbed: `vector_add`, `matmul`, `gemm`, `conv`, or an NCCL collective by its
+    /// call (`ncclAllReduce`, `ncclAllGather`, `ncclReduceScatter`, `ncclBroadcast`).
     pub wrong_results: String,
+    /// An NCCL collective that is enqueued on every rank's stream and never completes:
+    /// `all_reduce`, `all_gather`, `reduce_scatter` or `broadcast`; empty: none.
+    pub nccl_hang: String,
     /// Allocations that would take device memory in use past this many MiB fail with
     /// `CUDA_ERROR_OUT_OF_MEMORY` (0: never).
     pub out_of_memory_above_mib: u64,
@@ -273,6 +277,13 @@ impl Profile {
                 faults.fabric_state
             ));
         }
+        if !crate::libs::nccl::types::HANG_NAMES.contains(&faults.nccl_hang.as_str()) {
+            return Err(format!(
+                "faults.nccl_hang: {:?} is none of \"all_reduce\", \"all_gather\", \
+                 \"reduce_scatter\", \"broadcast\"",
+                faults.nccl_hang
+            ));
+        }
         for &(a, b) in &faults.peer_access_denied {
             device("faults.peer_access_denied", a)?;
             device("faults.peer_access_denied", b)?;
@@ -367,6 +378,7 @@ mod tests {
         assert!(error(&format!("{fault}nvlink_down = [[4, 0]]")).contains("faults.nvlink_down"));
         assert!(error(&format!("{fault}nvlink_down = [[0, 18]]")).contains("nvlinks_per_gpu"));
         assert!(error(&format!("{fault}fabric_state = \"x\"")).contains("faults.fabric_state"));
+        assert!(error(&format!("{fault}nccl_hang = \"allreduce\"")).contains("nccl_hang"));
         assert!(error(&format!("{fault}slow_link = [[0, 9, 2.0]]")).contains("faults.slow_link"));
         assert!(error(&format!("{fault}slow_device = [[0, 0.0]]")).contains("slow_device"));
         assert!(error("[node]\nnuma_node = [0, 1]\n").contains("node.numa_node"));

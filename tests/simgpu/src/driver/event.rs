@@ -25,6 +25,19 @@ pub(super) struct Event {
     pub stamp: f64,
 }
 
+impl Event {
+    /// A timing event on `gpu`, never recorded.
+    pub(super) fn new(gpu: usize, timing: bool) -> Event {
+        Event {
+            gpu,
+            timing,
+            recorded: 0,
+            completed: 0,
+            stamp: 0.0,
+        }
+    }
+}
+
 impl Inner {
     /// The event `raw` names, with its device's sticky error if it has one.
     fn event(&self, raw: *mut c_void) -> Result<&Event, Code> {
@@ -51,13 +64,7 @@ pub unsafe extern "C" fn cuEventCreate(ph_event: *mut *mut c_void, flags: c_uint
             return Err(Code::INVALID_VALUE);
         }
         let handle = inner.handle(Kind::Event);
-        let event = Event {
-            gpu,
-            timing: flags & DISABLE_TIMING == 0,
-            recorded: 0,
-            completed: 0,
-            stamp: 0.0,
-        };
+        let event = Event::new(gpu, flags & DISABLE_TIMING == 0);
         inner.events.insert(handle, event);
         // SAFETY: the caller's contract.
         unsafe { put(ph_event, handle as *mut c_void) }

@@ -36,7 +36,12 @@ pub struct DeviceMemory<'a> {
     inner: &'a mut Inner,
 }
 
-impl DeviceMemory<'_> {
+impl<'a> DeviceMemory<'a> {
+    /// The memory of the driver's state, for a body run by the driver.
+    pub(super) fn of(inner: &'a mut Inner) -> DeviceMemory<'a> {
+        DeviceMemory { inner }
+    }
+
     /// A copy of `len` bytes at device address `address`.
     pub fn read(&self, address: u64, len: usize) -> Result<Vec<u8>, Code> {
         let alloc = (self.inner.memory.find(address, len)).ok_or(Code::ILLEGAL_ADDRESS)?;
@@ -104,7 +109,7 @@ pub fn enqueue(stream: *mut c_void, work: Work) -> Result<(), Code> {
 impl Inner {
     /// Runs library work on `gpu`: its body, then its modelled time.
     pub(super) fn run_library(&mut self, gpu: usize, work: Work) -> Result<(), Code> {
-        let outcome = (work.body)(&mut DeviceMemory { inner: self });
+        let outcome = (work.body)(&mut DeviceMemory::of(self));
         self.gpus[gpu]
             .clock
             .kernel_at(work.bytes, work.flops, work.peak);

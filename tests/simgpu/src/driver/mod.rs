@@ -12,6 +12,7 @@
 //! `CUDA_ERROR_UNKNOWN`.
 
 mod attributes;
+pub mod collective;
 mod context;
 mod copy;
 mod device;

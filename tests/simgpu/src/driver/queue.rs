@@ -14,6 +14,7 @@
 //! [`crate::clock`]); an event's record stamps the later of its stream's ready time and the
 //! SMs' timeline.
 
+use super::collective::Collective;
 use super::errors::Code;
 use super::launch::Pending;
 use super::library::Work;
@@ -36,6 +37,10 @@ pub(super) enum Op {
     Launch(Box<Pending>),
     /// A simulated library's work (a GEMM, a convolution, an FFT, ...).
     Library(Box<Work>),
+    /// One rank's part of a collective (see [`super::collective`]).
+    Collective(Box<Collective>),
+    /// Work that never completes: a collective whose peers never arrive (`faults.nccl_hang`).
+    Never,
     /// A copy to device or pinned memory at `dst`.
     Copy {
         dst: u64,
@@ -278,6 +283,8 @@ impl Inner {
         match op {
             Op::Launch(pending) => pending.name() != self.profile.faults.kernel_hang,
             Op::Library(work) => work.name != self.profile.faults.kernel_hang,
+            Op::Collective(part) => part.name != self.profile.faults.kernel_hang,
+            Op::Never => false,
             Op::WaitValue {
                 address,
                 value,
@@ -342,7 +349,10 @@ impl Inner {
     fn run(&mut self, sim: &Sim, gpu: usize, issued: Issued, op: Op) {
         let ready = self.streams.ready(issued.stream);
         let clock = &mut self.gpus[gpu].clock;
-        if matches!(op, Op::Launch(_) | Op::Library(_) | Op::Memset { .. }) {
+        if matches!(
+            op,
+            Op::Launch(_) | Op::Library(_) | Op::Collective(_) | Op::Memset { .. }
+        ) {
             clock.wait_until(ready);
         }
         let start = clock.now();
@@ -357,6 +367,14 @@ impl Inner {
             Op::Library(work) => {
                 let name = work.name.clone();
                 let ran = self.run_library(gpu, *work);
+                if ran.is_ok() {
+                    self.completed(sim, gpu, issued, &name, start, Shape::default());
+                }
+                ran.map(|()| self.gpus[gpu].clock.now())
+            }
+            Op::Collective(part) => {
+                let name = part.name.clone();
+                let ran = self.run_collective(gpu, *part);
                 if ran.is_ok() {
                     self.completed(sim, gpu, issued, &name, start, Shape::default());
                 }
@@ -389,7 +407,7 @@ impl Inner {
             Op::WaitEvent { event, .. } => {
                 Ok((self.events.get(&event)).map_or(ready, |e| ready.max(e.stamp)))
             }
-            Op::Marker => Ok(ready),
+            Op::Marker | Op::Never => Ok(ready),
         };
         match outcome {
             Ok(end) => self.streams.set_ready(issued.stream, end),

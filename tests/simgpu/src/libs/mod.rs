@@ -1,4 +1,4 @@
-//! The simulated CUDA libraries, at NVIDIA's C ABI, on the simulated driver: each answers its
+//! The simulated CUDA libraries and NCCL, at NVIDIA's C ABI, on the simulated driver: each answers its
 //! version calls as a CUDA 13 toolkit's does (strings say "simulated"), and computes with a CPU
 //! reference of its own that shares no code with stackbench's `harness/`, so that a mistake in
 //! how stackbench calls a library makes its results wrong.
@@ -16,3 +16,4 @@ pub mod cudnn;
 pub mod cufft;
 pub mod cupti;
 pub mod curand;
+pub mod nccl;
