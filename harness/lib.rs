@@ -29,6 +29,7 @@ pub mod history;
 pub mod kernels;
 pub mod merge;
 pub mod model;
+pub mod nccl;
 pub mod node;
 pub mod options;
 pub mod output;

@@ -76,6 +76,7 @@ pub fn request(combination: &Combination, settings: &Settings, run: &[&str]) -> 
         nvml: combination.nvml.clone(),
         target: Some(settings.arch.to_owned()),
         device: settings.device,
+        devices: Vec::new(),
         run: spec::SPECS
             .iter()
             .filter(|s| s.side == CheckSide::Worker && run.contains(&s.id))

@@ -164,6 +164,11 @@ pub fn check(options: &CheckOptions, host: &Host) -> Result<CheckReport, CheckEr
             ..Default::default()
         })
     });
+    let node = node.map(|mut node| {
+        let fallbacks = crate::nccl::findings::from_checks(&combinations, &node);
+        node.findings.extend(fallbacks);
+        node
+    });
     Ok(CheckReport {
         schema: CHECK_SCHEMA.to_owned(),
         started,
@@ -228,6 +233,7 @@ fn run_combination(
             .target
             .map(|cc| format!("sm_{}{}", cc.major, cc.minor)),
         device: first,
+        devices: devices.to_vec(),
         run: spec::SPECS
             .iter()
             .filter(|s| s.side == Side::Worker)

@@ -97,6 +97,10 @@ pub struct CheckRequest {
     pub target: Option<String>,
     /// The CUDA device ordinal the GPU checks use.
     pub device: u32,
+    /// Every GPU of the run, for the checks that use them all at once (NCCL's collectives);
+    /// empty: `device` alone.
+    #[serde(default)]
+    pub devices: Vec<u32>,
     /// The worker-side checks to run, in order.
     pub run: Vec<String>,
     /// Results already settled by an earlier worker of this combination (which crashed or hung),
@@ -106,6 +110,15 @@ pub struct CheckRequest {
 }
 
 impl CheckRequest {
+    /// The GPUs the node-wide checks use: `devices`, else `device` alone.
+    pub fn gpus(&self) -> Vec<u32> {
+        if self.devices.is_empty() {
+            vec![self.device]
+        } else {
+            self.devices.clone()
+        }
+    }
+
     /// The file of `component`, if the combination has it.
     pub fn file(&self, component: Component) -> Option<&ComponentFile> {
         self.components.iter().find(|f| f.component == component)

@@ -87,6 +87,12 @@ impl Node {
         call("cuCtxSetCurrent", unsafe { sys::cuCtxSetCurrent(context) })
     }
 
+    /// GPU `index`'s first stream, its context made current: where other work of the node's
+    /// GPUs (NCCL's collectives) goes.
+    pub(crate) fn stream(&self, index: u32) -> Result<CUstream, String> {
+        Ok(self.current(index)?.streams[0])
+    }
+
     fn current(&self, index: u32) -> Result<&Gpu, String> {
         let gpu = self
             .gpu(index)
@@ -195,13 +201,13 @@ fn load_kernel() -> Result<CUfunction, String> {
 }
 
 /// Device memory of one GPU, freed when dropped.
-struct DeviceBuffer {
+pub(crate) struct DeviceBuffer {
     ptr: CUdeviceptr,
     context: CUcontext,
 }
 
 impl DeviceBuffer {
-    fn new(node: &Node, index: u32, bytes: usize) -> Result<DeviceBuffer, String> {
+    pub(crate) fn new(node: &Node, index: u32, bytes: usize) -> Result<DeviceBuffer, String> {
         let gpu = node.current(index)?;
         let mut ptr: CUdeviceptr = 0;
         // SAFETY: a valid out-pointer.
@@ -210,6 +216,11 @@ impl DeviceBuffer {
             ptr,
             context: gpu.context,
         })
+    }
+
+    /// Its device address.
+    pub(crate) fn ptr(&self) -> CUdeviceptr {
+        self.ptr
     }
 }
 
@@ -286,11 +297,11 @@ impl Drop for Preferred {
 }
 
 /// An event of the current context, destroyed when dropped.
-struct Event(CUevent);
+pub(crate) struct Event(CUevent);
 
 impl Event {
     /// An event of GPU `index`'s context.
-    fn new_on(node: &Node, index: u32) -> Result<Event, String> {
+    pub(crate) fn new_on(node: &Node, index: u32) -> Result<Event, String> {
         node.current(index)?;
         Event::new()
     }
@@ -304,7 +315,7 @@ impl Event {
         Ok(Event(event))
     }
 
-    fn record(&self, stream: CUstream) -> Result<(), String> {
+    pub(crate) fn record(&self, stream: CUstream) -> Result<(), String> {
         // SAFETY: a live event and a stream of its context.
         call("cuEventRecord", unsafe {
             sys::cuEventRecord(self.0, stream)
@@ -312,7 +323,7 @@ impl Event {
     }
 
     /// Milliseconds from `self` to `end`, once `end` has completed.
-    fn until(&self, end: &Event) -> Result<f64, String> {
+    pub(crate) fn until(&self, end: &Event) -> Result<f64, String> {
         // SAFETY: a live event.
         call("cuEventSynchronize", unsafe {
             sys::cuEventSynchronize(end.0)

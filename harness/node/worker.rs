@@ -222,7 +222,7 @@ fn snake(name: &str) -> String {
 }
 
 /// A driver call's status as a result naming the call and the error.
-pub(super) fn call(name: &str, status: CUresult) -> Result<(), String> {
+pub(crate) fn call(name: &str, status: CUresult) -> Result<(), String> {
     if status == CUresult::CUDA_SUCCESS {
         return Ok(());
     }

@@ -15,7 +15,7 @@ mod api;
 pub(crate) mod calls;
 pub mod decode;
 pub(crate) mod dl;
-mod sys;
+pub(crate) mod sys;
 pub mod trail;
 pub mod worker;
 

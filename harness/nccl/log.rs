@@ -1,0 +1,310 @@
+//! What NCCL says of itself with `NCCL_DEBUG=INFO`: the transport of every ring edge
+//! (`Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM`), the algorithm and protocol of each collective
+//! (`AllReduce: 1048576 Bytes -> Algo RING proto SIMPLE ...`, NCCL 2.23 and later; rank 0's
+//! `1048576 Bytes -> Algo 1 proto 2 time ...` before), the settings it took from the
+//! environment, and its warnings.
+//!
+//! The worker sends these lines to a file of a private directory of its own ([`DebugLog`]):
+//! NCCL would otherwise print them on standard output.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::PathBuf;
+
+/// The subsystems asked for: INIT (transports), GRAPH (rings), TUNING (algorithms), ENV.
+pub const SUBSYS: &str = "INIT,GRAPH,TUNING,ENV";
+/// The most of the log read back: its last 4 MiB.
+const MOST: u64 = 4 << 20;
+
+/// NCCL's debug output, sent to `nccl.log` in a directory only this process's user can write,
+/// removed when dropped.
+pub struct DebugLog {
+    dir: tempfile::TempDir,
+}
+
+impl DebugLog {
+    /// Sets `NCCL_DEBUG=INFO`, [`SUBSYS`] and `NCCL_DEBUG_FILE` for NCCL (over the user's own
+    /// settings for these three). Called at the worker's start, before any thread exists, as
+    /// changing the environment requires.
+    pub fn start() -> std::io::Result<DebugLog> {
+        let dir = tempfile::Builder::new()
+            .prefix("stackbench-nccl-")
+            .tempdir()?;
+        std::env::set_var("NCCL_DEBUG", "INFO");
+        std::env::set_var("NCCL_DEBUG_SUBSYS", SUBSYS);
+        std::env::set_var("NCCL_DEBUG_FILE", dir.path().join("nccl.log"));
+        Ok(DebugLog { dir })
+    }
+
+    fn path(&self) -> PathBuf {
+        self.dir.path().join("nccl.log")
+    }
+
+    /// What NCCL has written so far (its last 4 MiB), parsed.
+    pub fn read(&self) -> Result<Seen, String> {
+        let path = self.path();
+        let mut file = std::fs::File::open(&path)
+            .map_err(|e| format!("NCCL wrote no debug log at {}: {e}", path.display()))?;
+        let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+        if len > MOST {
+            use std::io::Seek;
+            file.seek(std::io::SeekFrom::Start(len - MOST))
+                .map_err(|e| e.to_string())?;
+        }
+        let mut bytes = Vec::new();
+        file.take(MOST)
+            .read_to_end(&mut bytes)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(parse(&String::from_utf8_lossy(&bytes)))
+    }
+}
+
+/// How NCCL moves data over one ring edge, by the first part of its `via`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Transport {
+    /// `P2P/...`: peer to peer over NVLink or PCIe (CUMEM, IPC, direct pointers).
+    P2p,
+    /// `NVLS`: NVLink SHARP through the NVSwitches.
+    Nvls,
+    /// `SHM/...`: staged through host shared memory.
+    Shm,
+    /// `NET/...`, `COLLNET/...`: through a network transport (sockets, IB).
+    Net,
+    /// Anything else NCCL names.
+    Other,
+}
+
+impl Transport {
+    fn of(via: &str) -> Transport {
+        match via.split('/').next().unwrap_or_default() {
+            "P2P" => Transport::P2p,
+            "NVLS" => Transport::Nvls,
+            "SHM" => Transport::Shm,
+            "NET" | "COLLNET" => Transport::Net,
+            _ => Transport::Other,
+        }
+    }
+
+    /// Whether this transport stages through the host or a network: several times slower than
+    /// P2P between GPUs that can reach each other.
+    pub fn is_fallback(self) -> bool {
+        matches!(self, Transport::Shm | Transport::Net)
+    }
+}
+
+/// One ring edge as NCCL reported it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Edge {
+    pub from_rank: u32,
+    pub to_rank: u32,
+    pub transport: Transport,
+    /// NCCL's words after `via` (`P2P/CUMEM/read`).
+    pub via: String,
+    /// The line that says so.
+    pub line: String,
+}
+
+/// An algorithm and protocol NCCL chose for a collective at a size.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Choice {
+    /// NCCL's name of the collective (`AllReduce`); absent in NCCL before 2.23's lines.
+    pub collective: Option<String>,
+    pub bytes: u64,
+    /// `RING`, `TREE`, `NVLS`, ...
+    pub algorithm: String,
+    /// `SIMPLE`, `LL`, `LL128`.
+    pub protocol: String,
+}
+
+/// What the log showed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Seen {
+    /// `NCCL version 2.28.9+cuda13.0`, as NCCL printed it.
+    pub version: Option<String>,
+    /// Each ordered pair of ranks' slowest transport over every channel.
+    pub edges: Vec<Edge>,
+    pub choices: Vec<Choice>,
+    /// Settings NCCL took from the environment (`NCCL_P2P_DISABLE set by environment to 1.`).
+    pub environment: Vec<String>,
+    /// `NCCL WARN` lines.
+    pub warnings: Vec<String>,
+}
+
+/// Reads NCCL's debug lines; lines of any other shape are passed over.
+pub fn parse(text: &str) -> Seen {
+    let mut seen = Seen::default();
+    let mut edges: BTreeMap<(u32, u32), Edge> = BTreeMap::new();
+    for line in text.lines() {
+        if let Some((_, warning)) = line.split_once(" NCCL WARN ") {
+            seen.warnings.push(warning.trim().to_owned());
+            continue;
+        }
+        let Some((_, info)) = line.split_once(" NCCL INFO ") else {
+            continue;
+        };
+        let info = info.trim();
+        if let Some(version) = info.strip_prefix("NCCL version ") {
+            seen.version.get_or_insert_with(|| version.to_owned());
+        } else if info.contains(" set by environment to ") {
+            if !seen.environment.iter().any(|e| e == info) {
+                seen.environment.push(info.to_owned());
+            }
+        } else if let Some(edge) = edge(info) {
+            let key = (edge.from_rank, edge.to_rank);
+            match edges.get(&key) {
+                Some(known) if known.transport >= edge.transport => {}
+                _ => {
+                    edges.insert(key, edge);
+                }
+            }
+        } else if let Some(choice) = choice(info) {
+            if !seen.choices.contains(&choice) {
+                seen.choices.push(choice);
+            }
+        }
+    }
+    seen.edges = edges.into_values().collect();
+    seen
+}
+
+/// `Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read` (or `Channel 00 : 0[1a000] -> ...`).
+fn edge(info: &str) -> Option<Edge> {
+    let rest = info.strip_prefix("Channel ")?;
+    let (_, rest) = rest.split_once(" : ")?;
+    let (from, rest) = rest.split_once(" -> ")?;
+    let (to, via) = rest.split_once(" via ")?;
+    let rank = |s: &str| s.split('[').next()?.trim().parse::<u32>().ok();
+    let via = via.split_whitespace().next()?.to_owned();
+    Some(Edge {
+        from_rank: rank(from)?,
+        to_rank: rank(to)?,
+        transport: Transport::of(&via),
+        via,
+        line: info.to_owned(),
+    })
+}
+
+/// `AllReduce: 1048576 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..1}`, or before
+/// NCCL 2.23 `1048576 Bytes -> Algo 1 proto 2 time 36.2`.
+fn choice(info: &str) -> Option<Choice> {
+    let (head, tail) = info.split_once(" Bytes -> Algo ")?;
+    let (collective, bytes) = match head.rsplit_once(": ") {
+        Some((name, bytes)) => (Some(name.trim().to_owned()), bytes),
+        None => (None, head),
+    };
+    let mut words = tail.split_whitespace();
+    let algorithm = words.next()?;
+    let protocol = (words.next()? == "proto").then(|| words.next())??;
+    Some(Choice {
+        collective,
+        bytes: bytes.trim().parse().ok()?,
+        algorithm: algorithm_name(algorithm),
+        protocol: protocol_name(protocol),
+    })
+}
+
+/// NCCL's algorithm by name, its number (`NCCL_ALGO_*` in NCCL's order) turned into one.
+fn algorithm_name(word: &str) -> String {
+    const NAMES: [&str; 7] = [
+        "TREE",
+        "RING",
+        "COLLNET_DIRECT",
+        "COLLNET_CHAIN",
+        "NVLS",
+        "NVLS_TREE",
+        "PAT",
+    ];
+    named(word, &NAMES)
+}
+
+/// NCCL's protocol by name (`NCCL_PROTO_*`: LL, LL128, SIMPLE).
+fn protocol_name(word: &str) -> String {
+    named(word, &["LL", "LL128", "SIMPLE"])
+}
+
+fn named(word: &str, names: &[&str]) -> String {
+    word.parse::<usize>()
+        .ok()
+        .and_then(|i| names.get(i))
+        .map_or_else(|| word.to_owned(), |name| (*name).to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LOG: &str = "\
+node1:4242:4242 [0] NCCL INFO NCCL version 2.27.7+cuda12.9
+node1:4242:4242 [0] NCCL INFO NCCL_P2P_DISABLE set by environment to 1.
+node1:4242:4250 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read
+node1:4242:4250 [1] NCCL INFO Channel 00/0 : 1[1] -> 0[0] via SHM/direct/direct
+node1:4242:4250 [1] NCCL INFO Channel 01/0 : 1[1] -> 0[0] via P2P/CUMEM/read
+node1:4242:4250 [0] NCCL INFO Channel 00 : 0[1a000] -> 2[3d000] via NET/Socket/0
+node1:4242:4242 [0] NCCL INFO AllReduce: 1048576 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..1}
+node1:4242:4242 [0] NCCL INFO 8 Bytes -> Algo 0 proto 0 time 12.5
+node1:4242:4242 [0] NCCL INFO Connected all rings
+node1:4242:4242 [0] NCCL WARN Cuda failure 'out of memory'
+garbage without the marker
+";
+
+    #[test]
+    fn each_pair_keeps_its_slowest_transport_with_its_line() {
+        let seen = parse(LOG);
+        let edge = |a, b| seen.edges.iter().find(|e| (e.from_rank, e.to_rank) == (a, b));
+        assert_eq!(edge(0, 1).unwrap().transport, Transport::P2p);
+        let back = edge(1, 0).unwrap();
+        assert_eq!(back.transport, Transport::Shm);
+        assert_eq!(back.via, "SHM/direct/direct");
+        assert!(back.line.starts_with("Channel 00/0 : 1[1] -> 0[0]"));
+        assert_eq!(edge(0, 2).unwrap().transport, Transport::Net);
+        assert_eq!(seen.edges.len(), 3);
+    }
+
+    #[test]
+    fn algorithms_by_name_and_by_number() {
+        let seen = parse(LOG);
+        assert_eq!(
+            seen.choices,
+            vec![
+                Choice {
+                    collective: Some("AllReduce".into()),
+                    bytes: 1 << 20,
+                    algorithm: "RING".into(),
+                    protocol: "SIMPLE".into()
+                },
+                Choice {
+                    collective: None,
+                    bytes: 8,
+                    algorithm: "TREE".into(),
+                    protocol: "LL".into()
+                }
+            ]
+        );
+    }
+
+    #[test]
+    fn version_environment_and_warnings() {
+        let seen = parse(LOG);
+        assert_eq!(seen.version.as_deref(), Some("2.27.7+cuda12.9"));
+        assert_eq!(
+            seen.environment,
+            vec!["NCCL_P2P_DISABLE set by environment to 1."]
+        );
+        assert_eq!(seen.warnings, vec!["Cuda failure 'out of memory'"]);
+    }
+
+    #[test]
+    fn fallbacks_are_shm_and_network() {
+        assert!(Transport::Shm.is_fallback() && Transport::Net.is_fallback());
+        assert!(!Transport::P2p.is_fallback() && !Transport::Nvls.is_fallback());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_text_parses_without_panicking(text in ".{0,400}") {
+            let _ = parse(&text);
+        }
+    }
+}
