@@ -9,7 +9,8 @@ use std::ffi::{c_int, c_void, CStr};
 /// `ncclComm_t`.
 pub type Comm = *mut c_void;
 
-type CommInitAll = unsafe extern "C" fn(comms: *mut Comm, ndev: c_int, devlist: *const c_int) -> c_int;
+type CommInitAll =
+    unsafe extern "C" fn(comms: *mut Comm, ndev: c_int, devlist: *const c_int) -> c_int;
 type CommDestroy = unsafe extern "C" fn(comm: Comm) -> c_int;
 type Group = unsafe extern "C" fn() -> c_int;
 /// `ncclAllReduce` and `ncclReduceScatter` (whose count is the count received).
@@ -101,7 +102,11 @@ impl Nccl {
             .map(|f| unsafe { f(result) })
             .filter(|text| !text.is_null())
             // SAFETY: not NULL: a NUL-terminated static string.
-            .map(|text| unsafe { CStr::from_ptr(text) }.to_string_lossy().into_owned())
+            .map(|text| {
+                unsafe { CStr::from_ptr(text) }
+                    .to_string_lossy()
+                    .into_owned()
+            })
             .unwrap_or_else(|| "no text from ncclGetErrorString".to_owned());
         Err(format!("{call} returned {result} ({text})"))
     }

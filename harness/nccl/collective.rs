@@ -104,7 +104,9 @@ impl Collective {
         match self {
             Collective::AllReduce => (0..ranks).map(|r| input(r, index)).sum(),
             Collective::Broadcast => input(0, index),
-            Collective::ReduceScatter => (0..ranks).map(|r| input(r, rank * shape.recv + index)).sum(),
+            Collective::ReduceScatter => (0..ranks)
+                .map(|r| input(r, rank * shape.recv + index))
+                .sum(),
             Collective::AllGather => input(index / shape.send, index % shape.send),
         }
     }

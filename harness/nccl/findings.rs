@@ -16,7 +16,8 @@ pub fn from_checks(combinations: &[CombinationReport], node: &NodeReport) -> Vec
         .iter()
         .filter_map(|c| {
             let result = c.checks.iter().find(|r| r.id == "nccl.transport")?;
-            let seen: Seen = serde_json::from_value(result.details.get("nccl_log")?.clone()).ok()?;
+            let seen: Seen =
+                serde_json::from_value(result.details.get("nccl_log")?.clone()).ok()?;
             let devices: Vec<u32> =
                 serde_json::from_value(result.details.get("devices")?.clone()).ok()?;
             transport_fallback(&c.name, &seen, &devices, node)
@@ -39,7 +40,10 @@ pub fn transport_fallback(
         .filter(|e| e.transport.is_fallback())
         .filter_map(|e| {
             let (a, b) = (device(e.from_rank)?, device(e.to_rank)?);
-            let pair = node.pairs.iter().find(|p| (p.a, p.b) == (a.min(b), a.max(b)))?;
+            let pair = node
+                .pairs
+                .iter()
+                .find(|p| (p.a, p.b) == (a.min(b), a.max(b)))?;
             reachable(pair).then_some((e, pair, a, b))
         })
         .collect();
@@ -140,7 +144,11 @@ mod tests {
     fn shm_between_linked_gpus_is_named_with_the_denied_peer_access_first() {
         let finding = transport_fallback("sim", &parse(SHM), &[0, 1], &node(false)).unwrap();
         assert_eq!(finding.cause, Cause::NcclTransportFallback);
-        assert!(finding.message.contains("peer_access_denied"), "{}", finding.message);
+        assert!(
+            finding.message.contains("peer_access_denied"),
+            "{}",
+            finding.message
+        );
         assert!(finding.evidence[0].contains("via SHM/direct/direct"));
     }
 
@@ -148,7 +156,11 @@ mod tests {
     fn p2p_disabled_by_the_environment_is_the_cause_when_peer_access_works() {
         let log = format!("h:1:1 [0] NCCL INFO NCCL_P2P_DISABLE set by environment to 1.\n{SHM}");
         let finding = transport_fallback("sim", &parse(&log), &[0, 1], &node(true)).unwrap();
-        assert!(finding.fix.contains("unset NCCL_P2P_DISABLE"), "{}", finding.fix);
+        assert!(
+            finding.fix.contains("unset NCCL_P2P_DISABLE"),
+            "{}",
+            finding.fix
+        );
     }
 
     #[test]

@@ -252,7 +252,11 @@ garbage without the marker
     #[test]
     fn each_pair_keeps_its_slowest_transport_with_its_line() {
         let seen = parse(LOG);
-        let edge = |a, b| seen.edges.iter().find(|e| (e.from_rank, e.to_rank) == (a, b));
+        let edge = |a, b| {
+            seen.edges
+                .iter()
+                .find(|e| (e.from_rank, e.to_rank) == (a, b))
+        };
         assert_eq!(edge(0, 1).unwrap().transport, Transport::P2p);
         let back = edge(1, 0).unwrap();
         assert_eq!(back.transport, Transport::Shm);
