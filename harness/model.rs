@@ -128,6 +128,21 @@ pub struct Library {
     /// at run time in `dlopen_deps`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pe: Option<PeFacts>,
+    /// What the library says of its own build in its read-only data (NCCL's `NCCL version
+    /// 2.27.5+cuda12.9`): the CUDA it was built for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub built_for: Option<BuiltFor>,
+}
+
+/// A library's version and the CUDA it was built for, as the library's own string says.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct BuiltFor {
+    /// `2.27.5`.
+    pub version: String,
+    /// `12.9`.
+    pub cuda: String,
+    /// The string itself: `NCCL version 2.27.5+cuda12.9`.
+    pub said: String,
 }
 
 /// What a Windows DLL says beyond what every library says.

@@ -275,6 +275,7 @@ fn fill_elf(library: &mut Library, info: &ElfInfo) {
     library.dlopen_deps = info.dlopen_names.clone();
     library.sass = info.sass.clone();
     library.ptx = info.ptx.clone();
+    library.built_for = info.built_for.clone();
     fatbin_problem(library, info.fatbin_problem.as_deref());
 }
 

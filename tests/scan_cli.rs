@@ -86,7 +86,7 @@ fn json_is_schema_tagged_and_complete() {
     );
     assert_eq!(report["searched"][0]["source"], "root");
     let installations = report["installations"].as_array().unwrap();
-    assert_eq!(installations.len(), 7);
+    assert_eq!(installations.len(), 8);
     let mut layouts: Vec<&str> = installations
         .iter()
         .map(|i| i["layout"].as_str().unwrap())
@@ -272,7 +272,7 @@ fn terminal_report_respects_no_color() {
     assert!(!text.contains('\x1b'), "escape codes with NO_COLOR set");
     assert!(
         text.starts_with(&format!(
-            "stackbench scan: 7 installations, {libraries} libraries, 0 problems\n"
+            "stackbench scan: 8 installations, {libraries} libraries, 0 problems\n"
         )),
         "{text}"
     );

@@ -86,7 +86,7 @@ fn searched_only_the_root() {
 }
 
 #[test]
-fn finds_exactly_the_seven_installations() {
+fn finds_exactly_the_eight_installations() {
     let roots: Vec<PathBuf> = report()
         .installations
         .iter()
@@ -102,6 +102,7 @@ fn finds_exactly_the_seven_installations() {
         VENV_CU11,
         VENV_CU12,
         VENV_CUDNN8,
+        VENV_NCCL_CU13,
     ]
     .iter()
     .map(|r| at(r))
@@ -124,6 +125,7 @@ fn clean_fixtures_have_no_problems() {
 #[case::venv_cu12(VENV_CU12, Layout::Pip, Some("12.9"), None)]
 // cuDNN 8.9.2 for CUDA 12 beside cuBLAS 11: no runtime wheel, nothing states a CUDA version.
 #[case::venv_cudnn8(VENV_CUDNN8, Layout::Pip, None, None)]
+#[case::venv_nccl_cu13(VENV_NCCL_CU13, Layout::Pip, Some("12.9"), None)]
 fn installations(
     #[case] root: &str,
     #[case] layout: Layout,
@@ -522,4 +524,36 @@ fn every_library_is_read() {
             );
         }
     }
+}
+
+/// NCCL's banner, as `strings` shows it in each wheel's `libnccl.so.2` (`.rodata`); no other
+/// library says what it was built for this way.
+#[rstest]
+#[case::cu12_venv(VENV_CU12, "2.27.5", "12.9", "NCCL version 2.27.5+cuda12.9")]
+#[case::conda_cu13(CONDA, "2.27.7", "13.0", "NCCL version 2.27.7+cuda13.0")]
+#[case::cu13_beside_cu12(VENV_NCCL_CU13, "2.27.7", "13.0", "NCCL version 2.27.7+cuda13.0")]
+fn nccl_says_the_cuda_it_was_built_for(
+    #[case] root: &str,
+    #[case] version: &str,
+    #[case] cuda: &str,
+    #[case] said: &str,
+) {
+    let l = library(root, "nccl");
+    assert_eq!(l.version.as_deref(), Some(version));
+    let built = l.built_for.as_ref().expect("NCCL's banner");
+    assert_eq!(
+        (
+            built.version.as_str(),
+            built.cuda.as_str(),
+            built.said.as_str()
+        ),
+        (version, cuda, said)
+    );
+    let others = report()
+        .installations
+        .iter()
+        .flat_map(|i| &i.libraries)
+        .filter(|l| l.name != "nccl" && l.built_for.is_some())
+        .count();
+    assert_eq!(others, 0);
 }

@@ -2,13 +2,15 @@
 //! names opened at run time, and the GPU architectures in its `.nv_fatbin`.
 //!
 //! Owns the ELF side (headers, `DT_*` entries, `.gnu.version_r`/`.gnu.version_d`); fatbinary
-//! containers are in [`fatbin`], run-time library names in [`dlopen`]. Every read is
+//! containers are in [`fatbin`], run-time library names in [`dlopen`], a library's own banner
+//! (NCCL's version and CUDA) in [`banner`]. Every read is
 //! bounds-checked: arbitrary bytes give an [`ElfError`], never a panic.
 
+pub mod banner;
 pub mod dlopen;
 pub mod fatbin;
 
-use crate::model::VersionNeed;
+use crate::model::{BuiltFor, VersionNeed};
 use object::elf;
 use object::read::elf::{Dyn, FileHeader, ProgramHeader, SectionHeader, SectionTable};
 use object::read::StringTable;
@@ -48,6 +50,8 @@ pub struct ElfInfo {
     pub ptx: Vec<String>,
     /// Why `.nv_fatbin` could not be read to its end; `sass` and `ptx` hold what came before.
     pub fatbin_problem: Option<String>,
+    /// NCCL's version and the CUDA it was built for, from its banner (read for `libnccl*` only).
+    pub built_for: Option<BuiltFor>,
 }
 
 /// Why a file could not be read as a shared object.
@@ -543,10 +547,18 @@ fn read_elf<Elf: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<ElfInfo
         info.version_defs = parse_verdef(v.bytes, v.strings, v.count, big)?;
     }
 
-    // Names opened at run time, less the static dependencies and the library itself.
+    // Names opened at run time, less the static dependencies and the library itself; NCCL's
+    // banner.
+    let nccl = info
+        .soname
+        .as_deref()
+        .is_some_and(|s| s.starts_with("libnccl"));
     let mut names = Vec::new();
     for bytes in headers.read_only_data()? {
         dlopen::collect_library_names(bytes, &mut names);
+        if nccl && info.built_for.is_none() {
+            info.built_for = banner::nccl(bytes);
+        }
     }
     names.retain(|n| !info.needed.contains(n) && info.soname.as_ref() != Some(n));
     names.sort_unstable();
@@ -893,7 +905,7 @@ mod tests {
 
         let rodata_off = b.out.len();
         b.out.extend_from_slice(
-            b"fmt\0libcuda.so.1\0libnvrtc.so\0libfoo_%s.so\0libc.so.6\0libself.so.1\0/x/liby.so\0",
+            b"fmt\0libcuda.so.1\0libnvrtc.so\0libfoo_%s.so\0libc.so.6\0libself.so.1\0/x/liby.so\0NCCL version 2.27.5+cuda12.9\0",
         );
         sections.push(Sh {
             name: ".rodata",
@@ -1083,6 +1095,8 @@ mod tests {
         assert_eq!(info.sass, ["sm_80"]);
         assert_eq!(info.ptx, ["compute_90"]);
         assert_eq!(info.fatbin_problem, None);
+        // A banner is NCCL's only in NCCL's own library.
+        assert_eq!(info.built_for, None);
     }
 
     #[rstest]

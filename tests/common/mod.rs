@@ -89,10 +89,12 @@ pub fn fixture(relative: &str) -> PathBuf {
     path
 }
 
-/// Site-packages of the three fixture virtual environments, relative to the fixtures.
+/// Site-packages of the four fixture virtual environments, relative to the fixtures.
 pub const VENV_CU11: &str = "venv-cu11/lib/python3.11/site-packages";
 pub const VENV_CU12: &str = "venv-cu12/lib/python3.11/site-packages";
 pub const VENV_CUDNN8: &str = "venv-cudnn8-cu12-cublas11/lib/python3.11/site-packages";
+/// CUDA 13's NCCL beside CUDA 12's runtime.
+pub const VENV_NCCL_CU13: &str = "venv-nccl-cu13-cu12/lib/python3.11/site-packages";
 /// The runfile toolkit, its library directory, the conda environment and the driver libraries.
 pub const TOOLKIT: &str = "usr/local/cuda-12.9";
 pub const TOOLKIT_LIB: &str = "usr/local/cuda-12.9/targets/x86_64-linux/lib";
