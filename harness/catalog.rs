@@ -287,11 +287,12 @@ pub fn toolkit_component_key(component: &str) -> Option<&'static str> {
 /// The pip wheel that ships a component for a CUDA major (`cublasLt`, 12 -> `nvidia-cublas-cu12`).
 pub fn pip_package(component: &str, cuda_major: u32) -> Option<String> {
     let base = packaging(component)?.pip?;
-    // CUDA 13 wheels dropped the suffix, except cuDNN's.
-    Some(if cuda_major >= 13 && !component.starts_with("cudnn") {
-        base.to_string()
-    } else {
+    // CUDA 13 wheels dropped the suffix, except cuDNN's and NCCL's (`nvidia-nccl-cu13`).
+    let suffixed = cuda_major < 13 || component.starts_with("cudnn") || component == "nccl";
+    Some(if suffixed {
         format!("{base}-cu{cuda_major}")
+    } else {
+        base.to_string()
     })
 }
 
@@ -356,6 +357,8 @@ mod tests {
     #[case("cublas", 13, Some("nvidia-cublas"))]
     #[case("cudnn_ops_infer", 11, Some("nvidia-cudnn-cu11"))]
     #[case("cudnn", 13, Some("nvidia-cudnn-cu13"))]
+    #[case("nccl", 12, Some("nvidia-nccl-cu12"))]
+    #[case("nccl", 13, Some("nvidia-nccl-cu13"))]
     #[case("cuda", 12, None)]
     fn pip_packages(#[case] component: &str, #[case] major: u32, #[case] expected: Option<&str>) {
         assert_eq!(pip_package(component, major).as_deref(), expected);

@@ -137,6 +137,9 @@ pub enum Cause {
     /// NCCL moves data between GPUs through host memory or a network transport where the
     /// topology says they reach each other over NVLink or PCIe peer to peer.
     NcclTransportFallback,
+    /// NCCL built for a newer CUDA than the driver supports, or a newer major than the runtime
+    /// beside it (NCCL brings its own CUDA runtime, linked in).
+    NcclCudaMismatch,
 }
 
 /// One finding of `doctor`.

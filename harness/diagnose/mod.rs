@@ -15,6 +15,7 @@ mod frameworks;
 mod hygiene;
 mod load;
 mod module;
+mod nccl;
 pub mod program;
 mod record;
 mod shadow;
@@ -333,6 +334,7 @@ fn every_rule(ctx: &Context) -> Vec<Finding> {
         findings.extend(trust::check(ctx));
         findings.extend(record::check(ctx));
         findings.extend(cudnn::check(ctx));
+        findings.extend(nccl::check(ctx));
         findings.extend(shadow::check(ctx));
         findings.extend(arch::check(ctx));
     }

@@ -13,7 +13,7 @@ use crate::compare::model::CompareReport;
 use crate::doctor::DoctorReport;
 use crate::error::OutputError;
 use crate::merge::MergeReport;
-use crate::model::{HostInfo, Installation, Problem, ScanReport};
+use crate::model::{HostInfo, Installation, Library, Problem, ScanReport};
 use std::fmt::Write;
 
 pub struct Markdown;
@@ -521,7 +521,7 @@ fn installations(out: &mut String, installations: &[Installation], problems: &[P
                 out,
                 "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 escape(&l.name),
-                escape(l.version.as_deref().unwrap_or("-")),
+                escape(&version_cell(l)),
                 escape(l.soname.as_deref().unwrap_or("-")),
                 l.binary_class().unwrap_or("-"),
                 l.machine.as_deref().unwrap_or("-"),
@@ -538,6 +538,16 @@ fn installations(out: &mut String, installations: &[Installation], problems: &[P
     if !problems.is_empty() {
         let _ = writeln!(out, "## Problems outside installations\n");
         write_problems(out, &problems.iter().collect::<Vec<_>>());
+    }
+}
+
+/// A library's version, with the CUDA it was built for where it says (`2.27.5 (built for CUDA
+/// 12.9)`).
+fn version_cell(library: &Library) -> String {
+    let version = library.version.as_deref().unwrap_or("-");
+    match &library.built_for {
+        Some(built) => format!("{version} (built for CUDA {})", built.cuda),
+        None => version.to_owned(),
     }
 }
 

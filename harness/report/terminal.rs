@@ -477,14 +477,19 @@ impl Exporter for Terminal {
     }
 }
 
-/// An installation's libraries on one (wrapped) line, named by version.
+/// An installation's libraries on one (wrapped) line, named by version, each with the CUDA it
+/// was built for where it says (`2.27.5: nccl (built for CUDA 12.9)`).
 fn library_versions(out: &mut String, installation: &Installation) {
-    let mut by_version: Vec<(String, Vec<&str>)> = Vec::new();
+    let mut by_version: Vec<(String, Vec<String>)> = Vec::new();
     for library in &installation.libraries {
         let version = library.version.clone().unwrap_or_else(|| "?".into());
+        let name = match &library.built_for {
+            Some(built) => format!("{} (built for CUDA {})", library.name, built.cuda),
+            None => library.name.clone(),
+        };
         match by_version.iter_mut().find(|(v, _)| *v == version) {
-            Some((_, names)) => names.push(&library.name),
-            None => by_version.push((version, vec![&library.name])),
+            Some((_, names)) => names.push(name),
+            None => by_version.push((version, vec![name])),
         }
     }
     let listed: Vec<String> = by_version
@@ -1091,6 +1096,10 @@ impl Terminal {
             if !library.dlopen_deps.is_empty() {
                 let opens = format!("      opens at run time: {}", library.dlopen_deps.join(" "));
                 let _ = writeln!(out, "{}", self.paint(DIM, &opens));
+            }
+            if let Some(built) = &library.built_for {
+                let line = format!("      built for CUDA {}: \"{}\"", built.cuda, built.said);
+                let _ = writeln!(out, "{}", self.paint(DIM, &line));
             }
         }
     }
