@@ -239,8 +239,9 @@ mod tests {
 node1:4242:4242 [0] NCCL INFO NCCL version 2.27.7+cuda12.9
 node1:4242:4242 [0] NCCL INFO NCCL_P2P_DISABLE set by environment to 1.
 node1:4242:4250 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read
-node1:4242:4250 [1] NCCL INFO Channel 00/0 : 1[1] -> 0[0] via SHM/direct/direct
-node1:4242:4250 [1] NCCL INFO Channel 01/0 : 1[1] -> 0[0] via P2P/CUMEM/read
+node1:4242:4250 [1] NCCL INFO Channel 00/0 : 1[1] -> 0[0] via P2P/CUMEM/read
+node1:4242:4250 [1] NCCL INFO Channel 01/0 : 1[1] -> 0[0] via SHM/direct/direct
+node1:4242:4250 [1] NCCL INFO Channel 02/0 : 1[1] -> 0[0] via P2P/CUMEM/read
 node1:4242:4250 [0] NCCL INFO Channel 00 : 0[1a000] -> 2[3d000] via NET/Socket/0
 node1:4242:4242 [0] NCCL INFO AllReduce: 1048576 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..1}
 node1:4242:4242 [0] NCCL INFO 8 Bytes -> Algo 0 proto 0 time 12.5
@@ -261,7 +262,7 @@ garbage without the marker
         let back = edge(1, 0).unwrap();
         assert_eq!(back.transport, Transport::Shm);
         assert_eq!(back.via, "SHM/direct/direct");
-        assert!(back.line.starts_with("Channel 00/0 : 1[1] -> 0[0]"));
+        assert!(back.line.starts_with("Channel 01/0 : 1[1] -> 0[0]"));
         assert_eq!(edge(0, 2).unwrap().transport, Transport::Net);
         assert_eq!(seen.edges.len(), 3);
     }
