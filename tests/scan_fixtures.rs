@@ -144,7 +144,7 @@ fn installations(
 #[case::conda(CONDA, &[
     "checkpoint", "cudart", "cudnn", "cudnn_adv", "cudnn_cnn", "cudnn_engines_precompiled",
     "cudnn_engines_runtime_compiled", "cudnn_engines_tensor_ir", "cudnn_ext", "cudnn_graph",
-    "cudnn_heuristic", "cudnn_ops", "cupti", "nvperf_host", "nvperf_target", "nvrtc",
+    "cudnn_heuristic", "cudnn_ops", "cupti", "nccl", "nvperf_host", "nvperf_target", "nvrtc",
     "nvrtc-builtins", "nvrtc-builtins.alt", "nvrtc.alt",
     "pcsamplingutil",
 ])]
@@ -165,7 +165,7 @@ fn installations(
 #[case::venv_cu12(VENV_CU12, &[
     "checkpoint", "cublas", "cublasLt", "cudart", "cudnn", "cudnn_adv", "cudnn_cnn",
     "cudnn_engines_precompiled", "cudnn_engines_runtime_compiled", "cudnn_engines_tensor_ir",
-    "cudnn_ext", "cudnn_graph", "cudnn_heuristic", "cudnn_ops", "cupti", "nvblas",
+    "cudnn_ext", "cudnn_graph", "cudnn_heuristic", "cudnn_ops", "cupti", "nccl", "nvblas",
     "nvperf_host", "nvperf_target", "nvrtc", "nvrtc-builtins", "nvrtc-builtins.alt", "nvrtc.alt",
     "pcsamplingutil",
 ])]
@@ -173,6 +173,7 @@ fn installations(
     "cublas", "cublasLt", "cudnn", "cudnn_adv_infer", "cudnn_adv_train", "cudnn_cnn_infer",
     "cudnn_cnn_train", "cudnn_ops_infer", "cudnn_ops_train", "nvblas",
 ])]
+#[case::venv_nccl_cu13(VENV_NCCL_CU13, &["cudart", "nccl"])]
 fn library_names(#[case] root: &str, #[case] names: &[&str]) {
     let found: Vec<&str> = installation(root)
         .libraries
