@@ -326,7 +326,8 @@ proptest! {
         op in OPS,
     ) {
         let (comms, streams) = clique(&hgx(8, 0.0, ""), n);
-        let coll = [Coll::AllReduce, Coll::AllGather, Coll::ReduceScatter, Coll::Broadcast(1)][which];
+        let colls = [Coll::AllReduce, Coll::AllGather, Coll::ReduceScatter, Coll::Broadcast(1)];
+        let coll = colls[which];
         let (in_place, want) = run(&comms, &streams, coll, t, op, count, true);
         let (out_of_place, _) = run(&comms, &streams, coll, t, op, count, false);
         prop_assert_eq!(&in_place, &out_of_place);

@@ -2,10 +2,11 @@
 //!
 //! Work on a stream runs in order, as soon as nothing ahead of it waits: a wait on a host word
 //! (`cuStreamWaitValue32`) holds its queue until the word satisfies it, a wait on an event until
-//! that event's work is done, and a kernel named by `faults.kernel_hang` never completes. Each
-//! device also has its legacy null stream, which waits for the earlier work of every blocking
-//! stream (created without `CU_STREAM_NON_BLOCKING`), as they wait for its earlier work. Among
-//! everything that may run, the earliest enqueued runs first, so a run is deterministic.
+//! that event's work is done, and a kernel named by `faults.kernel_hang` (or a collective under
+//! `faults.nccl_hang`) never completes. Each device also has its legacy null stream, which
+//! waits for the earlier work of every blocking stream (created without
+//! `CU_STREAM_NON_BLOCKING`), as they wait for its earlier work. Among everything that may run,
+//! the earliest enqueued runs first, so a run is deterministic.
 //!
 //! In time, each stream is ready at the end of its last work (for the null stream, of every
 //! blocking stream's too, and for a blocking stream, of the null stream's too); a wait on an
