@@ -116,7 +116,7 @@ fn a_healthy_node_is_measured_on_every_gpu_keyed_by_device_and_claims_nothing() 
     let csv = std::fs::read_to_string(file.with_extension("csv")).expect("the CSV file");
     let header = csv.lines().next().unwrap();
     assert!(
-        header.ends_with(",device,device_uuid,device_pci_bus_id"),
+        header.contains(",device,device_uuid,device_pci_bus_id,"),
         "{header}"
     );
     let markdown = std::fs::read_to_string(file.with_extension("md")).expect("the Markdown file");

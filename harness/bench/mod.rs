@@ -8,9 +8,11 @@
 //! one after another: two on one GPU would measure each other. So do GPUs: each selected GPU
 //! gets the GPU benchmarks in turn (two at once would share the host's CPU, PCIe root
 //! complexes and power budget), the CPU-side ones run once, on the first; [`node`] sets the
-//! GPUs of one model side by side.
+//! GPUs of one model side by side. A combination with NCCL then gets one pass over all the
+//! GPUs together ([`collectives`]).
 
 pub mod client;
+pub mod collectives;
 pub mod files;
 pub mod model;
 pub mod node;
@@ -135,6 +137,10 @@ pub fn bench(
         for (combination, runs) in scope.selected.combinations.iter().zip(&mut runs) {
             for pass in 0..passes {
                 let settings = options.settings(&scope, pass);
+                // The first pass always runs: it says what the combination is.
+                if pass > 0 && !suite::wanted(combination, &settings) {
+                    continue;
+                }
                 let progress = Repetition {
                     progress,
                     at,
@@ -143,12 +149,24 @@ pub fn bench(
                 };
                 runs.push(suite::run(combination, &settings, &progress));
             }
+            let settings = options.settings(&scope, 0);
+            if collectives::has_nccl(combination) && collectives::wanted(combination, &settings) {
+                let progress = Repetition {
+                    progress,
+                    at,
+                    of: repeat,
+                    device: None,
+                };
+                let devices = &scope.selected.devices;
+                runs.push(collectives::run(combination, &settings, devices, &progress));
+            }
         }
     }
     let mut combinations = Vec::with_capacity(runs.len());
     let mut benchmarks = Vec::new();
-    for (run, results) in runs.into_iter().filter_map(repeat::merge) {
+    for (run, mut results) in runs.into_iter().filter_map(repeat::merge) {
         combinations.push(run);
+        results.iter_mut().for_each(collectives::refigure);
         benchmarks.extend(results);
     }
     let mut report = BenchReport {

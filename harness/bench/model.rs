@@ -17,7 +17,8 @@ pub const BENCH_SCHEMA: &str = "stackbench.bench/v1";
 /// The minor version of [`BENCH_SCHEMA`] this stackbench writes: 1 adds `repeat` and each
 /// benchmark's `repetitions` (files without them, minor 0, are one repetition each); 2 adds
 /// each GPU benchmark's `device` in runs over several GPUs and the run's `findings` (files
-/// without them ran on one GPU, or found nothing).
+/// without them ran on one GPU, or found nothing). The NCCL benchmarks' `nccl` figures came
+/// later within 2: a file without them has no NCCL rows.
 pub const BENCH_SCHEMA_MINOR: u32 = 2;
 
 /// Whether a number is zero (serde: left out when it is).
@@ -352,6 +353,31 @@ pub struct BenchResult {
     /// only in runs over several GPUs, so a one-GPU run's results read as before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device: Option<DeviceKey>,
+    /// An NCCL collective's figures in nccl-tests' terms; absent for every other benchmark.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nccl: Option<NcclFigures>,
+}
+
+/// An NCCL collective over the node's GPUs as nccl-tests prints it: `size` is the result's
+/// `parameters.size`, the time its median.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct NcclFigures {
+    /// The GPUs it ran over, in rank order (rank `r` is `devices[r]`).
+    pub devices: Vec<u32>,
+    /// Elements of the size (`size / 4`), nccl-tests' `count`.
+    pub count: u64,
+    /// nccl-tests' `type`: `float`.
+    pub datatype: String,
+    /// nccl-tests' `redop`: `sum`, or `none` for a collective that does not reduce.
+    pub redop: String,
+    /// nccl-tests' `root`: the broadcast's root rank, -1 for the others.
+    pub root: i32,
+    /// Algorithm bandwidth: size / median time, GB/s.
+    pub algbw_gbps: Option<f64>,
+    /// Bus bandwidth: algbw x `bus_factor`, GB/s; nccl-tests' `busbw`.
+    pub busbw_gbps: Option<f64>,
+    /// nccl-tests' bus factor for this collective over `devices.len()` ranks.
+    pub bus_factor: f64,
 }
 
 /// One repetition of a benchmark: one fresh worker's run of it.
@@ -465,6 +491,7 @@ impl BenchResult {
             stopped_by: None,
             repetitions: Vec::new(),
             device: None,
+            nccl: None,
         }
     }
 

@@ -4,6 +4,7 @@
 use super::model::{Key, Mode, Parameters, Side};
 use super::protocol::{Implementation, Limits, Workload};
 use crate::kernels::Kernel;
+use crate::nccl::collective::Collective;
 use crate::tolerance::Precision;
 
 /// Vector add sizes, elements: 1 Mi to 256 Mi.
@@ -172,6 +173,61 @@ pub fn gpu(combination: &str, depth: Depth, simulated: bool) -> Vec<Planned> {
     planned
 }
 
+/// The largest NCCL size (nccl-tests' `-e`): 1 GiB on a GPU, as nccl-tests' sweeps go; 16 MiB on
+/// a simulated one, whose NCCL computes every rank's output on the host's CPU.
+pub fn nccl_largest(simulated: bool) -> u64 {
+    if simulated {
+        16 << 20
+    } else {
+        1 << 30
+    }
+}
+
+impl Depth {
+    /// Each NCCL size is this many times the last (nccl-tests' `-f`): 4 for the full suite (15
+    /// sizes from 8 B to 1 GiB on a GPU), 64 for `--quick` (6); on a simulated GPU 8 and 64, up
+    /// to 16 MiB (8 and 5 sizes).
+    fn nccl_step(self, simulated: bool) -> usize {
+        match (self, simulated) {
+            (Depth::Full, false) => 4,
+            (Depth::Full, true) => 8,
+            (Depth::Quick, _) => crate::nccl::STEP,
+        }
+    }
+}
+
+/// The NCCL benchmarks of one combination, run once over every selected GPU together: each
+/// collective at every size from 8 B to [`nccl_largest`] (nccl-tests' sweep), sized for a
+/// `simulated` device where that differs. Ids read `nccl/<combination>/<collective>/<bytes>`.
+pub fn nccl(combination: &str, depth: Depth, simulated: bool) -> Vec<Planned> {
+    let largest = nccl_largest(simulated);
+    let sizes = crate::nccl::collective::sizes(largest as usize, depth.nccl_step(simulated));
+    let mut planned = Vec::new();
+    for collective in Collective::ALL {
+        for &bytes in &sizes {
+            planned.push(Planned {
+                key: key(
+                    combination,
+                    "nccl",
+                    Side::Gpu,
+                    Parameters {
+                        size: Some(bytes as u64),
+                        implementation: Some(collective.id().into()),
+                        ..Parameters::default()
+                    },
+                ),
+                workload: Workload::Collective {
+                    collective,
+                    bytes: bytes as u64,
+                    buffers: largest,
+                },
+                mode: None,
+            });
+        }
+    }
+    planned
+}
+
 /// NVRTC compiling each kernel for `arch`: CPU work, no device needed.
 pub fn compile(combination: &str, arch: &str) -> Vec<Planned> {
     Kernel::ALL
@@ -238,6 +294,36 @@ mod tests {
             .collect();
         assert_eq!(sizes, HashSet::from([Some(1024)]));
         assert_eq!(gpu("c", Depth::Full, true), gpu("c", Depth::Full, false));
+    }
+
+    #[test]
+    fn nccl_sweeps_every_collective_from_8_bytes_to_the_largest() {
+        for (depth, simulated, sizes) in [
+            (Depth::Full, false, 15),
+            (Depth::Quick, false, 6),
+            (Depth::Full, true, 8),
+            (Depth::Quick, true, 5),
+        ] {
+            let planned = nccl("c", depth, simulated);
+            assert_eq!(planned.len(), 4 * sizes, "{depth:?}, simulated {simulated}");
+            let ids: HashSet<String> = planned.iter().map(|p| p.key.id()).collect();
+            assert_eq!(ids.len(), planned.len(), "ids are unique");
+            let largest = nccl_largest(simulated);
+            for collective in ["all_reduce", "all_gather", "reduce_scatter", "broadcast"] {
+                assert!(ids.contains(&format!("nccl/c/{collective}/8")));
+                assert!(ids.contains(&format!("nccl/c/{collective}/{largest}")));
+            }
+            assert!(planned.iter().all(|p| matches!(
+                p.workload,
+                Workload::Collective { buffers, .. } if buffers == largest
+            )));
+        }
+        let quick: Vec<Option<u64>> = (nccl("c", Depth::Quick, false).iter())
+            .filter(|p| p.key.parameters.implementation.as_deref() == Some("broadcast"))
+            .map(|p| p.key.parameters.size)
+            .collect();
+        let sizes = [8, 512, 32 << 10, 2 << 20, 128 << 20, 1 << 30];
+        assert_eq!(quick, sizes.map(Some));
     }
 
     #[test]

@@ -8,6 +8,7 @@ use super::stats::StopRule;
 use crate::check::model::CheckResult;
 use crate::check::protocol::CheckRequest;
 use crate::kernels::Kernel;
+use crate::nccl::collective::Collective;
 use crate::tolerance::Precision;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -47,6 +48,14 @@ pub enum Workload {
     Copy { bytes: u64 },
     /// NVRTC compiling `kernel` for `arch` (`sm_90`), on the CPU: no device needed.
     Compile { kernel: Kernel, arch: String },
+    /// An NCCL collective over every GPU of the worker's request, of nccl-tests' size `bytes`;
+    /// `buffers`: the bytes of each GPU's send and receive buffers (the run's largest size, so
+    /// that the communicators and buffers are made once).
+    Collective {
+        collective: Collective,
+        bytes: u64,
+        buffers: u64,
+    },
 }
 
 impl Workload {

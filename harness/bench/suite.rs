@@ -61,6 +61,26 @@ impl Settings<'_> {
     }
 }
 
+/// Whether `--filter` keeps any benchmark of a pass over one GPU of `combination` (its
+/// CPU-side ones on the first pass), at a GPU's sizes or the simulator's.
+pub fn wanted(combination: &Combination, settings: &Settings) -> bool {
+    let name = combination.name.as_str();
+    let mut keys: Vec<Key> = [false, true]
+        .into_iter()
+        .flat_map(|simulated| plan::gpu(name, settings.depth, simulated))
+        .map(|p| p.key)
+        .collect();
+    if settings.cpu_side {
+        keys.extend(
+            plan::compile(name, settings.arch)
+                .into_iter()
+                .map(|p| p.key),
+        );
+        keys.push(plan::load(name));
+    }
+    keys.iter().any(|k| settings.wants(&k.id()))
+}
+
 /// Tells the caller how far the run is.
 pub trait Progress {
     /// `done` of `total` benchmarks of `combination` are done; `last` is the latest one.
@@ -166,18 +186,33 @@ pub fn run(
         }
     }
     let run = CombinationRun {
-        name: name.to_owned(),
-        cuda_version: detail(&setup, "driver.version", "runtime_cuda")
-            .or_else(|| combination.cuda_version.clone()),
-        driver: combination.driver.clone(),
-        driver_cuda_version: detail(&setup, "driver.version", "driver_cuda"),
-        libraries: libraries(combination, &setup),
         peaks,
         l2_bytes,
-        gpu_unavailable,
-        simulated,
+        ..combination_run(combination, &setup, gpu_unavailable)
     };
     (run, results)
+}
+
+/// What a worker of `combination` saw of it (the versions behind its figures, whether it ran
+/// simulated) from its `setup` checks, and why its GPU benchmarks could not run, if they could
+/// not; no ceilings.
+pub fn combination_run(
+    combination: &Combination,
+    setup: &[CheckResult],
+    gpu_unavailable: Option<String>,
+) -> CombinationRun {
+    CombinationRun {
+        name: combination.name.clone(),
+        cuda_version: detail(setup, "driver.version", "runtime_cuda")
+            .or_else(|| combination.cuda_version.clone()),
+        driver: combination.driver.clone(),
+        driver_cuda_version: detail(setup, "driver.version", "driver_cuda"),
+        libraries: libraries(combination, setup),
+        peaks: Peaks::default(),
+        l2_bytes: None,
+        gpu_unavailable,
+        simulated: crate::check::model::CombinationReport::ran_simulated(setup),
+    }
 }
 
 /// The setup check a compile benchmark needs.
@@ -225,7 +260,7 @@ pub fn beyond_the_simulator(simulated: bool, workload: &Workload) -> Option<Stri
 }
 
 /// Why the setup check `id` did not pass, if it did not.
-fn unmet(setup: &[CheckResult], id: &str) -> Option<String> {
+pub fn unmet(setup: &[CheckResult], id: &str) -> Option<String> {
     match setup.iter().find(|r| r.id == id) {
         None => Some(format!("{id} was not run")),
         Some(r) if r.status.satisfies() => None,
@@ -307,7 +342,12 @@ fn libraries(combination: &Combination, setup: &[CheckResult]) -> Vec<LibraryVer
 }
 
 /// Prepares and verifies `item`, then samples it.
-fn measure(client: &mut Client, item: &Planned, limits: Limits, timeout: Duration) -> BenchResult {
+pub fn measure(
+    client: &mut Client,
+    item: &Planned,
+    limits: Limits,
+    timeout: Duration,
+) -> BenchResult {
     let key = item.key.clone();
     let prepare = Command::Prepare {
         workload: item.workload.clone(),

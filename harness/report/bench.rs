@@ -2,6 +2,7 @@
 //! spread), the combinations' lines, and the benchmarks that were not measured, grouped by
 //! reason so that a host without a GPU says so once.
 
+use crate::bench::collectives::NcclTable;
 use crate::bench::model::{
     BenchReport, BenchResult, CombinationRun, NodeFinding, Status, StopReason,
 };
@@ -173,6 +174,60 @@ pub fn peaks(run: &CombinationRun) -> String {
     } else {
         parts.join("; ")
     }
+}
+
+/// The NCCL table's header: nccl-tests' columns (out-of-place), then how each row was taken.
+pub const NCCL_HEADER: [&str; 12] = [
+    "collective",
+    "size (B)",
+    "count (elements)",
+    "type",
+    "redop",
+    "root",
+    "time (us)",
+    "algbw (GB/s)",
+    "busbw (GB/s)",
+    "noise",
+    "verified",
+    "stopped by",
+];
+
+/// The NCCL table's title: `NCCL over 8 GPUs (0, 1, 2, 3, 4, 5, 6, 7)` and how to read it.
+pub fn nccl_title(table: &NcclTable) -> String {
+    let devices: Vec<String> = table.devices.iter().map(u32::to_string).collect();
+    format!(
+        "NCCL over {} GPU{} ({}), as nccl-tests prints it (out-of-place): time the slowest GPU's \
+         median, from CUDA events on every GPU's stream; algbw = size / time, busbw = algbw x \
+         the collective's bus factor",
+        devices.len(),
+        if devices.len() == 1 { "" } else { "s" },
+        devices.join(", ")
+    )
+}
+
+/// The NCCL table's rows, in nccl-tests' formats: the time in µs with two decimals, the
+/// bandwidths in GB/s with two.
+pub fn nccl_rows(table: &NcclTable) -> Vec<Vec<String>> {
+    let two = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.2}"));
+    (table.rows.iter())
+        .filter_map(|r| Some((r, r.nccl.as_ref()?)))
+        .map(|(r, f)| {
+            vec![
+                r.parameters.implementation.clone().unwrap_or_default(),
+                r.parameters.size.map_or("-".to_owned(), |s| s.to_string()),
+                f.count.to_string(),
+                f.datatype.clone(),
+                f.redop.clone(),
+                f.root.to_string(),
+                two(r.summary.map(|s| s.median_ns / 1e3)),
+                two(f.algbw_gbps),
+                two(f.busbw_gbps),
+                noise(r),
+                verified(r).to_owned(),
+                stopped(r).to_owned(),
+            ]
+        })
+        .collect()
 }
 
 /// The GPU a result ran on in a run over several (`GPU 3`), `-` for the rest.

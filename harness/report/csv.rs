@@ -104,6 +104,9 @@ const BENCH_HEADER: &[&str] = &[
     "device",
     "device_uuid",
     "device_pci_bus_id",
+    "nccl_gpus",
+    "algbw_gbps",
+    "busbw_gbps",
 ];
 
 const COMPARE_HEADER: &[&str] = &[
@@ -360,6 +363,7 @@ fn bench_row(report: &BenchReport, r: &BenchResult) -> Vec<String> {
     let combination = report.combinations.iter().find(|c| c.name == r.combination);
     let cuda = combination.and_then(|c| c.cuda_version.clone());
     let telemetry = r.telemetry.as_ref();
+    let nccl = r.nccl.as_ref();
     vec![
         r.id.clone(),
         r.combination.clone(),
@@ -406,6 +410,9 @@ fn bench_row(report: &BenchReport, r: &BenchResult) -> Vec<String> {
         opt(r.device.as_ref().map(|d| d.index)),
         opt(r.device.as_ref().and_then(|d| d.uuid.as_ref())),
         opt(r.device.as_ref().and_then(|d| d.pci_bus_id.as_ref())),
+        opt(nccl.map(|n| n.devices.len())),
+        opt(nccl.and_then(|n| n.algbw_gbps)),
+        opt(nccl.and_then(|n| n.busbw_gbps)),
     ]
 }
 

@@ -137,7 +137,7 @@ impl Exporter for Markdown {
         let measured: Vec<_> = report
             .benchmarks
             .iter()
-            .filter(|r| r.status == BenchStatus::Measured)
+            .filter(|r| r.status == BenchStatus::Measured && r.nccl.is_none())
             .collect();
         let multi = report.multi_device();
         if !measured.is_empty() {
@@ -199,6 +199,20 @@ impl Exporter for Markdown {
                     false => cell,
                 });
                 let row: Vec<String> = key.into_iter().chain(cells).collect();
+                let _ = writeln!(out, "| {} |", row.join(" | "));
+            }
+            out.push('\n');
+        }
+        for table in crate::bench::collectives::tables(report) {
+            let _ = writeln!(
+                out,
+                "## NCCL: {}\n\n{}.\n",
+                code(table.combination),
+                escape(&bench::nccl_title(&table))
+            );
+            let _ = writeln!(out, "| {} |", bench::NCCL_HEADER.join(" | "));
+            let _ = writeln!(out, "|{}", " --- |".repeat(bench::NCCL_HEADER.len()));
+            for row in bench::nccl_rows(&table) {
                 let _ = writeln!(out, "| {} |", row.join(" | "));
             }
             out.push('\n');

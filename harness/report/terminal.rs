@@ -180,6 +180,7 @@ impl Exporter for Terminal {
         out.push('\n');
         let multi = report.multi_device();
         let tables = crate::bench::node::tables(report);
+        let nccl = crate::bench::collectives::tables(report);
         for c in &report.combinations {
             let cuda = c.cuda_version.as_deref().unwrap_or("?");
             let driver = c.driver_cuda_version.as_deref().unwrap_or("?");
@@ -196,6 +197,7 @@ impl Exporter for Terminal {
                 .benchmarks
                 .iter()
                 .filter(|r| r.combination == c.name && r.status == BenchStatus::Measured)
+                .filter(|r| r.nccl.is_none())
                 .map(|r| {
                     let (median, iqr) = bench::spread(r);
                     let gpu = multi.then(|| bench::device(r));
@@ -251,6 +253,11 @@ impl Exporter for Terminal {
                 let header = bench::node_header(table);
                 let header: Vec<&str> = header.iter().map(String::as_str).collect();
                 self.table(&mut out, &header, &rows);
+            }
+            for table in nccl.iter().filter(|t| t.combination == c.name) {
+                let title = format!("  {}", bench::nccl_title(table));
+                let _ = writeln!(out, "{}", self.paint(BOLD, &wrap(&title, "    ")));
+                self.table(&mut out, &bench::NCCL_HEADER, &bench::nccl_rows(table));
             }
             for r in report.benchmarks.iter().filter(|r| {
                 r.combination == c.name && r.status == BenchStatus::Measured && r.reason.is_some()

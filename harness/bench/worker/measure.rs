@@ -1,7 +1,7 @@
 //! Taking samples: GPU work timed with CUDA events on the benchmark's stream, held at its gate
 //! while a sample is enqueued, cold (L2 flushed before each sample, one run per sample) or
-//! batch (runs back to back between one pair of events, the time divided by their number); CPU
-//! work timed with the host clock. Sampling stops by [`StopRule`]; the noise it watches covers
+//! batch (runs back to back between one pair of events, the time divided by their number); NCCL
+//! collectives in batches timed on every rank's stream; CPU work timed with the host clock. Sampling stops by [`StopRule`]; the noise it watches covers
 //! every sample, and a capped, evenly spread subsample is kept ([`Kept`]).
 
 use super::stream::{Stream, Timed, Timer};
@@ -11,6 +11,8 @@ use crate::bench::model::{Mode, StopReason, Telemetry};
 use crate::bench::stats::{Kept, Running, StopRule, KEPT_SAMPLES};
 use crate::check::worker::device::DeviceBuffer;
 use crate::check::worker::outcome::{Call, Outcome};
+use crate::nccl::clique::Clique;
+use crate::nccl::collective::Collective;
 use cudarc::driver::result as cu;
 use std::time::{Duration, Instant};
 
@@ -160,7 +162,7 @@ pub fn gpu(
     sampler: Option<&Sampler>,
 ) -> Result<(Samples, Option<Telemetry>), Outcome> {
     let timer = Timer::new()?;
-    let one = warm_up(run, stream, &timer)?;
+    let one = warm_up(|runs| Ok(timer.time(stream, || enqueue_runs(run, stream, runs))?.gpu))?;
     let mut samples = Samples::new(match mode {
         Mode::Cold => 1,
         Mode::Batch => batch_size(one),
@@ -215,19 +217,56 @@ pub fn gpu(
     Ok((samples, telemetry))
 }
 
-/// Runs `run` in doubling batches until [`WARM_UP`] of GPU time has passed (or
-/// [`WARM_UP_HOST`] of host time); the last batch's time per run, which sizes the batches.
-fn warm_up(run: &dyn Run, stream: &Stream, timer: &Timer) -> Result<Duration, Outcome> {
+/// Runs the work in doubling batches (`time` runs a batch and gives its GPU time) until
+/// [`WARM_UP`] of GPU time has passed (or [`WARM_UP_HOST`] of host time); the last batch's time
+/// per run, which sizes the batches.
+fn warm_up(mut time: impl FnMut(u64) -> Result<Duration, Outcome>) -> Result<Duration, Outcome> {
     let began = Instant::now();
     let (mut runs, mut warmed) = (1u64, Duration::ZERO);
     loop {
-        let timed = timer.time(stream, || enqueue_runs(run, stream, runs))?;
-        warmed += timed.gpu;
-        let one = timed.gpu / runs as u32;
+        let gpu = time(runs)?;
+        warmed += gpu;
+        let one = gpu / runs as u32;
         if warmed >= WARM_UP || began.elapsed() >= WARM_UP_HOST {
             return Ok(one);
         }
         runs = (runs * 2).min(MAX_BATCH);
+    }
+}
+
+/// Samples an NCCL collective on every GPU of `clique` until `rule` says stop, after a warm-up,
+/// in batches of runs back to back (nccl-tests' `-n`) of at least [`BATCH_SAMPLE`]: each
+/// sample's time is the slowest rank's, from CUDA events on each rank's stream. Nothing holds
+/// the streams while a batch is enqueued: as in nccl-tests, launch gaps count. On the
+/// `simulated` driver one run warms up and each sample is one run: its collectives have no
+/// clock to ramp, its events no resolution to beat, and each run costs the host's CPU every
+/// rank's output.
+pub fn collective(
+    clique: &Clique,
+    collective: Collective,
+    bytes: usize,
+    rule: &StopRule,
+    simulated: bool,
+) -> Result<Samples, Outcome> {
+    let time = |runs: u64| {
+        let ns = (clique.time_runs(collective, bytes, runs)).map_err(Outcome::fail)?;
+        Ok(Duration::from_secs_f64(ns.max(0.0) / 1e9))
+    };
+    let batch = if simulated {
+        time(1)?;
+        1
+    } else {
+        batch_size(warm_up(time)?)
+    };
+    let mut samples = Samples::new(batch);
+    let started = Instant::now();
+    loop {
+        let begin = Instant::now();
+        let gpu = time(samples.batch)?;
+        samples.push(gpu, begin.elapsed(), (begin, Instant::now()));
+        if samples.stop(rule, started.elapsed()) {
+            return Ok(samples);
+        }
     }
 }
 

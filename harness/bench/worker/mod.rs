@@ -7,7 +7,7 @@
 //! Then each line is a [`Command`] and each answer a [`Reply`] on the protocol channel (the
 //! original stdout; what libraries print goes to stderr). A command that fails is a `failed`
 //! reply; the worker goes on. One workload is prepared at a time: preparing the next frees the
-//! last one's memory.
+//! last one's memory (an NCCL worker keeps its communicators and their buffers, made once).
 
 mod gate;
 mod measure;
@@ -15,13 +15,17 @@ mod stream;
 mod telemetry;
 mod workloads;
 
-use super::model::{CuptiCheck, Mode, StopReason};
+use super::model::{CuptiCheck, Mode, StopReason, Verification, BITS};
 use super::protocol::{Command, Limits, Measurement, Reply, Setup, Workload};
+use crate::check::model::CombinationReport;
 use crate::check::protocol::Component;
 use crate::check::worker::device::DeviceBuffer;
 use crate::check::worker::outcome::{Call, Outcome};
 use crate::check::worker::session::{ImageKind, Session};
 use crate::check::worker::{cupti, nvrtc, panicked, run_one};
+use crate::nccl::api::Nccl;
+use crate::nccl::clique::Clique;
+use crate::nccl::collective::Collective;
 use crate::probe::worker::{leave, plain_crashes, protocol_channel, send};
 use cudarc::driver::result as cu;
 use cudarc::driver::sys::CUdevice_attribute;
@@ -84,13 +88,24 @@ fn guarded(answer: impl FnOnce() -> Reply) -> Reply {
 }
 
 /// The worker's state: the checks' session (libraries, device, handles, kernels), the
-/// benchmark's stream, the prepared workload, the L2 flush buffer and the NVML sampler.
+/// benchmark's stream, the prepared workload, the L2 flush buffer, the NVML sampler, and the
+/// NCCL communicators with the collective last verified on them.
 struct Bench {
     session: Session,
     stream: Option<Stream>,
     prepared: Option<(Workload, Box<dyn Run>)>,
     flush: Option<DeviceBuffer<u8>>,
     sampler: Option<Result<Sampler, String>>,
+    clique: Option<Communicators>,
+    verified: Option<Workload>,
+}
+
+/// The NCCL communicators of every GPU of the request, with buffers of `buffers` bytes each,
+/// or why they could not be made (kept, so a failed `ncclCommInitAll` is not tried again for
+/// every size).
+struct Communicators {
+    buffers: u64,
+    clique: Result<Clique, String>,
 }
 
 impl Bench {
@@ -114,6 +129,8 @@ impl Bench {
             prepared: None,
             flush: None,
             sampler: None,
+            clique: None,
+            verified: None,
         }
     }
 
@@ -150,6 +167,28 @@ impl Bench {
             nvrtc::build(*kernel, &target)?;
             return Ok(Reply::Prepared { verification: None });
         }
+        if let Workload::Collective {
+            collective,
+            bytes,
+            buffers,
+        } = workload
+        {
+            self.verified = None;
+            let verified = self
+                .clique(buffers)?
+                .verify(collective, bytes as usize)
+                .map_err(Outcome::fail)?;
+            self.verified = Some(workload);
+            return Ok(Reply::Prepared {
+                verification: Some(Verification {
+                    passed: true,
+                    precision: BITS.to_owned(),
+                    max_relative_error: 0.0,
+                    tolerance: 0.0,
+                    compared: verified.elements,
+                }),
+            });
+        }
         self.prepared = None;
         self.ensure_stream()?;
         let stream = self
@@ -167,6 +206,45 @@ impl Bench {
         Ok(Reply::Prepared {
             verification: Some(verification),
         })
+    }
+
+    /// The communicators of every GPU of the request, with buffers of at least `buffers` bytes:
+    /// made on first use, and again (the old ones freed first) for larger buffers.
+    fn clique(&mut self, buffers: u64) -> Result<&Clique, Outcome> {
+        if self.clique.as_ref().is_none_or(|c| c.buffers < buffers) {
+            self.clique = None;
+            let devices = self.session.request.gpus();
+            let clique = self
+                .session
+                .library(Component::Nccl)
+                .and_then(Nccl::bind)
+                .and_then(|nccl| Clique::open(nccl, &devices, buffers as usize));
+            self.clique = Some(Communicators { buffers, clique });
+        }
+        match self.clique.as_ref().map(|c| &c.clique) {
+            Some(Ok(clique)) => Ok(clique),
+            Some(Err(why)) => Err(Outcome::fail(why.clone())),
+            None => Err(Outcome::fail("no communicators")),
+        }
+    }
+
+    /// The communicators `workload`, a collective, was verified on, with its collective and
+    /// size; a failure saying it was not verified otherwise.
+    fn verified(&self, workload: &Workload) -> Result<(&Clique, Collective, usize), Outcome> {
+        match (workload, &self.verified, &self.clique) {
+            (
+                Workload::Collective {
+                    collective, bytes, ..
+                },
+                Some(verified),
+                Some(Communicators {
+                    clique: Ok(clique), ..
+                }),
+            ) if verified == workload => Ok((clique, *collective, *bytes as usize)),
+            _ => Err(Outcome::fail(
+                "not prepared (or its output did not verify): send prepare first",
+            )),
+        }
     }
 
     /// The prepared run of `workload`, or a failure saying it was not prepared.
@@ -191,6 +269,12 @@ impl Bench {
             return Ok(Reply::Timed {
                 time_ns: began.elapsed().as_secs_f64() * 1e9,
             });
+        }
+        if let Workload::Collective { .. } = workload {
+            let (clique, collective, bytes) = self.verified(workload)?;
+            let time_ns =
+                (clique.time_runs(collective, bytes, iterations)).map_err(Outcome::fail)?;
+            return Ok(Reply::Timed { time_ns });
         }
         let (run, stream) = self.prepared(workload)?;
         let gpu = measure::gpu_time(run, stream, iterations)?;
@@ -220,6 +304,12 @@ impl Bench {
                     ImageKind::Ptx => format!("compiled to PTX for {}: {why}", target.arch()),
                     ImageKind::Cubin => format!("compiled for {}: {why}", target.arch()),
                 }));
+            return Ok(measurement(samples, None, None));
+        }
+        if let Workload::Collective { .. } = workload {
+            let (clique, collective, bytes) = self.verified(workload)?;
+            let simulated = CombinationReport::ran_simulated(&self.session.settled);
+            let samples = measure::collective(clique, collective, bytes, &rule, simulated)?;
             return Ok(measurement(samples, None, None));
         }
         if mode == Mode::Cold && self.flush.is_none() {

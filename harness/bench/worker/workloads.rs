@@ -139,6 +139,9 @@ pub fn prepare(
             }
         }
         Workload::Compile { .. } => Err(Outcome::fail("compilation runs on the CPU")),
+        Workload::Collective { .. } => Err(Outcome::fail(
+            "an NCCL collective runs on every rank's stream, not the benchmark's",
+        )),
     }
 }
 
