@@ -348,9 +348,16 @@ pub fn benchmarks(
                 floor: floor.filter(|_| judged.is_some()),
                 floor_set: judged.is_some_and(|(e, _, _)| e.floor_set),
                 why,
+                old_busbw_gbps: busbw(o),
+                new_busbw_gbps: busbw(n),
             })
         })
         .collect()
+}
+
+/// An NCCL result's bus bandwidth, GB/s.
+fn busbw(result: Option<&BenchResult>) -> Option<f64> {
+    result?.nccl.as_ref()?.busbw_gbps
 }
 
 /// Every check whose outcome differs between the runs, matched by combination and id.

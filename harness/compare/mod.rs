@@ -201,8 +201,9 @@ fn regressions(report: &CompareReport, fail_on: &[FailOn]) -> Vec<String> {
         let unclear = judged && row.verdict == Some(Verdict::Unclear) && counts(FailOn::Unclear);
         if slower || unclear {
             let ratio = row.ratio.map_or(0.0, |r| 100.0 * (r.ratio - 1.0));
+            let busbw = row.busbw().map(|b| format!("; {b}")).unwrap_or_default();
             found.push(format!(
-                "{}: {} ({ratio:+.1}%)",
+                "{}: {} ({ratio:+.1}%{busbw})",
                 row.label(),
                 row.verdict.map_or("", Verdict::name)
             ));
@@ -295,6 +296,8 @@ mod tests {
                 floor: None,
                 floor_set: false,
                 why: None,
+                old_busbw_gbps: None,
+                new_busbw_gbps: None,
             }],
             checks: Vec::new(),
             findings: Vec::new(),
@@ -311,5 +314,17 @@ mod tests {
             ["copy/c/1073741824: slower (+200.0%)"]
         );
         assert!(regressions(&slower_row(true), &fail_on).is_empty());
+    }
+
+    #[test]
+    fn an_nccl_row_slower_names_its_collective_size_and_busbw_drop() {
+        let mut report = slower_row(false);
+        let row = &mut report.benchmarks[0];
+        row.id = "nccl/c/all_reduce/16777216".into();
+        (row.old_busbw_gbps, row.new_busbw_gbps) = (Some(400.9), Some(133.6));
+        assert_eq!(
+            regressions(&report, &[FailOn::Slower]),
+            ["nccl/c/all_reduce/16777216: slower (+200.0%; busbw 400.90 → 133.60 GB/s)"]
+        );
     }
 }

@@ -135,9 +135,27 @@ pub struct BenchmarkRow {
     /// Why an `unclear` row is unclear, and what would settle it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub why: Option<String>,
+    /// An NCCL row's bus bandwidth in each run (nccl-tests' busbw, GB/s): its time rising is
+    /// its busbw falling. Absent for the other benchmarks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub old_busbw_gbps: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new_busbw_gbps: Option<f64>,
 }
 
 impl BenchmarkRow {
+    /// An NCCL row's busbw in both runs: `busbw 400.92 → 267.31 GB/s`; `None` for the others.
+    pub fn busbw(&self) -> Option<String> {
+        let side = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.2}"));
+        (self.old_busbw_gbps.is_some() || self.new_busbw_gbps.is_some()).then(|| {
+            format!(
+                "busbw {} → {} GB/s",
+                side(self.old_busbw_gbps),
+                side(self.new_busbw_gbps)
+            )
+        })
+    }
+
     /// Its id, with its GPU where it has one: `copy/c/driver/1073741824/batch on GPU 3
     /// (GPU-..., 0000:3d:00.0)`.
     pub fn label(&self) -> String {

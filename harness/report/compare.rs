@@ -51,10 +51,11 @@ pub fn repetitions(row: &BenchmarkRow) -> String {
     }
 }
 
-/// What a reader needs beside a row's verdict: why it is unclear and what would settle it, and
-/// the noise floor when it set the interval.
+/// What a reader needs beside a row's verdict: an NCCL row's busbw in both runs, why it is
+/// unclear and what would settle it, and the noise floor when it set the interval.
 pub fn note(row: &BenchmarkRow) -> Option<String> {
     let mut parts = Vec::new();
+    parts.extend(row.busbw());
     parts.extend(row.why.clone());
     if row.floor_set {
         if let Some(floor) = &row.floor {
@@ -232,6 +233,8 @@ mod tests {
             )),
             floor_set: true,
             why: None,
+            old_busbw_gbps: None,
+            new_busbw_gbps: None,
         }
     }
 
