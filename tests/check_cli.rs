@@ -21,7 +21,9 @@ const CU11: &str = "pip:venv-cu11";
 const CU12: &str = "pip:venv-cu12";
 const TOOLKIT: &str = "toolkit:cuda-12.9";
 const CU13: &str = "conda:cu13";
-const ALL: [&str; 4] = [CU11, CU12, TOOLKIT, CU13];
+/// CUDA 13's NCCL beside CUDA 12's runtime.
+const NCCL_CU13: &str = "pip:venv-nccl-cu13-cu12";
+const ALL: [&str; 5] = [CU11, CU12, TOOLKIT, CU13, NCCL_CU13];
 
 /// `stackbench check` in an isolated environment with `args`.
 fn check_output(args: &[&str]) -> Output {
