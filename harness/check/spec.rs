@@ -240,6 +240,48 @@ pub const SPECS: &[Spec] = &[
         "libnccl loads and reports its version",
         &[],
     ),
+    worker(
+        "nccl.versions",
+        "nccl",
+        "the CUDA NCCL was built for (its banner) suits the combination's runtime and the driver",
+        &["nccl.load", "cudart.load", "driver.library"],
+    ),
+    worker(
+        "nccl.init",
+        "nccl",
+        "ncclCommInitAll makes one communicator per selected GPU",
+        &["nccl.load", DEVICE],
+    ),
+    worker(
+        "nccl.all_reduce",
+        "nccl",
+        "all-reduce (sum) matches the host bit for bit on every GPU, 8 B to 1 GiB",
+        &["nccl.init"],
+    ),
+    worker(
+        "nccl.all_gather",
+        "nccl",
+        "all-gather matches the host bit for bit on every GPU, 8 B to 1 GiB",
+        &["nccl.init"],
+    ),
+    worker(
+        "nccl.reduce_scatter",
+        "nccl",
+        "reduce-scatter (sum) matches the host bit for bit on every GPU, 8 B to 1 GiB",
+        &["nccl.init"],
+    ),
+    worker(
+        "nccl.broadcast",
+        "nccl",
+        "broadcast from GPU 0 matches the host bit for bit on every GPU, 8 B to 1 GiB",
+        &["nccl.init"],
+    ),
+    worker(
+        "nccl.transport",
+        "nccl",
+        "NCCL's INFO lines name a peer-to-peer transport for every ring edge",
+        &["nccl.init"],
+    ),
     Spec {
         id: "coverage.kernels",
         library: "coverage",

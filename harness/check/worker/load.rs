@@ -60,6 +60,10 @@ pub fn load(s: &mut Session, component: Component) -> Checked {
                 .detail("api_error", said)
         }
     };
+    let outcome = match component {
+        Component::Nccl => super::nccl_build::with_built_for(outcome, &file.path),
+        _ => outcome,
+    };
     Ok(outcome.detail("path", file.path.display().to_string()))
 }
 

@@ -23,6 +23,8 @@ mod driver;
 #[cfg(test)]
 pub(crate) mod fixtures;
 mod load;
+mod nccl;
+mod nccl_build;
 pub(crate) mod nvml;
 pub(crate) mod nvrtc;
 pub mod outcome;
@@ -33,6 +35,8 @@ use super::model::CheckResult;
 use super::protocol::{CheckEvent, CheckRequest, Component};
 use super::spec::{self, Side, Spec};
 use crate::kernels::Kernel;
+use crate::nccl::collective::Collective;
+use crate::nccl::log::DebugLog;
 use crate::probe::dl;
 use crate::probe::worker::{leave, plain_crashes, protocol_channel, read_request, send, Seen};
 use crate::probe::LoadStage;
@@ -60,9 +64,19 @@ pub fn run() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // NCCL reads its debug settings from the environment, which may change only while this is
+    // the process's one thread: before any check starts the driver's.
+    let nccl_log = (request.run.iter())
+        .any(|id| id.starts_with("nccl.") && id != "nccl.load")
+        .then(DebugLog::start);
     let mut seen = Seen::new(&dl::mapped_objects());
     let ids = request.run.clone();
     let mut session = Session::new(request);
+    match nccl_log {
+        Some(Ok(log)) => session.keep(log),
+        Some(Err(e)) => eprintln!("stackbench __check: NCCL's debug log cannot be set up: {e}"),
+        None => {}
+    }
     let mut ran = HashSet::new();
     for id in ids {
         if send(&mut channel, &CheckEvent::Start { id: id.clone() }).is_err() {
@@ -199,6 +213,13 @@ fn dispatch(id: &str, s: &mut Session) -> Checked {
         "curand.load" => load::load(s, Component::Curand),
         "curand.generate" => curand::generate(s),
         "nccl.load" => load::load(s, Component::Nccl),
+        "nccl.versions" => nccl_build::versions(s),
+        "nccl.init" => nccl::init(s),
+        "nccl.all_reduce" => nccl::verify(s, Collective::AllReduce),
+        "nccl.all_gather" => nccl::verify(s, Collective::AllGather),
+        "nccl.reduce_scatter" => nccl::verify(s, Collective::ReduceScatter),
+        "nccl.broadcast" => nccl::verify(s, Collective::Broadcast),
+        "nccl.transport" => nccl::transport(s),
         other => Err(Outcome::fail(format!("no worker-side check named {other}"))),
     }
 }
