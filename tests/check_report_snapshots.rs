@@ -552,7 +552,7 @@ fn terminal() {
     let text = render(Format::Terminal, false);
     assert!(!text.contains('\x1b'));
     assert!(text.starts_with(
-        "stackbench check: 3 combinations, 64 passed, 6 warnings, 24 skipped, 5 failed\n"
+        "stackbench check: 3 combinations, 88 passed, 6 warnings, 24 skipped, 5 failed\n"
     ));
     for line in text.lines() {
         assert!(line.chars().count() <= 100, "too wide: {line}");

@@ -139,7 +139,9 @@ fn five_faults_of_an_8_gpu_node_each_give_their_finding_naming_the_right_gpus() 
             "nvlink_inactive",
             "peer_access_denied",
             "slow_device",
-            "p2p_degraded"
+            "p2p_degraded",
+            // NCCL, too, staged through the host between GPUs 1 and 2: after its cause.
+            "nccl_transport_fallback"
         ]
     );
     let text = |cause: &str| finding(&node, cause).to_string();
@@ -178,7 +180,14 @@ fn five_faults_of_an_8_gpu_node_each_give_their_finding_naming_the_right_gpus() 
 fn a_fabric_that_is_not_ready_comes_before_the_peer_access_it_denies() {
     let (code, _, node) = check(&hgx(8, "fabric_state = \"insufficient_resources\""));
     assert_eq!(code, Some(1));
-    assert_eq!(causes(&node), ["fabric_not_ready", "peer_access_denied"]);
+    assert_eq!(
+        causes(&node),
+        [
+            "fabric_not_ready",
+            "peer_access_denied",
+            "nccl_transport_fallback"
+        ]
+    );
     let fabric = finding(&node, "fabric_not_ready").to_string();
     assert!(
         fabric.contains("8 of 8") && fabric.contains("NVML_ERROR_INSUFFICIENT_RESOURCES"),
