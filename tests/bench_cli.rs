@@ -15,12 +15,19 @@ use std::path::Path;
 use std::process::Output;
 use std::sync::OnceLock;
 
-const ALL: [&str; 4] = [
+const ALL: [&str; 5] = [
     "pip:venv-cu11",
     "pip:venv-cu12",
     "toolkit:cuda-12.9",
     "conda:cu13",
+    NCCL_ONLY,
 ];
+
+/// CUDA 13's NCCL beside CUDA 12's runtime: no NVRTC to compile with.
+const NCCL_ONLY: &str = "pip:venv-nccl-cu13-cu12";
+
+/// The combinations with NCCL, whose GPU benchmarks include its four collectives.
+const WITH_NCCL: [&str; 3] = ["pip:venv-cu12", "conda:cu13", NCCL_ONLY];
 
 /// `stackbench bench` over the fixtures against the 535 driver, with `args` after.
 fn fixture_bench(args: &[&str]) -> Output {
@@ -97,7 +104,15 @@ fn every_toolkit_compiles_both_kernels_for_sm_90_and_its_libraries_load() {
         2 * names.len(),
         "two kernels per combination"
     );
-    for row in compile.iter().chain(rows(report, "load").iter()) {
+    for row in compile.iter().filter(|r| r["combination"] == NCCL_ONLY) {
+        assert_eq!(row["status"], "skipped", "{row}");
+        assert!(
+            row["reason"].as_str().unwrap().contains("no NVRTC"),
+            "{row}"
+        );
+    }
+    let measured = compile.iter().filter(|r| r["combination"] != NCCL_ONLY);
+    for row in measured.chain(rows(report, "load").iter()) {
         assert_eq!(row["status"], "measured", "{row}");
         assert_eq!(row["side"], "cpu");
         let samples = row["samples_ns"].as_array().unwrap();
@@ -128,8 +143,9 @@ fn without_a_gpu_every_gpu_benchmark_is_skipped_with_cuinit_s_reason_and_no_figu
         .iter()
         .filter(|b| b["side"] == "gpu")
         .collect();
-    // Per combination: the copy, vector add at 64 Mi, four cuBLAS precisions and the tiled kernel.
-    assert_eq!(gpu_rows.len(), 7 * ALL.len());
+    // Per combination: the copy, vector add at 64 Mi, four cuBLAS precisions and the tiled
+    // kernel; with NCCL, its four collectives at the six --quick sizes too.
+    assert_eq!(gpu_rows.len(), 7 * ALL.len() + 4 * 6 * WITH_NCCL.len());
     for row in gpu_rows {
         assert_eq!(row["status"], "skipped", "{row}");
         let reason = row["reason"].as_str().unwrap();
