@@ -42,7 +42,7 @@ impl Clique {
     /// Opens every GPU of `devices`, buffers of `capacity` bytes on each, and their
     /// communicators.
     pub fn open(nccl: Nccl, devices: &[u32], capacity: usize) -> Result<Clique, String> {
-        let node = Node::open(devices)?;
+        let node = Node::open(devices, false)?;
         let mut ranks = Vec::with_capacity(devices.len());
         for &device in devices {
             ranks.push(Rank {

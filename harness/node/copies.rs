@@ -41,8 +41,9 @@ pub struct Node {
 }
 
 impl Node {
-    /// Initialises the driver and retains each device's primary context.
-    pub fn open(indices: &[u32]) -> Result<Node, String> {
+    /// Initialises the driver and retains each device's primary context; loads the SM copy
+    /// kernel into each where `copy_kernel` asks (the copy matrices need it, NCCL does not).
+    pub fn open(indices: &[u32], copy_kernel: bool) -> Result<Node, String> {
         // SAFETY: cuInit takes no pointers.
         call("cuInit", unsafe { sys::cuInit(0) })?;
         let mut node = Node {
@@ -65,14 +66,16 @@ impl Node {
                 device,
                 context,
                 streams: [std::ptr::null_mut(); 2],
-                kernel: Err(String::new()),
+                kernel: Err("the SM copy kernel was not loaded".to_owned()),
             };
             node.current_context(context)?;
             for stream in &mut gpu.streams {
                 // SAFETY: a valid out-pointer; flag 1 is CU_STREAM_NON_BLOCKING.
                 call("cuStreamCreate", unsafe { sys::cuStreamCreate(stream, 1) })?;
             }
-            gpu.kernel = load_kernel();
+            if copy_kernel {
+                gpu.kernel = load_kernel();
+            }
             node.gpus.push(gpu);
         }
         Ok(node)

@@ -33,7 +33,7 @@ pub fn run(request: &NodeRequest) -> ExitCode {
                 .collect();
         }
     }
-    match copies::Node::open(&request.devices) {
+    match copies::Node::open(&request.devices, true) {
         Ok(node) => {
             driver_facts(&node, &mut report);
             copies::measure(&node, request, &mut report);
