@@ -14,7 +14,10 @@
 //! number, so every process of one boot shares it). Only the profile's `seed` pins the draws;
 //! without one each process draws afresh. The first `ramp_ms` of a process's work run at
 //! a lower clock, as a card's boost ramps up, and the `throttle` fault's clocks lengthen every
-//! kernel in proportion.
+//! kernel in proportion. With `other_processes = N` the device is time-sliced with N busy
+//! programs: each operation takes `1 + N u` times as long, `u` drawn per operation between
+//! [`FOREIGN_SHARE`]'s bounds (the others' work comes in bursts), so a busy device is both
+//! slower and noisier, as a shared card is.
 
 use crate::nvml::model::{clock_mhz, clocks_event_reasons, max_clock_mhz, ClockType};
 use crate::profile::{Device, Faults};
@@ -27,6 +30,9 @@ pub const MEMOP_LATENCY: f64 = 1e-6;
 pub const PCIE_BYTES_PER_SECOND: f64 = 25e9;
 /// How much longer work takes at the very start of the ramp (falling linearly to none).
 pub const RAMP_SLOWDOWN: f64 = 0.25;
+
+/// The share of the device each other process takes from an operation: uniform between these.
+pub const FOREIGN_SHARE: (f64, f64) = (0.4, 1.0);
 
 /// The precision whose peak a kernel's arithmetic runs at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,6 +69,8 @@ pub struct Clock {
     throttle: f64,
     /// Seconds of model time the clocks take to ramp up.
     ramp: f64,
+    /// Other users' busy processes on the device (`other_processes`).
+    foreign: f64,
     noise: f64,
     rng: u64,
 }
@@ -128,6 +136,7 @@ impl Clock {
                 .product(),
             throttle: f64::from(max_clock_mhz(device, ClockType::Sm)) / f64::from(held.max(1)),
             ramp: device.ramp_ms.max(0.0) * 1e-3,
+            foreign: f64::from(faults.other_processes),
             noise: device.noise,
             rng,
         }
@@ -205,7 +214,19 @@ impl Clock {
     /// moves a link.
     pub fn collective(&mut self, seconds: f64) {
         let z = standard_normal(&mut self.rng);
-        self.now += self.slowdown * seconds * (1.0 + self.noise * z).max(0.0);
+        let shared = self.shared();
+        self.now += self.slowdown * shared * seconds * (1.0 + self.noise * z).max(0.0);
+    }
+
+    /// How many times as long an operation takes on a device time-sliced with the other
+    /// processes: `1 + N u`, `u` uniform in [`FOREIGN_SHARE`]; 1 without them.
+    fn shared(&mut self) -> f64 {
+        if self.foreign == 0.0 {
+            return 1.0;
+        }
+        let u = (splitmix64(&mut self.rng) >> 11) as f64 / (1u64 << 53) as f64;
+        let (low, high) = FOREIGN_SHARE;
+        1.0 + self.foreign * (low + (high - low) * u)
     }
 
     /// The device's own `slow_device` factor.
@@ -221,7 +242,7 @@ impl Clock {
     /// The time an operation beginning at `begin` takes, its duration times `slow`.
     fn span(&mut self, begin: f64, slow: f64, overhead: f64, duration: f64) -> f64 {
         let z = standard_normal(&mut self.rng);
-        let factor = (1.0 + self.noise * z).max(0.0);
+        let factor = (1.0 + self.noise * z).max(0.0) * self.shared();
         let ramp = if begin < self.ramp {
             1.0 + RAMP_SLOWDOWN * (1.0 - begin / self.ramp)
         } else {
@@ -319,6 +340,31 @@ mod tests {
             memset_time(&exact(), &hw),
             memset_time(&exact(), &Faults::default())
         );
+    }
+
+    #[test]
+    fn other_processes_slow_every_operation_by_their_slices_and_vary_it() {
+        let busy = Faults {
+            other_processes: 2,
+            ..Faults::default()
+        };
+        let alone = memset_time(&exact(), &Faults::default());
+        let mut clock = Clock::new(&exact(), 0, &busy);
+        clock.now = RAMP;
+        let factors: Vec<f64> = (0..200)
+            .map(|_| {
+                let before = clock.now();
+                clock.memset(1_000_000);
+                (clock.now() - before) / alone
+            })
+            .collect();
+        let (low, high) = FOREIGN_SHARE;
+        assert!(factors
+            .iter()
+            .all(|f| (1.0 + 2.0 * low..=1.0 + 2.0 * high).contains(f)));
+        let spread = factors.iter().fold(f64::MAX, |a, f| a.min(*f));
+        let top = factors.iter().fold(0.0, |a: f64, f| a.max(*f));
+        assert!(top - spread > 0.5, "{spread}..{top}");
     }
 
     #[test]

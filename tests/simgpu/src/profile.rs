@@ -185,6 +185,11 @@ pub struct Faults {
     /// `[a, b, factor]`: copies between devices `a` and `b` (either way) take `factor` times as
     /// long.
     pub slow_link: Vec<(usize, usize, f64)>,
+    /// Compute processes of other users on every device, as NVML lists them
+    /// (`nvmlDeviceGetComputeRunningProcesses_v3`: pid and used memory; the name by
+    /// `nvmlSystemGetProcessName`). Their work shares the device: each takes a time slice of
+    /// every operation, so all work takes longer and varies more (see [`crate::clock`]).
+    pub other_processes: u32,
 }
 
 /// The values `faults.fabric_state` may take.

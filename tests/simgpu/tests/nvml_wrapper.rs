@@ -9,6 +9,7 @@ use nvml_child::{with_profile, Profile};
 use nvml_wrapper::enum_wrappers::device::{
     Clock, EccCounter, MemoryError, RetirementCause, TemperatureSensor,
 };
+use nvml_wrapper::enums::device::UsedGpuMemory;
 use nvml_wrapper::error::{nvml_sym, nvml_try, NvmlError};
 use nvml_wrapper::{Device, Nvml};
 use std::path::PathBuf;
@@ -219,4 +220,53 @@ fn an_unreadable_profile_fails_init_and_says_why() {
             "{output}"
         );
     }
+}
+
+#[test]
+fn other_processes_are_listed_as_nvml_wrapper_reads_them() {
+    let test = "other_processes_are_listed_as_nvml_wrapper_reads_them";
+    let profile = "[node]\ngpus = 2\n[faults]\nother_processes = 2\n";
+    with_profile(test, "busy", Profile::Toml(profile), || {
+        let nvml = open().expect("nvmlInit_v2");
+        let mut pids = Vec::new();
+        for index in 0..2 {
+            let device = nvml.device_by_index(index).unwrap();
+            // nvmlDeviceGetComputeRunningProcesses_v3: asked for the count, then the list.
+            let processes = device.running_compute_processes().unwrap();
+            assert_eq!(processes.len(), 2, "{processes:?}");
+            let mut held = 0;
+            for p in &processes {
+                let UsedGpuMemory::Used(bytes) = p.used_gpu_memory else {
+                    panic!("no memory figure: {p:?}");
+                };
+                assert!(bytes >= 1 << 30, "{bytes}");
+                held += bytes;
+                assert_eq!((p.gpu_instance_id, p.compute_instance_id), (None, None));
+                pids.push(p.pid);
+            }
+            let names: Vec<String> = processes
+                .iter()
+                .map(|p| nvml.sys_process_name(p.pid, 64).unwrap())
+                .collect();
+            assert_eq!(names, ["python3", "pt_main_thread"]);
+            let memory = device.memory_info().unwrap();
+            assert_eq!(memory.used, held);
+            assert_eq!(memory.free, memory.total - held);
+            assert_eq!(device.applications_clock(Clock::SM).unwrap(), 1980);
+            assert_eq!(device.applications_clock(Clock::Memory).unwrap(), 2617);
+        }
+        pids.sort_unstable();
+        pids.dedup();
+        assert_eq!(pids.len(), 4, "every process of the node is its own");
+        assert!(matches!(
+            nvml.sys_process_name(std::process::id(), 64),
+            Err(NvmlError::NotFound)
+        ));
+    });
+    with_profile(test, "clean", Profile::Default, || {
+        let nvml = open().expect("nvmlInit_v2");
+        let device = nvml.device_by_index(0).unwrap();
+        assert!(device.running_compute_processes().unwrap().is_empty());
+        assert_eq!(device.memory_info().unwrap().used, 0);
+    });
 }

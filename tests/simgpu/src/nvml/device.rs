@@ -5,7 +5,8 @@
 use super::{
     identity, model, nvmlDevice_t, nvmlEnableState_t, nvmlReturn_t, put, put_str, with_device,
     NVML_ERROR_ARGUMENT_VERSION_MISMATCH, NVML_ERROR_INSUFFICIENT_SIZE,
-    NVML_ERROR_INVALID_ARGUMENT, NVML_FEATURE_DISABLED, NVML_FEATURE_ENABLED, NVML_SUCCESS,
+    NVML_ERROR_INVALID_ARGUMENT, NVML_ERROR_NOT_FOUND, NVML_FEATURE_DISABLED, NVML_FEATURE_ENABLED,
+    NVML_SUCCESS,
 };
 use std::ffi::{c_char, c_int, c_uint, c_ulonglong};
 
@@ -168,9 +169,14 @@ pub unsafe extern "C" fn nvmlDeviceGetCudaComputeCapability(
     })
 }
 
-/// The device's memory in bytes: `memory_gib` GiB, none of it in use.
+/// The device's memory in bytes: `memory_gib` GiB.
 fn memory_total(d: &super::Target) -> u64 {
     d.device.memory_gib << 30
+}
+
+/// The device's memory in use, bytes: what other users' processes hold.
+fn memory_used(d: &super::Target) -> u64 {
+    model::memory_used(d.index, d.device, d.faults)
 }
 
 /// `nvmlDeviceGetMemoryInfo`.
@@ -183,11 +189,11 @@ pub unsafe extern "C" fn nvmlDeviceGetMemoryInfo(
     memory: *mut nvmlMemory_t,
 ) -> nvmlReturn_t {
     with_device(device, |d| {
-        let total = memory_total(d);
+        let (total, used) = (memory_total(d), memory_used(d));
         let info = nvmlMemory_t {
             total,
-            free: total,
-            used: 0,
+            free: total - used,
+            used,
         };
         // SAFETY: the caller's out-parameter.
         unsafe { put(memory, info) }
@@ -212,13 +218,13 @@ pub unsafe extern "C" fn nvmlDeviceGetMemoryInfo_v2(
         if unsafe { (*memory).version } != NVML_MEMORY_V2 {
             return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
         }
-        let total = memory_total(d);
+        let (total, used) = (memory_total(d), memory_used(d));
         let info = nvmlMemory_v2_t {
             version: NVML_MEMORY_V2,
             total,
             reserved: 0,
-            free: total,
-            used: 0,
+            free: total - used,
+            used,
         };
         // SAFETY: as above.
         unsafe { put(memory, info) }
@@ -262,6 +268,109 @@ pub unsafe extern "C" fn nvmlDeviceGetMaxClockInfo(
         // SAFETY: the caller's out-parameter.
         unsafe { put(clock, model::max_clock_mhz(d.device, kind)) }
     })
+}
+
+/// `nvmlDeviceGetApplicationsClock`, MHz: the defaults (the maximum clocks), never changed.
+///
+/// # Safety
+/// `clock` is null or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetApplicationsClock(
+    device: nvmlDevice_t,
+    clock_type: c_uint,
+    clock: *mut c_uint,
+) -> nvmlReturn_t {
+    // SAFETY: the same contract.
+    unsafe { nvmlDeviceGetDefaultApplicationsClock(device, clock_type, clock) }
+}
+
+/// `nvmlDeviceGetDefaultApplicationsClock`, MHz: the maximum clocks.
+///
+/// # Safety
+/// `clock` is null or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetDefaultApplicationsClock(
+    device: nvmlDevice_t,
+    clock_type: c_uint,
+    clock: *mut c_uint,
+) -> nvmlReturn_t {
+    // SAFETY: the same contract as the maximum's.
+    unsafe { nvmlDeviceGetMaxClockInfo(device, clock_type, clock) }
+}
+
+/// `nvmlProcessInfo_t` (`nvmlProcessInfo_v2_t`), as `..._v2` and `..._v3` of
+/// `nvmlDeviceGetComputeRunningProcesses` fill it.
+#[allow(non_camel_case_types)]
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct nvmlProcessInfo_t {
+    pub pid: c_uint,
+    /// Bytes.
+    pub used_gpu_memory: c_ulonglong,
+    /// `0xFFFFFFFF` where MIG is off, as here.
+    pub gpu_instance_id: c_uint,
+    pub compute_instance_id: c_uint,
+}
+
+/// `NVML_VALUE_NOT_AVAILABLE` as an instance id: MIG is off.
+const NO_INSTANCE: c_uint = 0xFFFF_FFFF;
+
+/// `nvmlDeviceGetComputeRunningProcesses_v3`: `faults.other_processes` processes. `*count` is
+/// the room in `infos` on entry and the number of processes on return; with too little room
+/// (a null `infos` counts as none) the answer is `NVML_ERROR_INSUFFICIENT_SIZE`, nothing
+/// written, as nvml.h says ("a size of 0 ... returns the number of processes").
+///
+/// # Safety
+/// `count` is null or valid for a read and a write; `infos` is null or valid for writes of
+/// `*count` elements.
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetComputeRunningProcesses_v3(
+    device: nvmlDevice_t,
+    count: *mut c_uint,
+    infos: *mut nvmlProcessInfo_t,
+) -> nvmlReturn_t {
+    with_device(device, |d| {
+        if count.is_null() {
+            return NVML_ERROR_INVALID_ARGUMENT;
+        }
+        let processes = model::foreign_processes(d.index, d.device, d.faults);
+        let room = if infos.is_null() {
+            0
+        } else {
+            // SAFETY: not null; the caller's in-out parameter.
+            unsafe { count.read() as usize }
+        };
+        // SAFETY: as above.
+        unsafe { count.write(processes.len() as c_uint) };
+        if room < processes.len() {
+            return NVML_ERROR_INSUFFICIENT_SIZE;
+        }
+        for (i, p) in processes.iter().enumerate() {
+            let info = nvmlProcessInfo_t {
+                pid: p.pid,
+                used_gpu_memory: p.used_bytes,
+                gpu_instance_id: NO_INSTANCE,
+                compute_instance_id: NO_INSTANCE,
+            };
+            // SAFETY: i < processes.len() <= room, the length of the caller's array.
+            unsafe { infos.add(i).write(info) };
+        }
+        NVML_SUCCESS
+    })
+}
+
+/// `nvmlDeviceGetComputeRunningProcesses_v2`: the same structure, the same answer.
+///
+/// # Safety
+/// As [`nvmlDeviceGetComputeRunningProcesses_v3`].
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetComputeRunningProcesses_v2(
+    device: nvmlDevice_t,
+    count: *mut c_uint,
+    infos: *mut nvmlProcessInfo_t,
+) -> nvmlReturn_t {
+    // SAFETY: the same contract.
+    unsafe { nvmlDeviceGetComputeRunningProcesses_v3(device, count, infos) }
 }
 
 /// `nvmlDeviceGetTemperature(NVML_TEMPERATURE_GPU)`, C.
@@ -564,4 +673,28 @@ pub unsafe extern "C" fn nvmlDeviceGetRemappedRows(
             put(failure_occurred, c_uint::from(failed))
         }
     })
+}
+
+/// `nvmlSystemGetProcessName`: the name of one of the simulated devices' other processes;
+/// `NVML_ERROR_NOT_FOUND` for any other pid (this host runs no such process).
+///
+/// # Safety
+/// `name` is null or valid for writes of `length` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn nvmlSystemGetProcessName(
+    pid: c_uint,
+    name: *mut c_char,
+    length: c_uint,
+) -> nvmlReturn_t {
+    let Some((_, profile, _)) = super::initialised() else {
+        return super::NVML_ERROR_UNINITIALIZED;
+    };
+    let found = (0..profile.device.len() as u32)
+        .flat_map(|i| model::foreign_processes(i, &profile.device[i as usize], &profile.faults))
+        .find(|p| p.pid == pid);
+    match found {
+        // SAFETY: the caller's buffer.
+        Some(p) => unsafe { put_str(name, length, p.name) },
+        None => NVML_ERROR_NOT_FOUND,
+    }
 }

@@ -178,6 +178,42 @@ pub fn retired_pages(faults: &Faults, double_bit: bool) -> Vec<(u64, u64)> {
         .collect()
 }
 
+/// What the other users' programs are called, in turn.
+const FOREIGN_NAMES: [&str; 3] = ["python3", "pt_main_thread", "tritonserver"];
+
+/// A compute process of another user on a device (`faults.other_processes`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ForeignProcess {
+    pub pid: u32,
+    /// Device memory it holds, bytes.
+    pub used_bytes: u64,
+    /// Its executable's name, as `nvmlSystemGetProcessName` gives it.
+    pub name: &'static str,
+}
+
+/// The `faults.other_processes` compute processes on device `index`: pids of a busy host's
+/// range, distinct across devices; together they hold half the device's memory, the first the
+/// most, each a whole number of MiB.
+pub fn foreign_processes(index: u32, device: &Device, faults: &Faults) -> Vec<ForeignProcess> {
+    let count = faults.other_processes;
+    let share = (device.memory_gib << 30) / 2 / u64::from(count.max(1));
+    (0..count)
+        .map(|i| ForeignProcess {
+            pid: 48_213 + 1_000 * index + 7 * i,
+            used_bytes: (share - u64::from(i) * (share / 8)) >> 20 << 20,
+            name: FOREIGN_NAMES[i as usize % FOREIGN_NAMES.len()],
+        })
+        .collect()
+}
+
+/// `nvmlDeviceGetMemoryInfo`'s `used`: what the other processes hold.
+pub fn memory_used(index: u32, device: &Device, faults: &Faults) -> u64 {
+    foreign_processes(index, device, faults)
+        .iter()
+        .map(|p| p.used_bytes)
+        .sum()
+}
+
 /// `nvmlDeviceGetRetiredPagesPendingStatus`.
 pub fn pages_pending_retirement(faults: &Faults) -> bool {
     faults.retired_pages > 0
@@ -239,6 +275,24 @@ mod tests {
         assert_eq!(power_mw(REASON_GPU_IDLE, 0), 72_000);
         assert_eq!(power_mw(0, 1), 420_000);
         assert_eq!(power_mw(REASON_SW_POWER_CAP, 1), POWER_LIMIT_MW);
+    }
+
+    #[test]
+    fn other_processes_are_distinct_and_fit_in_memory() {
+        let faults = Faults {
+            other_processes: 4,
+            ..Faults::default()
+        };
+        let device = Device::default();
+        let first = foreign_processes(0, &device, &faults);
+        let second = foreign_processes(1, &device, &faults);
+        assert_eq!(first.len(), 4);
+        assert_eq!(first[0].name, "python3");
+        assert_eq!(first[3].name, "python3");
+        assert!(first.iter().all(|p| second.iter().all(|q| q.pid != p.pid)));
+        assert!(first.windows(2).all(|w| w[0].used_bytes > w[1].used_bytes));
+        assert!(memory_used(0, &device, &faults) <= device.memory_gib << 29);
+        assert!(foreign_processes(0, &device, &Faults::default()).is_empty());
     }
 
     #[test]
