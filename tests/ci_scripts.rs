@@ -1,16 +1,16 @@
 //! The scripts under `ci/`, which CI does not otherwise run end to end: every bash script parses
-//! (`bash -n`) and passes shellcheck where shellcheck is installed; every Python script compiles,
-//! is executable and says how to run it; `ci/torch-compare.py` runs for real on small files
-//! (within the tolerance, beyond it either way, nothing to compare, a file of the wrong schema);
-//! and `ci/torch-matmul.py` runs on a stand-in for PyTorch (a virtual GPU clock, no GPU needed),
-//! writing what `ci/torch-compare.py` reads. The nightly workflow and the Kubernetes Job parse as
-//! YAML with what they promise (a self-hosted GPU runner; one GPU per pod, a results volume), and
-//! their shell steps parse. `ci/gpu-pack --list` ships the two GPU benches and exactly the test
-//! targets that hold GPU tests; `ci/gpu-run` runs on stand-ins for the packed binaries, for
-//! Python and for nvidia-smi: `--dry-run` says what it found (no GPU, a GPU, a venv, a conda
-//! environment) and each step, running nothing; a visit runs `check` once and renders it with
-//! `check --from`, passes Python's environment, and cuts a hung step off at the visit's end; and
-//! `check --from` renders a saved run exactly as the run's own exporters did.
+//! (`bash -n`) and passes shellcheck (from `.ci-tools`: missing, the test fails), as does every
+//! `run:` step of the nightly workflow, and shellcheck fails a broken copy of each; every Python
+//! script compiles, is executable and says how to run it; `ci/torch-compare.py` runs for real on
+//! small files (within the tolerance, beyond it either way, nothing to compare, a file of the
+//! wrong schema); and `ci/torch-matmul.py` runs on a stand-in for PyTorch (a virtual GPU clock,
+//! no GPU needed), writing what `ci/torch-compare.py` reads. `ci/gpu-pack --list` ships the two
+//! GPU benches and exactly the test targets that hold GPU tests; `ci/gpu-run` runs on stand-ins
+//! for the packed binaries, for Python and for nvidia-smi: `--dry-run` says what it found (no
+//! GPU, a GPU, a venv, a conda environment) and each step, running nothing; a visit runs `check`
+//! once and renders it with `check --from`, passes Python's environment, and cuts a hung step off
+//! at the visit's end; and `check --from` renders a saved run exactly as the run's own exporters
+//! did.
 
 use serde_json::{json, Value};
 use std::os::unix::fs::PermissionsExt;
@@ -58,22 +58,101 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
+/// The validators `ci/fetch-ci-tools` builds (ci/test runs it first): `$STACKBENCH_CI_TOOLS`,
+/// else `<repo>/.ci-tools`.
+fn ci_tool(name: &str) -> PathBuf {
+    let tools = std::env::var_os("STACKBENCH_CI_TOOLS")
+        .filter(|d| !d.is_empty())
+        .map_or_else(
+            || Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci-tools"),
+            PathBuf::from,
+        );
+    let tool = tools.join("bin").join(name);
+    assert!(
+        tool.is_file(),
+        "{} is missing: run ci/fetch-ci-tools (ci/test does)",
+        tool.display()
+    );
+    tool
+}
+
+/// shellcheck (from .ci-tools) on the bash script `path`.
+fn shellcheck(path: &Path) -> Output {
+    Command::new(ci_tool("shellcheck"))
+        .args(["--shell=bash", "--external-sources"])
+        .arg(path)
+        .output()
+        .expect("run shellcheck")
+}
+
+/// The `run:` steps of a workflow's jobs, as (job and step name, script). Every job with one
+/// runs them with `shell: bash` (GitHub's `bash --noprofile --norc -eo pipefail`), so they are
+/// bash; none holds a `${{ }}` expression (an expression is pasted into the script before bash
+/// parses it, so it goes through `env:`).
+fn run_steps(workflow: &str) -> Vec<(String, String)> {
+    let doc: serde_yaml::Value = serde_yaml::from_str(workflow).expect("the workflow is YAML");
+    let mut steps = Vec::new();
+    for (job, body) in doc["jobs"].as_mapping().expect("jobs") {
+        let job = job.as_str().expect("a job id");
+        for step in body["steps"].as_sequence().expect("steps") {
+            let Some(script) = step["run"].as_str() else {
+                continue;
+            };
+            let name = format!("{job} / {}", step["name"].as_str().unwrap_or("(unnamed)"));
+            assert_eq!(
+                body["defaults"]["run"]["shell"].as_str(),
+                Some("bash"),
+                "job {job} runs its steps with bash"
+            );
+            assert!(!script.contains("${{"), "{name}: an expression in run:");
+            steps.push((name, script.to_owned()));
+        }
+    }
+    steps
+}
+
+/// shellcheck on each `run:` step of `workflow`, each written as the bash script GitHub runs;
+/// the steps it found fault with, by name, with its findings.
+fn shellcheck_run_steps(workflow: &str) -> Vec<(String, String)> {
+    let dir = tempfile::tempdir().unwrap();
+    let steps = run_steps(workflow);
+    assert!(steps.len() >= 7, "the nightly job's steps: {steps:?}");
+    let mut faults = Vec::new();
+    for (i, (name, script)) in steps.iter().enumerate() {
+        let path = dir.path().join(format!("step-{i}.sh"));
+        std::fs::write(
+            &path,
+            format!("#!/usr/bin/env bash\nset -eo pipefail\n{script}"),
+        )
+        .unwrap();
+        let checked = shellcheck(&path);
+        if !checked.status.success() {
+            faults.push((name.clone(), text(&checked.stdout)));
+        }
+    }
+    faults
+}
+
+fn workflow() -> String {
+    std::fs::read_to_string(ci().join("github-nightly.yml")).expect("ci/github-nightly.yml")
+}
+
 #[test]
-fn every_bash_script_parses_and_passes_shellcheck_where_it_is_installed() {
+fn every_bash_script_and_workflow_run_step_passes_shellcheck() {
     let bash = scripts(BASH);
     let found = names(&bash);
-    for expected in ["fetch-toolkits", "gpu-pack", "gpu-run", "test"] {
+    for expected in [
+        "fetch-ci-tools",
+        "fetch-toolkits",
+        "gpu-pack",
+        "gpu-run",
+        "nightly",
+        "test",
+    ] {
         assert!(
             found.iter().any(|n| n == expected),
             "{expected} in {found:?}"
         );
-    }
-    let shellcheck = Command::new("shellcheck")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !shellcheck {
-        eprintln!("shellcheck is not installed: only `bash -n` ran on {found:?}");
     }
     for script in &bash {
         let path = script.to_str().unwrap();
@@ -83,16 +162,41 @@ fn every_bash_script_parses_and_passes_shellcheck_where_it_is_installed() {
             "bash -n {path}: {}",
             text(&parsed.stderr)
         );
-        if shellcheck {
-            let checked = run("shellcheck", &[path]);
-            assert!(
-                checked.status.success(),
-                "shellcheck {path}:\n{}{}",
-                text(&checked.stdout),
-                text(&checked.stderr)
-            );
-        }
+        let checked = shellcheck(script);
+        assert!(
+            checked.status.success(),
+            "shellcheck {path}:\n{}{}",
+            text(&checked.stdout),
+            text(&checked.stderr)
+        );
     }
+    let faults = shellcheck_run_steps(&workflow());
+    assert!(faults.is_empty(), "{faults:#?}");
+}
+
+#[test]
+fn shellcheck_fails_a_broken_copy_of_a_script_and_of_a_run_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let nightly = std::fs::read_to_string(ci().join("nightly")).unwrap();
+    let quoted = r#"-o "$OUT/check.json""#;
+    assert!(nightly.contains(quoted));
+    let broken = dir.path().join("nightly");
+    std::fs::write(&broken, nightly.replacen(quoted, "-o $OUT/check.json", 1)).unwrap();
+    let checked = shellcheck(&broken);
+    assert_eq!(checked.status.code(), Some(1), "{checked:?}");
+    assert!(
+        text(&checked.stdout).contains("SC2086"),
+        "{}",
+        text(&checked.stdout)
+    );
+
+    let workflow = workflow();
+    let quoted = r#">>"$GITHUB_STEP_SUMMARY""#;
+    assert!(workflow.contains(quoted));
+    let faults = shellcheck_run_steps(&workflow.replacen(quoted, ">>$GITHUB_STEP_SUMMARY", 1));
+    assert_eq!(faults.len(), 1, "{faults:#?}");
+    assert_eq!(faults[0].0, "gpu / Report the history");
+    assert!(faults[0].1.contains("SC2086"), "{}", faults[0].1);
 }
 
 #[test]
