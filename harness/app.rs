@@ -42,6 +42,9 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> anyhow::Result<ExitCode>
                     check::check(&check_options, &Host::current())?
                 }
                 options::CheckSource::Saved(path) => saved_check(&path)?,
+                options::CheckSource::Quick(check_options) => {
+                    return quick_check(&check_options, &report_options);
+                }
             };
             let bytes = report::exporter_for(&report_options).check(&report)?;
             output::write(&report_options.destination, &bytes)?;
@@ -125,6 +128,29 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> anyhow::Result<ExitCode>
         EXIT_FINDINGS
     } else {
         EXIT_CLEAN
+    }))
+}
+
+/// `check --quick`: the terminal format is the verdict's one line, other formats the report
+/// with the line on standard error; exits 0 healthy, 1 unhealthy, 2 could not run.
+fn quick_check(
+    options: &check::CheckOptions,
+    report_options: &options::ReportOptions,
+) -> anyhow::Result<ExitCode> {
+    use check::quick::{judge, Verdict};
+    let report = check::check_quick(options, &Host::current())?;
+    let health = judge(&report);
+    let bytes = if report_options.format == crate::cli::Format::Terminal {
+        format!("{}\n", health.line()).into_bytes()
+    } else {
+        eprintln!("check --quick: {}", health.line());
+        report::exporter_for(report_options).check(&report)?
+    };
+    output::write(&report_options.destination, &bytes)?;
+    Ok(ExitCode::from(match health.verdict {
+        Verdict::Healthy => EXIT_CLEAN,
+        Verdict::Unhealthy => EXIT_FINDINGS,
+        Verdict::CouldNotRun => EXIT_HARNESS,
     }))
 }
 

@@ -198,6 +198,12 @@ pub struct CheckArgs {
     /// Seconds one check may take before it counts as hung.
     #[arg(long, value_name = "SECONDS", default_value_t = 120.0)]
     pub timeout: f64,
+    /// A node health check in seconds (Slurm's HealthCheckProgram, a readiness probe): the
+    /// driver, every GPU through the driver and NVML, NVML's health and one verified kernel
+    /// per GPU, in one combination. Prints one line (`healthy: ...`, `unhealthy: GPU 0 (...):
+    /// cause`, `could not run: ...`); exits 0 healthy, 1 unhealthy (drain), 2 could not run.
+    #[arg(long, conflicts_with = "from")]
+    pub quick: bool,
     /// Run nothing: report the check run saved in FILE (what `check --format json` wrote) in
     /// --format, with the exit status that run had; one run gives JSON, Markdown and JUnit.
     #[arg(

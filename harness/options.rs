@@ -111,6 +111,8 @@ fn target(text: Option<&str>) -> Result<Option<ComputeCapability>, OptionsError>
 pub enum CheckSource {
     /// A run on this host, now (boxed: the options outweigh a path many times).
     Run(Box<CheckOptions>),
+    /// `--quick`: the node health check on this host, now.
+    Quick(Box<CheckOptions>),
     /// A run saved as JSON (`--from FILE`), only reported again.
     Saved(PathBuf),
 }
@@ -129,7 +131,12 @@ pub fn check(
         timeout: timeout(args.timeout)?,
         worker: std::env::current_exe().map_err(OptionsError::NoExecutable)?,
     };
-    Ok((CheckSource::Run(Box::new(options)), report))
+    let source = if args.quick {
+        CheckSource::Quick(Box::new(options))
+    } else {
+        CheckSource::Run(Box::new(options))
+    };
+    Ok((source, report))
 }
 
 /// The combinations `check` and `bench` run, checked.

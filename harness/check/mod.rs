@@ -12,6 +12,7 @@ pub mod mapped;
 pub mod model;
 pub(crate) mod pin;
 pub mod protocol;
+pub mod quick;
 pub(crate) mod runner;
 pub mod spec;
 pub mod worker;
@@ -120,9 +121,52 @@ pub enum CheckError {
     NoSuchDevice(#[from] crate::devices::NoSuchDevice),
 }
 
+/// How much of `check` runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    /// Every check, the parent-side ones and the node's links and copies.
+    Full,
+    /// `--quick`: the node health check's few checks (see [`quick`]) in one combination.
+    Quick,
+}
+
+impl Scope {
+    /// The worker-side checks to run on the first device, in order.
+    fn worker_checks(self) -> Vec<String> {
+        let all = spec::SPECS.iter().filter(|s| s.side == Side::Worker);
+        match self {
+            Scope::Full => all.map(|s| s.id.to_owned()).collect(),
+            Scope::Quick => quick::CHECKS.iter().map(|id| (*id).to_owned()).collect(),
+        }
+    }
+
+    /// The checks to run on each other device, in order.
+    fn per_device_checks(self) -> Vec<String> {
+        (spec::PER_DEVICE.iter())
+            .filter(|id| self == Scope::Full || quick::CHECKS.contains(id))
+            .map(|id| (*id).to_owned())
+            .collect()
+    }
+}
+
 /// Runs every selected combination's checks, as many combinations at a time as there are
 /// cores, each in its own workers, on every selected GPU at once.
 pub fn check(options: &CheckOptions, host: &Host) -> Result<CheckReport, CheckError> {
+    run_checks(options, host, Scope::Full)
+}
+
+/// `check --quick`: the node health check, in seconds. Only the checks of [`quick::CHECKS`],
+/// on every selected GPU, in one combination ([`quick::pick`]); no library sweeps, no
+/// parent-side checks, no measuring of the node's links. [`quick::judge`] gives the verdict.
+pub fn check_quick(options: &CheckOptions, host: &Host) -> Result<CheckReport, CheckError> {
+    run_checks(options, host, Scope::Quick)
+}
+
+fn run_checks(
+    options: &CheckOptions,
+    host: &Host,
+    scope: Scope,
+) -> Result<CheckReport, CheckError> {
     let started = crate::timestamp::now();
     let Selected {
         host: host_info,
@@ -130,13 +174,17 @@ pub fn check(options: &CheckOptions, host: &Host) -> Result<CheckReport, CheckEr
         gpu,
         devices,
     } = options.selection.resolve(host, &options.worker)?;
+    let selected = match scope {
+        Scope::Full => selected,
+        Scope::Quick => quick::pick(selected),
+    };
     let parallel = std::thread::available_parallelism().map_or(2, |n| n.get());
     let mut combinations = Vec::with_capacity(selected.len());
     for chunk in selected.chunks(parallel) {
-        std::thread::scope(|scope| {
+        std::thread::scope(|s| {
             let handles: Vec<_> = chunk
                 .iter()
-                .map(|c| scope.spawn(|| run_combination(c, options, &devices)))
+                .map(|c| s.spawn(|| run_combination(c, options, &devices, scope)))
                 .collect();
             combinations.extend(handles.into_iter().filter_map(|h| h.join().ok()));
         });
@@ -149,7 +197,8 @@ pub fn check(options: &CheckOptions, host: &Host) -> Result<CheckReport, CheckEr
         driver.kernel_module.clone_from(&module);
     }
     let simulated = combinations.iter().any(|c| c.simulated);
-    let node = (gpu.source == "nvml" && !gpu.devices.is_empty()).then(|| {
+    let measure = scope == Scope::Full && gpu.source == "nvml" && !gpu.devices.is_empty();
+    let node = measure.then(|| {
         let request = crate::node::NodeRequest::new(devices.clone(), simulated);
         let selection = &options.selection;
         crate::node::probe(
@@ -220,6 +269,7 @@ fn run_combination(
     combination: &Combination,
     options: &CheckOptions,
     devices: &[u32],
+    scope: Scope,
 ) -> CombinationReport {
     let started = Instant::now();
     let first = devices.first().copied().unwrap_or(0);
@@ -234,11 +284,7 @@ fn run_combination(
             .map(|cc| format!("sm_{}{}", cc.major, cc.minor)),
         device: first,
         devices: devices.to_vec(),
-        run: spec::SPECS
-            .iter()
-            .filter(|s| s.side == Side::Worker)
-            .map(|s| s.id.to_owned())
-            .collect(),
+        run: scope.worker_checks(),
         settled: Vec::new(),
     };
     let mut run = runner::run(
@@ -248,20 +294,20 @@ fn run_combination(
         &options.worker,
     );
     if devices.len() > 1 {
-        let others = std::thread::scope(|scope| {
+        let others = std::thread::scope(|threads| {
             let handles: Vec<_> = devices[1..]
                 .iter()
                 .map(|&device| {
                     let request = CheckRequest {
                         device,
-                        run: spec::PER_DEVICE.iter().map(|id| (*id).to_owned()).collect(),
+                        run: scope.per_device_checks(),
                         settled: (run.results.iter())
                             .filter(|r| !spec::PER_DEVICE.contains(&r.id.as_str()))
                             .cloned()
                             .collect(),
                         ..request.clone()
                     };
-                    scope.spawn(move || {
+                    threads.spawn(move || {
                         runner::run(combination, request, options.timeout, &options.worker)
                     })
                 })
@@ -280,23 +326,25 @@ fn run_combination(
     }
     let mut checks = run.results;
     let libraries = mapped::library_uses(combination, &run.mapped, &checks);
-    let arch = device_arch(&checks, first).or(options.selection.target);
-    for (id, outcome) in [
-        (
-            "coverage.kernels",
-            mapped::coverage(
-                &libraries,
-                arch,
-                &mapped::nvrtc_images(&checks),
-                mapped::read_targets,
+    if scope == Scope::Full {
+        let arch = device_arch(&checks, first).or(options.selection.target);
+        for (id, outcome) in [
+            (
+                "coverage.kernels",
+                mapped::coverage(
+                    &libraries,
+                    arch,
+                    &mapped::nvrtc_images(&checks),
+                    mapped::read_targets,
+                ),
             ),
-        ),
-        ("combination.isolated", mapped::isolated(&libraries)),
-    ] {
-        checks.push(CheckResult {
-            details: outcome.details,
-            ..CheckResult::new(id, outcome.status, outcome.reason)
-        });
+            ("combination.isolated", mapped::isolated(&libraries)),
+        ] {
+            checks.push(CheckResult {
+                details: outcome.details,
+                ..CheckResult::new(id, outcome.status, outcome.reason)
+            });
+        }
     }
     let runtime = checks
         .iter()
