@@ -303,3 +303,23 @@ fn two_runs_of_the_healthy_node_are_never_slower_or_faster() {
         assert_eq!(output.status.code(), Some(0), "{report}");
     }
 }
+
+#[test]
+fn on_one_gpu_the_collectives_are_skipped_saying_why_and_nothing_is_timed() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let filters = ["nccl/".to_owned()];
+    let (output, file) = bench(dir.path(), "[node]\ngpus = 1\n", &filters, "json");
+    let report: Value =
+        serde_json::from_slice(&std::fs::read(&file).expect("the JSON")).expect("the JSON parses");
+    let rows = report["benchmarks"].as_array().expect("the rows");
+    assert!(
+        !rows.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for row in rows {
+        assert_eq!(row["status"], "skipped", "{row}");
+        let why = row["reason"].as_str().unwrap_or_default();
+        assert!(why.contains("one GPU selected"), "{row}");
+    }
+}

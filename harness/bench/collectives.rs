@@ -10,6 +10,7 @@ use super::plan::{self, Planned};
 use super::suite::{self, Progress, Settings};
 use crate::check::combination::Combination;
 use crate::check::protocol::Component;
+use crate::check::Selected;
 use crate::nccl::collective::Collective;
 
 /// The checks the NCCL worker runs first: the driver and every GPU, then libnccl.
@@ -37,15 +38,35 @@ pub fn wanted(combination: &Combination, settings: &Settings) -> bool {
     })
 }
 
-/// Runs the NCCL benchmarks of `combination` over `devices` (in rank order) in one worker: the
-/// combination as that worker saw it, and a result per collective and size.
+/// Why the collectives are not measured on `selected`'s GPUs without starting a worker: NVML
+/// lists the GPUs and only one is selected. A collective among one rank is a copy within one
+/// GPU: it measures no link, and nccl-tests' bus bandwidth of one rank is zero.
+pub fn alone(selected: &Selected) -> Option<String> {
+    (selected.gpu.source == "nvml" && selected.devices.len() == 1).then(|| {
+        "one GPU selected: NCCL's collectives measure the links between two or more (--devices all on a node with several)".to_owned()
+    })
+}
+
+/// Runs the NCCL benchmarks of `combination` over `selected`'s devices (in rank order) in one
+/// worker: the combination as that worker saw it, and a result per collective and size; every
+/// row skipped, and no worker started, when the GPU is [`alone`].
 pub fn run(
     combination: &Combination,
     settings: &Settings,
-    devices: &[u32],
+    selected: &Selected,
     progress: &dyn Progress,
 ) -> (CombinationRun, Vec<BenchResult>) {
     let name = combination.name.as_str();
+    let devices = &selected.devices;
+    if let Some(why) = alone(selected) {
+        let run = suite::combination_run(combination, &[], None);
+        let planned = plan::nccl(name, settings.depth, run.simulated);
+        let results = (planned.iter())
+            .filter(|p| settings.wants(&p.key.id()))
+            .map(|p| BenchResult::skipped(p.key.clone(), why.clone()))
+            .collect();
+        return (run, results);
+    }
     let mut request = suite::request(combination, settings, &SETUP);
     request.devices = devices.to_vec();
     let start = || {

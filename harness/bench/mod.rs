@@ -157,8 +157,12 @@ pub fn bench(
                     of: repeat,
                     device: None,
                 };
-                let devices = &scope.selected.devices;
-                runs.push(collectives::run(combination, &settings, devices, &progress));
+                runs.push(collectives::run(
+                    combination,
+                    &settings,
+                    &scope.selected,
+                    &progress,
+                ));
             }
         }
     }
