@@ -4,9 +4,9 @@
 //! unknown label, a bad expression), and the driver drops only the configured labels' findings;
 //! nights run on the simulated GPU (`ci/sim`) one after another on one history: the first night
 //! is green with no baseline, the next is green against it, a slower GPU's night is red and names
-//! the slower benchmark, its re-run (same run id, attempt 2) is still red against the last green
-//! night, never its own first attempt, and the history keeps at most NIGHTS nights yet never drops
-//! the baseline. shellcheck on the workflow's `run:` steps is in tests/ci_scripts.rs.
+//! the slower benchmark, its re-run (same run id, attempt 2) and the night after it are still red
+//! against the last green night, never the re-run's own first attempt nor a red night, and the
+//! history keeps at most NIGHTS nights yet never drops the baseline. shellcheck on the workflow's `run:` steps is in tests/ci_scripts.rs.
 //!
 //! Each night benches one cuBLAS size (`--quick --repeat 1 --filter`), about a second on the
 //! simulator, whose GPU times are a model: no verdict here depends on the machine's load.
@@ -258,9 +258,13 @@ fn a_slower_gpu_s_night_is_red_and_so_is_its_rerun_against_the_last_green_night(
     let rerun = nights.night("103", 2, SLOWER);
     assert_red(&rerun, "0002-102-1");
     assert_eq!(nights.history(), ["0001-101-1", "0002-102-1", "0004-103-2"]);
+    // The next night on the slower GPU is red too: a red night is never a baseline.
+    let next = nights.night("104", 1, SLOWER);
+    assert_red(&next, "0002-102-1");
+    assert_eq!(nights.history(), ["0002-102-1", "0004-103-2", "0005-104-1"]);
     // The report of the history was written for the artifact.
-    let report = nights.path("out-103-2/report.html");
-    assert!(report.is_file(), "{}", rerun.log);
+    let report = nights.path("out-104-1/report.html");
+    assert!(report.is_file(), "{}", next.log);
 }
 
 #[test]
