@@ -122,6 +122,9 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> anyhow::Result<ExitCode>
         Command::BenchWorker => return Ok(bench::worker::run()),
         Command::Probe => return Ok(probe::worker::run()),
         Command::Gpu => return Ok(gpu::report_from_nvml()),
+        Command::GpuState { devices } => {
+            return Ok(bench::conditions::report_from_nvml(&devices))
+        }
         Command::Node { request } => return Ok(crate::node::run_worker(&request)),
     };
     Ok(ExitCode::from(if findings {

@@ -46,6 +46,10 @@ pub enum Command {
     /// Asks NVML for the host's GPUs and prints them as JSON (internal).
     #[command(name = "__gpu", hide = true)]
     Gpu,
+    /// Reads the state of the listed GPUs (`0,3`) from NVML for `bench` and prints it as JSON
+    /// (internal).
+    #[command(name = "__gpu-state", hide = true)]
+    GpuState { devices: String },
     /// Probes the node's GPUs, links and copies for `check` and prints them as JSON (internal;
     /// the request is the argument).
     #[command(name = "__node", hide = true)]
@@ -238,6 +242,10 @@ pub struct BenchArgs {
     /// CPU-side benchmarks. Without it a skipped benchmark exits 1.
     #[arg(long)]
     pub allow_skip: bool,
+    /// Measure GPUs that other programs compute on (without it, bench refuses them: exit 2,
+    /// naming the processes). Every result records the processes and the GPU's state.
+    #[arg(long)]
+    pub allow_busy: bool,
     /// Write the result files into this directory.
     #[arg(long, value_name = "DIR", default_value = "results")]
     pub results: PathBuf,

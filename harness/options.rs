@@ -212,6 +212,7 @@ pub fn bench(
         worker: std::env::current_exe().map_err(OptionsError::NoExecutable)?,
         repeat: args.repeat.unwrap_or_else(|| depth.repetitions()),
         filter: args.filter,
+        allow_busy: args.allow_busy,
     };
     let report = report(
         ReportArgs {

@@ -13,6 +13,7 @@
 
 pub mod client;
 pub mod collectives;
+pub mod conditions;
 pub mod files;
 pub mod model;
 pub mod node;
@@ -49,6 +50,17 @@ pub struct BenchOptions {
     pub repeat: u32,
     /// `--filter`: only the benchmarks whose id holds one of these (all when empty).
     pub filter: Vec<String>,
+    /// `--allow-busy`: measure GPUs other programs compute on.
+    pub allow_busy: bool,
+}
+
+/// Why `bench` did not run (exit status 2).
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    #[error(transparent)]
+    Check(#[from] CheckError),
+    #[error(transparent)]
+    Busy(#[from] conditions::Busy),
 }
 
 /// What a run works on: the host's fingerprint, the selected combinations, the GPU, and the
@@ -117,14 +129,20 @@ impl Progress for Repetition<'_> {
 /// Runs every selected combination's benchmarks, one combination and one GPU at a time,
 /// `repeat` times over, interleaved (A B C A B C): each repetition in fresh workers, so that
 /// the variation between runs shows in the results. Over several GPUs, a GPU slower than its
-/// same-model peers is a finding ([`node::slow_devices`]).
+/// same-model peers is a finding ([`node::slow_devices`]). Each selected GPU's state is read
+/// before and after ([`conditions`]): one another program computes on is refused unless
+/// `--allow-busy`, and every result records its GPU's.
 pub fn bench(
     options: &BenchOptions,
     host: &Host,
     progress: &dyn Progress,
-) -> Result<BenchReport, CheckError> {
+) -> Result<BenchReport, BenchError> {
     let started = crate::timestamp::now();
     let scope = scope(options, host)?;
+    let before = read_conditions(options, &scope);
+    if !options.allow_busy {
+        conditions::refuse_busy(before.as_deref().unwrap_or_default())?;
+    }
     let passes = scope.selected.devices.len().max(1);
     let repeat = options.repeat.max(1);
     let mut runs: Vec<Vec<_>> = scope
@@ -166,11 +184,26 @@ pub fn bench(
             }
         }
     }
+    let readings = conditions::Readings {
+        after: before
+            .is_some()
+            .then(|| read_conditions(options, &scope))
+            .flatten()
+            .unwrap_or_default(),
+        before: before.unwrap_or_default(),
+    };
+    let first = scope.selected.devices.first().copied().unwrap_or(0);
     let mut combinations = Vec::with_capacity(runs.len());
     let mut benchmarks = Vec::new();
     for (run, mut results) in runs.into_iter().filter_map(repeat::merge) {
         combinations.push(run);
         results.iter_mut().for_each(collectives::refigure);
+        for result in &mut results {
+            result.conditions = ran_on(result, first)
+                .into_iter()
+                .filter_map(|index| readings.of(index))
+                .collect();
+        }
         benchmarks.extend(results);
     }
     let mut report = BenchReport {
@@ -184,6 +217,7 @@ pub fn bench(
         driver_dir: options.selection.driver_dir.clone(),
         quick: options.depth == Depth::Quick,
         load_untrusted: options.selection.trust.load_untrusted,
+        allow_busy: options.allow_busy,
         simulated: combinations.iter().any(|c| c.simulated),
         combinations,
         benchmarks,
@@ -191,4 +225,29 @@ pub fn bench(
     };
     report.findings = node::slow_devices(&report);
     Ok(report)
+}
+
+/// The state of the selected GPUs now, where NVML lists them; `None` without NVML, or when it
+/// did not answer.
+fn read_conditions(options: &BenchOptions, scope: &Scope) -> Option<Vec<conditions::DeviceState>> {
+    let gpu = &scope.selected.gpu;
+    if gpu.source != "nvml" || gpu.devices.is_empty() {
+        return None;
+    }
+    let selection = &options.selection;
+    conditions::read(
+        &options.worker,
+        selection.driver_dir.as_deref(),
+        &selection.trust,
+        &scope.selected.devices,
+    )
+}
+
+/// The GPUs a result ran on: a collective's ranks, a GPU benchmark's device, else `first` (a
+/// one-GPU run's, and the CPU-side benchmarks', which ran beside the first selected GPU).
+fn ran_on(result: &BenchResult, first: u32) -> Vec<u32> {
+    if let Some(nccl) = &result.nccl {
+        return nccl.devices.clone();
+    }
+    vec![result.device.as_ref().map_or(first, |d| d.index)]
 }

@@ -3,6 +3,7 @@
 //! more than [`crate::bench::stats::KEPT_SAMPLES`], with the count taken); summaries are derived
 //! from them, the noise from every sample. Fields are only ever added.
 
+use crate::bench::conditions::Conditions;
 use crate::check::model::is_false;
 use crate::devices::DeviceKey;
 use crate::gpu::GpuInfo;
@@ -18,8 +19,10 @@ pub const BENCH_SCHEMA: &str = "stackbench.bench/v1";
 /// benchmark's `repetitions` (files without them, minor 0, are one repetition each); 2 adds
 /// each GPU benchmark's `device` in runs over several GPUs and the run's `findings` (files
 /// without them ran on one GPU, or found nothing). The NCCL benchmarks' `nccl` figures came
-/// later within 2: a file without them has no NCCL rows.
-pub const BENCH_SCHEMA_MINOR: u32 = 2;
+/// later within 2: a file without them has no NCCL rows. 3 adds each result's `conditions`
+/// (its GPU's state before and after the run) and the run's `allow_busy`: a file without them
+/// did not read its GPUs' state.
+pub const BENCH_SCHEMA_MINOR: u32 = 3;
 
 /// Whether a number is zero (serde: left out when it is).
 fn is_zero(n: &u32) -> bool {
@@ -57,6 +60,10 @@ pub struct BenchReport {
     /// `--load-untrusted`: libraries were loaded whoever could write them, as ourselves.
     #[serde(default, skip_serializing_if = "is_false")]
     pub load_untrusted: bool,
+    /// `--allow-busy`: GPUs other programs computed on were measured anyway (each result's
+    /// `conditions` names them). Absent (false) otherwise.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub allow_busy: bool,
     pub combinations: Vec<CombinationRun>,
     pub benchmarks: Vec<BenchResult>,
     /// What the run found about its GPUs together (`slow_device`); absent when nothing.
@@ -356,6 +363,11 @@ pub struct BenchResult {
     /// An NCCL collective's figures in nccl-tests' terms; absent for every other benchmark.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nccl: Option<NcclFigures>,
+    /// The state of the GPU it ran on (each GPU of a collective; the first selected GPU for a
+    /// CPU-side benchmark) before the run and at its end. Empty where NVML could not be read,
+    /// and in files of schema minor 2 and before.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Conditions>,
 }
 
 /// An NCCL collective over the node's GPUs as nccl-tests prints it: `size` is the result's
@@ -492,6 +504,7 @@ impl BenchResult {
             repetitions: Vec::new(),
             device: None,
             nccl: None,
+            conditions: Vec::new(),
         }
     }
 
@@ -560,6 +573,20 @@ impl BenchReport {
     /// Whether its GPU results are keyed by device: a run over several GPUs.
     pub fn multi_device(&self) -> bool {
         self.benchmarks.iter().any(|b| b.device.is_some())
+    }
+
+    /// Each result's GPU conditions' disturbances, once per GPU: `GPU 0: busy: 2 other
+    /// processes (...)`; empty when every GPU was clean or none was read.
+    pub fn disturbed_devices(&self) -> Vec<String> {
+        let mut seen: Vec<(u32, String)> = Vec::new();
+        for c in self.benchmarks.iter().flat_map(|b| &b.conditions) {
+            if !c.disturbance().is_empty() && !seen.iter().any(|(i, _)| *i == c.before.index) {
+                seen.push((c.before.index, c.short()));
+            }
+        }
+        seen.into_iter()
+            .map(|(index, text)| format!("GPU {index}: {text}"))
+            .collect()
     }
 
     /// The model (NVML's name) of the GPU `device`: the run's GPU of the same UUID, else of the
@@ -639,6 +666,7 @@ impl BenchReport {
             driver_dir: None,
             quick: true,
             load_untrusted: false,
+            allow_busy: false,
             combinations: vec![CombinationRun {
                 name: "c".into(),
                 simulated,

@@ -350,9 +350,29 @@ pub fn benchmarks(
                 why,
                 old_busbw_gbps: busbw(o),
                 new_busbw_gbps: busbw(n),
+                disturbed: disturbed(o, n),
             })
         })
         .collect()
+}
+
+/// What disturbed a row's GPU(s) in each run, by run (`old run: ...; new run: ...`); `None`
+/// when nothing did in either.
+fn disturbed(old: Option<&BenchResult>, new: Option<&BenchResult>) -> Option<String> {
+    let side = |run: &str, result: Option<&BenchResult>| {
+        let found: Vec<String> = result?
+            .conditions
+            .iter()
+            .filter(|c| !c.disturbance().is_empty())
+            .map(|c| c.short())
+            .collect();
+        (!found.is_empty()).then(|| format!("{run} run: {}", found.join("; ")))
+    };
+    let sides: Vec<String> = [side("old", old), side("new", new)]
+        .into_iter()
+        .flatten()
+        .collect();
+    (!sides.is_empty()).then(|| sides.join("; "))
 }
 
 /// An NCCL result's bus bandwidth, GB/s.

@@ -34,6 +34,10 @@ pub enum FailOn {
     Finding,
     /// A library that is gone (doctor, scan).
     Library,
+    /// A benchmark slower (or unclear, with `unclear`) even where either run measured it on
+    /// a disturbed GPU (other processes on it, clocks held back, ECC errors growing); without
+    /// it such a row is shown, not counted.
+    Disturbed,
 }
 
 /// How `compare` judges.
@@ -196,7 +200,10 @@ fn regressions(report: &CompareReport, fail_on: &[FailOn]) -> Vec<String> {
     for row in &report.benchmarks {
         // A simulated figure against a GPU's is a model against a measurement: its verdict is
         // shown with a note, never counted against the new run.
-        let judged = !row.simulated_vs_real;
+        // A figure taken beside another program, or under throttled clocks, is that
+        // disturbance's as much as the software's: shown with it, counted only when asked.
+        let judged =
+            !row.simulated_vs_real && (row.disturbed.is_none() || counts(FailOn::Disturbed));
         let slower = judged && row.verdict == Some(Verdict::Slower) && counts(FailOn::Slower);
         let unclear = judged && row.verdict == Some(Verdict::Unclear) && counts(FailOn::Unclear);
         if slower || unclear {
@@ -298,6 +305,7 @@ mod tests {
                 why: None,
                 old_busbw_gbps: None,
                 new_busbw_gbps: None,
+                disturbed: None,
             }],
             checks: Vec::new(),
             findings: Vec::new(),
@@ -314,6 +322,18 @@ mod tests {
             ["copy/c/1073741824: slower (+200.0%)"]
         );
         assert!(regressions(&slower_row(true), &fail_on).is_empty());
+    }
+
+    #[test]
+    fn a_row_measured_disturbed_counts_only_when_asked() {
+        let mut report = slower_row(false);
+        report.benchmarks[0].disturbed = Some("new run: busy: 2 other processes".into());
+        let fail_on = [FailOn::Slower, FailOn::Unclear, FailOn::Failure];
+        assert!(regressions(&report, &fail_on).is_empty());
+        assert_eq!(
+            regressions(&report, &[FailOn::Slower, FailOn::Disturbed]),
+            ["copy/c/1073741824: slower (+200.0%)"]
+        );
     }
 
     #[test]

@@ -141,6 +141,12 @@ pub struct BenchmarkRow {
     pub old_busbw_gbps: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub new_busbw_gbps: Option<f64>,
+    /// What disturbed its GPU in either run, by run: `new run: busy: 2 other processes (...)`.
+    /// Its verdict says what the figures did, not what the software did: a `slower` or
+    /// `unclear` row with it is not a regression unless `--fail-on disturbed`. Absent when both
+    /// runs measured it on a clean GPU, or read no GPU state (files before bench schema 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disturbed: Option<String>,
 }
 
 impl BenchmarkRow {

@@ -138,6 +138,28 @@ pub fn stopped(result: &BenchResult) -> &'static str {
     result.stopped_by.map_or("-", stopped_by)
 }
 
+/// The GPUs' state the run was measured in, in a line: `GPU state: clean before and after`,
+/// or each disturbed GPU (`GPU 0: busy: 2 other processes (pid ...)`) and whether
+/// `--allow-busy` let it be measured; `None` when the run read no GPU's state.
+pub fn conditions(report: &BenchReport) -> Option<String> {
+    if report.benchmarks.iter().all(|b| b.conditions.is_empty()) {
+        return None;
+    }
+    let disturbed = report.disturbed_devices();
+    if disturbed.is_empty() {
+        return Some("GPU state: clean before and after".to_owned());
+    }
+    let allowed = if report.allow_busy {
+        " (measured with --allow-busy)"
+    } else {
+        ""
+    };
+    Some(format!(
+        "GPU state{allowed}: {}; its figures are not the software's alone",
+        disturbed.join("; ")
+    ))
+}
+
 /// `12 measured, 28 skipped, 0 failed`.
 pub fn counts(report: &BenchReport) -> String {
     let [measured, skipped, failed] = report.counts();

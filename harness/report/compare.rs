@@ -87,10 +87,13 @@ pub fn verdict(row: &BenchmarkRow) -> String {
     let verdict = row.verdict.map_or("-", |v| v.name());
     let mut notes = Vec::new();
     if row.clocks_differ {
-        notes.push("clocks differ");
+        notes.push("clocks differ".to_owned());
     }
     if row.simulated_vs_real {
-        notes.push("simulated vs real: not a regression");
+        notes.push("simulated vs real: not a regression".to_owned());
+    }
+    if let Some(disturbed) = &row.disturbed {
+        notes.push(format!("measured disturbed: {disturbed}"));
     }
     if notes.is_empty() {
         verdict.to_owned()
@@ -235,6 +238,7 @@ mod tests {
             why: None,
             old_busbw_gbps: None,
             new_busbw_gbps: None,
+            disturbed: None,
         }
     }
 

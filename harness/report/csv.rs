@@ -107,6 +107,7 @@ const BENCH_HEADER: &[&str] = &[
     "nccl_gpus",
     "algbw_gbps",
     "busbw_gbps",
+    "conditions",
 ];
 
 const COMPARE_HEADER: &[&str] = &[
@@ -413,7 +414,22 @@ fn bench_row(report: &BenchReport, r: &BenchResult) -> Vec<String> {
         opt(nccl.map(|n| n.devices.len())),
         opt(nccl.and_then(|n| n.algbw_gbps)),
         opt(nccl.and_then(|n| n.busbw_gbps)),
+        conditions(r),
     ]
+}
+
+/// A result's GPU state in short: `clean`, or what disturbed each GPU it ran on (`GPU 0 busy:
+/// 2 other processes (...)`); empty when none was read.
+fn conditions(r: &BenchResult) -> String {
+    match r.conditions.as_slice() {
+        [] => String::new(),
+        [one] => one.short(),
+        several => several
+            .iter()
+            .map(|c| format!("GPU {} {}", c.before.index, c.short()))
+            .collect::<Vec<_>>()
+            .join("; "),
+    }
 }
 
 fn library_row(installation: &Installation, library: &Library) -> Vec<String> {

@@ -98,6 +98,9 @@ impl Exporter for Markdown {
                 code(&format!("--driver-dir {}", dir.display()))
             );
         }
+        if let Some(line) = bench::conditions(report) {
+            let _ = writeln!(out, "{}.\n", escape(&line));
+        }
         if !report.findings.is_empty() {
             out.push_str("## Findings\n\n");
             for f in &report.findings {
@@ -363,6 +366,9 @@ impl Exporter for Markdown {
                 let _ = writeln!(out, "- {}", escape(o));
             }
             out.push('\n');
+        }
+        for note in &report.notes {
+            let _ = writeln!(out, "Note: {}.\n", escape(note));
         }
         out.push_str("## Fleet\n\n");
         let _ = writeln!(out, "| {} |", super::MERGE_HEADER.join(" | "));

@@ -170,6 +170,19 @@ impl Exporter for Terminal {
             let line = format!("driver libraries from --driver-dir {}", dir.display());
             let _ = writeln!(out, "{}", wrap(&line, "     "));
         }
+        if let Some(line) = bench::conditions(report) {
+            let line = wrap(&line, "     ");
+            let disturbed = !report.disturbed_devices().is_empty();
+            let _ = writeln!(
+                out,
+                "{}",
+                if disturbed {
+                    self.paint(&format!("{BOLD};{YELLOW}"), &line)
+                } else {
+                    line
+                }
+            );
+        }
         for f in &report.findings {
             let line = format!("{}: {}", f.code, f.message);
             let _ = writeln!(out, "{}", self.paint(RED, &wrap(&line, "    ")));
@@ -432,6 +445,9 @@ impl Exporter for Terminal {
         let _ = writeln!(out, "{} {verdict}", self.paint(BOLD, &title));
         for o in &report.outliers {
             let _ = writeln!(out, "{}", self.paint(RED, &wrap(&format!("  {o}"), "    ")));
+        }
+        for note in &report.notes {
+            let _ = writeln!(out, "{}", wrap(&format!("  note: {note}"), "    "));
         }
         out.push('\n');
         let rows: Vec<Vec<String>> = report.rows.iter().map(super::merge_cells).collect();

@@ -13,7 +13,7 @@
 pub(crate) mod clocks;
 mod errors;
 mod findings;
-mod health;
+pub(crate) mod health;
 mod versions;
 
 use super::driver::driver_file_version;
