@@ -4,7 +4,9 @@
 //! a node's GPUs to), a node whose checks fail. Each GPU of a run over several is a member of
 //! its own; GPUs of different models are never peers. Simulated runs are labelled so and form a
 //! fleet of their own: a simulated figure never moves a real fleet's median, nor a real one a
-//! simulated one's.
+//! simulated one's. A single node is a fleet of one: its table, with a note that it has no
+//! peers. Two files of one hostname (nodes that share a host, or a rerun) are told apart by
+//! their directories.
 
 use crate::compare::load::{self, LoadError, Run};
 use crate::compare::stats::median;
@@ -28,7 +30,13 @@ pub struct MergeReport {
     pub rows: Vec<Row>,
     /// Every outlier, in words.
     pub outliers: Vec<String>,
+    /// What the table cannot say, in words (a fleet of one has no peers).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
+
+/// The note on a fleet of one node.
+pub const ONE_NODE_NOTE: &str = "one node: a fleet of one has no peers, so no benchmark can be an outlier; its failing checks still are";
 
 /// One node's run.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -81,14 +89,14 @@ pub enum MergeError {
         first_path: PathBuf,
         path: PathBuf,
     },
-    #[error("nothing to merge: give the result files of two or more nodes")]
-    TooFew,
+    #[error("nothing to merge: give the result file of at least one node")]
+    Empty,
 }
 
 /// Merges the result files in `paths`, one per node.
 pub fn merge(paths: &[PathBuf]) -> Result<MergeReport, MergeError> {
-    if paths.len() < 2 {
-        return Err(MergeError::TooFew);
+    if paths.is_empty() {
+        return Err(MergeError::Empty);
     }
     let mut runs: Vec<(&Path, Run)> = Vec::with_capacity(paths.len());
     for path in paths {
@@ -111,7 +119,8 @@ pub fn merge(paths: &[PathBuf]) -> Result<MergeReport, MergeError> {
         }
         runs.push((path.as_path(), run));
     }
-    let nodes: Vec<Node> = runs.iter().map(|(path, run)| node(path, run)).collect();
+    let mut nodes: Vec<Node> = runs.iter().map(|(path, run)| node(path, run)).collect();
+    name_shared_hosts(&mut nodes);
     let mut rows = Vec::new();
     for ((_, run), node) in runs.iter().zip(&nodes) {
         rows.extend(node_rows(run, node));
@@ -147,13 +156,33 @@ pub fn merge(paths: &[PathBuf]) -> Result<MergeReport, MergeError> {
             ),
         })
         .collect();
+    let notes = match nodes.len() {
+        1 => vec![ONE_NODE_NOTE.to_owned()],
+        _ => Vec::new(),
+    };
     Ok(MergeReport {
         schema: MERGE_SCHEMA.to_owned(),
         kind: runs[0].1.kind().to_owned(),
         nodes,
         rows,
         outliers,
+        notes,
     })
+}
+
+/// Names each node of a hostname that several files share `hostname (directory)`, after the
+/// directory its file is in (`results/run/sim1/check.json`: `vm (sim1)`).
+fn name_shared_hosts(nodes: &mut [Node]) {
+    let mut count: BTreeMap<String, usize> = BTreeMap::new();
+    for n in nodes.iter() {
+        *count.entry(n.hostname.clone()).or_default() += 1;
+    }
+    for n in nodes.iter_mut().filter(|n| count[&n.hostname] > 1) {
+        let dir = n.path.parent().and_then(Path::file_name);
+        if let Some(dir) = dir {
+            n.hostname = format!("{} ({})", n.hostname, dir.to_string_lossy());
+        }
+    }
 }
 
 fn node(path: &Path, run: &Run) -> Node {
@@ -360,10 +389,48 @@ mod tests {
     }
 
     #[test]
-    fn one_file_is_too_few() {
-        assert!(matches!(
-            merge(&[PathBuf::from("a.json")]),
-            Err(MergeError::TooFew)
-        ));
+    fn no_file_is_nothing_to_merge() {
+        assert!(matches!(merge(&[]), Err(MergeError::Empty)));
+    }
+
+    /// A bench run's JSON file at `path`: host `host`, one benchmark of median `median` ns.
+    fn bench_file(path: &Path, host: &str, median: f64) {
+        use crate::bench::model::{BenchReport, Side};
+        let mut run = BenchReport::of_repetitions("2026-01-01T00:00:00Z", Side::Gpu, &[median]);
+        run.host.hostname = host.into();
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, serde_json::to_vec(&run).unwrap()).unwrap();
+    }
+
+    #[test]
+    fn one_node_is_a_fleet_of_one_with_its_table_a_note_and_no_outlier() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("bench.json");
+        bench_file(&file, "gpu-1", 100.0);
+        let report = merge(&[file]).unwrap();
+        assert_eq!(report.nodes.len(), 1);
+        assert_eq!(report.rows.len(), 1);
+        assert_eq!(report.rows[0].node, "gpu-1");
+        assert_eq!(report.rows[0].fleet_median_ns, report.rows[0].median_ns);
+        assert_eq!(report.rows[0].ratio, Some(1.0));
+        assert!(report.outliers.is_empty());
+        assert_eq!(report.notes, [ONE_NODE_NOTE]);
+    }
+
+    #[test]
+    fn nodes_of_one_hostname_are_named_by_their_directories_and_two_have_no_note() {
+        let dir = tempfile::tempdir().unwrap();
+        let files: Vec<PathBuf> = ["sim1", "sim2"]
+            .iter()
+            .map(|node| {
+                let file = dir.path().join(node).join("bench.json");
+                bench_file(&file, "vm", 100.0);
+                file
+            })
+            .collect();
+        let report = merge(&files).unwrap();
+        let names: Vec<&str> = report.nodes.iter().map(|n| n.hostname.as_str()).collect();
+        assert_eq!(names, ["vm (sim1)", "vm (sim2)"]);
+        assert!(report.notes.is_empty());
     }
 }

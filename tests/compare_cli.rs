@@ -476,8 +476,12 @@ fn merge_lists_a_node_whose_checks_fail_and_refuses_mixed_files() {
     let mixed = merge(&[&healthy, bench_run()], "json");
     assert_eq!(mixed.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&mixed.stderr).contains("merge the same command's results"));
+    // One node is a fleet of one: its table and a note; its failing checks still count.
     let one = merge(&[&healthy], "json");
-    assert_eq!(one.status.code(), Some(2));
+    assert_eq!(one.status.code(), Some(1));
+    let one = stdout_json(&one);
+    assert_eq!(one["nodes"].as_array().unwrap().len(), 1);
+    assert!(one["notes"][0].as_str().unwrap().starts_with("one node: "));
 }
 
 #[test]
