@@ -292,7 +292,7 @@ fn the_image_runs_as_the_user_the_pods_ask_for_and_the_build_context_is_the_sour
     let user = file
         .lines()
         .filter_map(|l| l.strip_prefix("USER "))
-        .last()
+        .next_back()
         .expect("a USER line");
     let (uid, gid) = user.split_once(':').expect("USER uid:gid");
     for job in ["bench-job.yaml", "merge-job.yaml"] {
@@ -361,15 +361,20 @@ fn env(container: &Value, name: &str) -> Value {
 fn each_job_is_created_afresh_by_generate_name_and_says_create_not_apply() {
     for job in ["bench-job.yaml", "merge-job.yaml"] {
         let manifest = yaml(job);
-        let generated = manifest["metadata"]["generateName"].as_str().unwrap();
+        let generated = (manifest["metadata"]["generateName"].as_str()).unwrap_or_else(|| {
+            panic!("{job} has no generateName: a second run would create nothing")
+        });
         assert!(generated.ends_with('-'), "{generated}");
         assert!(manifest["metadata"]["name"].is_null(), "{job} has a name");
         let header = read(&k8s(job));
         assert!(
             header.contains(&format!("kubectl create -f ci/k8s/{job}")),
-            "{job}"
+            "{job}'s header says to run it with `kubectl create -f`"
         );
-        assert!(!header.contains("kubectl apply -f ci/k8s/"), "{job}");
+        assert!(
+            !header.contains("kubectl apply -f ci/k8s/"),
+            "{job}'s header says `kubectl apply`, which a generateName refuses"
+        );
     }
 }
 
