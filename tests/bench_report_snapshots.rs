@@ -263,6 +263,7 @@ fn report() -> BenchReport {
         driver_dir: None,
         quick: true,
         load_untrusted: false,
+        allow_busy: false,
         simulated: false,
         combinations: vec![
             CombinationRun {
