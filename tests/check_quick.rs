@@ -144,7 +144,7 @@ fn a_faulty_gpu_exits_1_with_a_line_naming_the_gpu_and_the_cause(
 }
 
 #[test]
-fn software_clock_limits_and_persistence_are_not_faults() {
+fn software_clock_limits_are_not_faults() {
     let (code, line) = quick_line(&node(1, "throttle = [\"sw_power_cap\", \"sw_thermal\"]"));
     assert_eq!(code, Some(0), "{line}");
     assert!(line.starts_with("healthy: 1 GPU"), "{line}");
