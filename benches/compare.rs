@@ -82,6 +82,7 @@ fn run(started: &str, factor: f64) -> BenchReport {
         driver_dir: None,
         quick: false,
         load_untrusted: false,
+        allow_busy: false,
         combinations: vec![CombinationRun {
             name: combination.into(),
             ..CombinationRun::default()

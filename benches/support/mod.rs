@@ -48,6 +48,7 @@ fn options(roots: Vec<PathBuf>, system: bool, driver_dir: Option<PathBuf>) -> Be
         worker: common::stackbench_bin(),
         repeat: 1,
         filter: Vec::new(),
+        allow_busy: false,
     }
 }
 
