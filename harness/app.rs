@@ -122,9 +122,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> anyhow::Result<ExitCode>
         Command::BenchWorker => return Ok(bench::worker::run()),
         Command::Probe => return Ok(probe::worker::run()),
         Command::Gpu => return Ok(gpu::report_from_nvml()),
-        Command::GpuState { devices } => {
-            return Ok(bench::conditions::report_from_nvml(&devices))
-        }
+        Command::GpuState { devices } => return Ok(bench::conditions::report_from_nvml(&devices)),
         Command::Node { request } => return Ok(crate::node::run_worker(&request)),
     };
     Ok(ExitCode::from(if findings {
@@ -141,8 +139,10 @@ fn quick_check(
     report_options: &options::ReportOptions,
 ) -> anyhow::Result<ExitCode> {
     use check::quick::{judge, Verdict};
-    let report = check::check_quick(options, &Host::current())?;
-    let health = judge(&report);
+    let host = Host::current();
+    let report = check::check_quick(options, &host)?;
+    let visible = host.env.get("CUDA_VISIBLE_DEVICES").map(String::as_str);
+    let health = judge(&report, visible);
     let bytes = if report_options.format == crate::cli::Format::Terminal {
         format!("{}\n", health.line()).into_bytes()
     } else {

@@ -83,8 +83,10 @@ impl Health {
 
 /// Judges a `--quick` run: unhealthy when a check failed, NVML's health shows a fault, or the
 /// driver and NVML disagree on how many GPUs there are; could not run when there was no driver
-/// to check or a check was skipped (no NVRTC to build the kernel with); else healthy.
-pub fn judge(report: &CheckReport) -> Health {
+/// to check or a check was skipped (no NVRTC to build the kernel with); else healthy. The GPU
+/// counts are not compared when `CUDA_VISIBLE_DEVICES` is set (`visible_devices`, a Slurm job's
+/// or a container's): the driver then sees only the GPUs it names, and NVML still lists all.
+pub fn judge(report: &CheckReport, visible_devices: Option<&str>) -> Health {
     let could_not_run = |reason: String| Health {
         verdict: Verdict::CouldNotRun,
         reasons: vec![reason],
@@ -103,7 +105,9 @@ pub fn judge(report: &CheckReport) -> Health {
         .filter(|c| c.status == Status::Fail)
         .map(|c| format!("{}{} failed: {}", gpus.prefix(c), c.id, cause(&c.reason)))
         .collect();
-    problems.extend(visibility(combination));
+    if visible_devices.is_none() {
+        problems.extend(visibility(combination));
+    }
     problems.extend(health_faults(combination, &gpus));
     if !problems.is_empty() {
         return Health {
@@ -380,7 +384,7 @@ mod tests {
 
     #[test]
     fn a_healthy_node_says_what_passed() {
-        let health = judge(&report(healthy(2, 2), true));
+        let health = judge(&report(healthy(2, 2), true), None);
         assert_eq!(health.verdict, Verdict::Healthy);
         assert_eq!(
             health.line(),
@@ -394,7 +398,7 @@ mod tests {
             c.status = Status::Fail;
             c.reason = "wrong results: 3 of 1048576 differ; check the GPU".into();
         });
-        let health = judge(&report(checks, true));
+        let health = judge(&report(checks, true), None);
         assert_eq!(health.verdict, Verdict::Unhealthy);
         assert_eq!(
             health.line(),
@@ -409,13 +413,16 @@ mod tests {
                 c.details.insert("devices".into(), json!([device.clone()]));
             })
         };
-        let health = judge(&report(
-            faulty(json!({"index": 0, "ecc_volatile_uncorrected": 2,
+        let health = judge(
+            &report(
+                faulty(json!({"index": 0, "ecc_volatile_uncorrected": 2,
                           "pages_pending_retirement": true,
                           "remapped_rows": {"pending": true, "failed": false},
                           "clocks_event_reasons": {"holding_back": ["HW slowdown", "SW power cap"]}})),
-            true,
-        ));
+                true,
+            ),
+            None,
+        );
         assert_eq!(
             health.line(),
             format!(
@@ -424,19 +431,28 @@ mod tests {
                  (driver.health)"
             )
         );
-        let health = judge(&report(
-            faulty(
-                json!({"index": 0, "ecc_volatile_uncorrected": "not supported",
+        let health = judge(
+            &report(
+                faulty(
+                    json!({"index": 0, "ecc_volatile_uncorrected": "not supported",
                           "clocks_event_reasons": {"holding_back": ["SW power cap", "SW thermal"]}}),
+                ),
+                true,
             ),
-            true,
-        ));
+            None,
+        );
+        assert_eq!(health.verdict, Verdict::Healthy, "{}", health.line());
+    }
+
+    #[test]
+    fn the_gpu_counts_are_not_compared_where_cuda_visible_devices_hides_some() {
+        let health = judge(&report(healthy(1, 2), true), Some("0"));
         assert_eq!(health.verdict, Verdict::Healthy, "{}", health.line());
     }
 
     #[test]
     fn a_gpu_nvml_lists_but_the_driver_does_not_is_unhealthy() {
-        let health = judge(&report(healthy(1, 2), true));
+        let health = judge(&report(healthy(1, 2), true), None);
         assert_eq!(health.verdict, Verdict::Unhealthy);
         assert!(
             health
@@ -454,7 +470,7 @@ mod tests {
             c.reason = "no libcuda.so.1: NVIDIA driver not installed".into();
         });
         assert_eq!(
-            judge(&report(checks, false)).line(),
+            judge(&report(checks, false), None).line(),
             "could not run: driver.library: no libcuda.so.1: NVIDIA driver not installed"
         );
         let checks = with(healthy(1, 1), "nvrtc.load", |c| {
@@ -462,7 +478,7 @@ mod tests {
             c.reason = "NVRTC is not installed in this combination".into();
         });
         assert_eq!(
-            judge(&report(checks, true)).line(),
+            judge(&report(checks, true), None).line(),
             "could not run: nvrtc.load skipped: NVRTC is not installed in this combination (in pip:torch)"
         );
     }
@@ -474,7 +490,7 @@ mod tests {
             c.reason = "cuInit: CUDA_ERROR_NO_DEVICE (100); check CUDA_VISIBLE_DEVICES".into();
         });
         assert_eq!(
-            judge(&report(checks, true)).line(),
+            judge(&report(checks, true), None).line(),
             "unhealthy: driver.init failed: cuInit: CUDA_ERROR_NO_DEVICE (100) (+1 more)"
         );
     }
