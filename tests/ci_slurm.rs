@@ -327,7 +327,8 @@ fn the_health_check_passes_a_healthy_node_and_drains_a_faulty_one_with_what_fail
     let sim2 = slurm.node("sim2");
     assert!(sim2.contains("State=IDLE+DRAIN "), "{sim2}");
     assert!(
-        sim2.contains("Reason=stackbench: check failed: nvrtc.launch_vector_add "),
+        sim2.contains("Reason=stackbench: unhealthy: GPU 0 (GPU-")
+            && sim2.contains("nvrtc.launch_vector_add failed: "),
         "{sim2}"
     );
 }
