@@ -36,21 +36,6 @@ fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-/// A validator from `ci/fetch-ci-tools` (`$STACKBENCH_CI_TOOLS/bin`, else `.ci-tools/bin`).
-fn tool(name: &str) -> PathBuf {
-    let dir = match std::env::var_os("STACKBENCH_CI_TOOLS") {
-        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
-        _ => repo().join(".ci-tools"),
-    };
-    let path = dir.join("bin").join(name);
-    assert!(
-        path.is_file(),
-        "{name} missing: run ci/fetch-ci-tools (looked for {})",
-        path.display()
-    );
-    path
-}
-
 fn text(output: &Output) -> String {
     format!(
         "{}{}",
@@ -104,7 +89,7 @@ fn named(manifest: &str) -> String {
 
 /// kubernetes-validate --strict of `manifest` (from standard input) against `version`.
 fn validate(manifest: &str, version: &str) -> Output {
-    let tool = tool("kubernetes-validate");
+    let tool = common::ci_tool("kubernetes-validate");
     run(&tool, &["--strict", "-k", version, "-"], Some(manifest))
 }
 
@@ -116,7 +101,7 @@ fn kubernetes_validate_passes_every_manifest_strictly() {
         .collect();
     found.sort();
     assert_eq!(found, MANIFESTS);
-    let tool = tool("kubernetes-validate");
+    let tool = common::ci_tool("kubernetes-validate");
     for version in VERSIONS {
         for name in MANIFESTS {
             let path = k8s(name);
@@ -202,7 +187,7 @@ fn dockerfile() -> String {
 
 fn hadolint(path: &Path) -> Output {
     run(
-        &tool("hadolint"),
+        &common::ci_tool("hadolint"),
         &["--no-color", path.to_str().unwrap()],
         None,
     )
@@ -510,7 +495,11 @@ fn every_embedded_script_parses_and_passes_shellcheck() {
         let path = file.to_str().unwrap();
         let parsed = run(Path::new("bash"), &["-n", path], None);
         assert!(parsed.status.success(), "{job}: {}", text(&parsed));
-        let checked = run(&tool("shellcheck"), &["--shell=bash", path], None);
+        let checked = run(
+            &common::ci_tool("shellcheck"),
+            &["--shell=bash", path],
+            None,
+        );
         assert!(checked.status.success(), "{job}:\n{}", text(&checked));
     }
 }

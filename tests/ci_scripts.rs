@@ -12,6 +12,8 @@
 //! at the visit's end; and `check --from` renders a saved run exactly as the run's own exporters
 //! did.
 
+mod common;
+
 use serde_json::{json, Value};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -58,27 +60,9 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-/// The validators `ci/fetch-ci-tools` builds (ci/test runs it first): `$STACKBENCH_CI_TOOLS`,
-/// else `<repo>/.ci-tools`.
-fn ci_tool(name: &str) -> PathBuf {
-    let tools = std::env::var_os("STACKBENCH_CI_TOOLS")
-        .filter(|d| !d.is_empty())
-        .map_or_else(
-            || Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci-tools"),
-            PathBuf::from,
-        );
-    let tool = tools.join("bin").join(name);
-    assert!(
-        tool.is_file(),
-        "{} is missing: run ci/fetch-ci-tools (ci/test does)",
-        tool.display()
-    );
-    tool
-}
-
 /// shellcheck (from .ci-tools) on the bash script `path`.
 fn shellcheck(path: &Path) -> Output {
-    Command::new(ci_tool("shellcheck"))
+    Command::new(common::ci_tool("shellcheck"))
         .args(["--shell=bash", "--external-sources"])
         .arg(path)
         .output()

@@ -11,6 +11,24 @@ pub mod image;
 
 use std::path::{Path, PathBuf};
 
+/// A validator `ci/fetch-ci-tools` builds (ci/test runs it first): `bin/NAME` under
+/// `$STACKBENCH_CI_TOOLS`, else `<repo>/.ci-tools`; missing, the test fails saying how to fetch it.
+pub fn ci_tool(name: &str) -> PathBuf {
+    let tools = std::env::var_os("STACKBENCH_CI_TOOLS")
+        .filter(|d| !d.is_empty())
+        .map_or_else(
+            || Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci-tools"),
+            PathBuf::from,
+        );
+    let tool = tools.join("bin").join(name);
+    assert!(
+        tool.is_file(),
+        "{} is missing: run ci/fetch-ci-tools (ci/test does)",
+        tool.display()
+    );
+    tool
+}
+
 /// Where the fixtures are expected: `$STACKBENCH_TOOLKITS`, else `<repo>/.toolkits`.
 pub fn toolkits_location() -> PathBuf {
     match std::env::var_os("STACKBENCH_TOOLKITS") {
