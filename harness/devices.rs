@@ -64,7 +64,7 @@ impl DeviceChoice {
 
     /// The ordinals chosen, in the order given (all: NVML's order), each once.
     pub fn resolve(&self, gpu: &GpuInfo) -> Result<Vec<u32>, NoSuchDevice> {
-        let known = gpu.source == "nvml" && !gpu.devices.is_empty();
+        let known = gpu.listed_by_nvml();
         let mut chosen = Vec::new();
         match self {
             DeviceChoice::All if known => chosen.extend(gpu.devices.iter().map(|d| d.index)),

@@ -47,6 +47,11 @@ pub struct Gpu {
 }
 
 impl GpuInfo {
+    /// Whether NVML listed the GPUs, at least one: the devices are known, not assumed.
+    pub fn listed_by_nvml(&self) -> bool {
+        self.source == "nvml" && !self.devices.is_empty()
+    }
+
     /// The capability to check GPU code against: the first device's.
     pub fn compute_capability(&self) -> Option<ComputeCapability> {
         self.devices

@@ -42,7 +42,7 @@ pub fn wanted(combination: &Combination, settings: &Settings) -> bool {
 /// lists the GPUs and only one is selected. A collective among one rank is a copy within one
 /// GPU: it measures no link, and nccl-tests' bus bandwidth of one rank is zero.
 pub fn alone(selected: &Selected) -> Option<String> {
-    (selected.gpu.source == "nvml" && selected.devices.len() == 1).then(|| {
+    (selected.gpu.listed_by_nvml() && selected.devices.len() == 1).then(|| {
         "one GPU selected: NCCL's collectives measure the links between two or more (--devices all on a node with several)".to_owned()
     })
 }

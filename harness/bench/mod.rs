@@ -184,13 +184,13 @@ pub fn bench(
             }
         }
     }
+    let after = match before {
+        Some(_) => read_conditions(options, &scope),
+        None => None,
+    };
     let readings = conditions::Readings {
-        after: before
-            .is_some()
-            .then(|| read_conditions(options, &scope))
-            .flatten()
-            .unwrap_or_default(),
         before: before.unwrap_or_default(),
+        after: after.unwrap_or_default(),
     };
     let first = scope.selected.devices.first().copied().unwrap_or(0);
     let mut combinations = Vec::with_capacity(runs.len());
@@ -230,8 +230,7 @@ pub fn bench(
 /// The state of the selected GPUs now, where NVML lists them; `None` without NVML, or when it
 /// did not answer.
 fn read_conditions(options: &BenchOptions, scope: &Scope) -> Option<Vec<conditions::DeviceState>> {
-    let gpu = &scope.selected.gpu;
-    if gpu.source != "nvml" || gpu.devices.is_empty() {
+    if !scope.selected.gpu.listed_by_nvml() {
         return None;
     }
     let selection = &options.selection;

@@ -197,7 +197,7 @@ fn run_checks(
         driver.kernel_module.clone_from(&module);
     }
     let simulated = combinations.iter().any(|c| c.simulated);
-    let measure = scope == Scope::Full && gpu.source == "nvml" && !gpu.devices.is_empty();
+    let measure = scope == Scope::Full && gpu.listed_by_nvml();
     let node = measure.then(|| {
         let request = crate::node::NodeRequest::new(devices.clone(), simulated);
         let selection = &options.selection;
