@@ -1,11 +1,21 @@
 //! Command-line definitions (clap) and nothing else; `options` validates what they give.
+//!
+//! Help text only here: each visible subcommand's first doc paragraph is its one-line purpose,
+//! its options are grouped under the headings of its guide page's "Options" section
+//! (doc/<command>.md, checked by tests/cli_help.rs), and its help ends with that page's path.
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
 /// Test harness and benchmark suite for NVIDIA GPU software stacks.
 #[derive(Debug, Parser)]
-#[command(name = "stackbench", version, about, propagate_version = true)]
+#[command(
+    name = "stackbench",
+    version,
+    about,
+    propagate_version = true,
+    after_help = "Start with `stackbench doctor`. Guide: doc/README.md"
+)]
 pub struct Cli {
     /// When to colour the terminal report (NO_COLOR in the environment turns it off).
     #[arg(long, value_enum, global = true, default_value_t = ColorChoice::Auto)]
@@ -14,32 +24,59 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// The subcommands, in the order a user meets them (`stackbench --help` lists them so).
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Find every CUDA installation, load every library as a program would (in a worker
-    /// process), and explain every failure with its cause and a fix.
+    /// Explain every CUDA library load failure on this host, with its cause and one fix.
+    ///
+    /// Finds every CUDA installation, loads every library as a program of its installation
+    /// would (in a worker process), and explains every failure with its cause, the evidence and
+    /// one fix; also whether each toolkit can build CUDA code. With `-- COMMAND`, runs a program
+    /// and explains what it loads; with --program, resolves one program without running it; with
+    /// --sysroot, reads an image or another machine's file system.
+    #[command(after_help = "Guide: doc/doctor.md")]
     Doctor(DoctorArgs),
-    /// Find every CUDA installation and read every library in it without loading it.
-    Scan(ScanArgs),
-    /// Conformance tests for every CUDA combination on the host: load every library, initialise
-    /// the driver and each handle, compile and launch kernels, profile, verify the results.
+    /// Conformance tests for every CUDA combination on the host: does each one work?
+    ///
+    /// Loads every library, initialises the driver and each handle, compiles and launches
+    /// kernels, profiles, verifies the results against the CPU, on every GPU of the node (with
+    /// its links, copies and NCCL). With --quick, a node health check in seconds.
+    #[command(after_help = "Guide: doc/check.md")]
     Check(CheckArgs),
-    /// Benchmarks for every CUDA combination: vector add and matmul on the GPU (CUDA events,
-    /// verified outputs, set against the card's own measured ceilings), NVRTC compile and
-    /// library load times on the CPU; writes results/bench-<host>-<gpu>-<date>.{json,csv,md}.
+    /// Benchmarks for every CUDA combination, with the versions behind each figure.
+    ///
+    /// Copy, vector add, matmul and NCCL collectives on the GPU (CUDA events, verified outputs,
+    /// set against the card's own measured ceilings), NVRTC compile and library load times on
+    /// the CPU; writes results/bench-<host>-<gpu>-<date>.{json,csv,md}.
+    #[command(after_help = "Guide: doc/bench.md")]
     Bench(BenchArgs),
-    /// Two runs of one command (bench, check, doctor, scan) side by side: what changed in the
-    /// environment, and per benchmark a verdict (slower, faster, same, unclear) from the raw
-    /// samples, per check what newly fails; exit 1 on a regression.
+    /// Two runs of one command side by side: what changed, and is it a regression?
+    ///
+    /// For bench, check, doctor and scan results: what changed in the environment, and per
+    /// benchmark a verdict (slower, faster, same, unclear) from the raw samples, per check what
+    /// newly fails; exit 1 on a regression. --calibrate reads A/A runs to set --threshold.
+    #[command(after_help = "Guide: doc/compare.md")]
     Compare(CompareArgs),
-    /// The results of many nodes (bench or check files, one per node) in one table keyed by
-    /// node, GPU, driver and combination, the outliers first; exit 1 when there is one.
-    Merge(MergeArgs),
-    /// Every run under results/ (or the files given) on one page: each benchmark's median and
-    /// interquartile range run after run, one line per combination, marked where driver or
-    /// library versions changed, and each check run's matrix. Self-contained HTML with inline
-    /// SVG charts, or the same as Markdown without the charts, or JSON.
+    /// Every run under results/ on one page: medians run after run, and each check matrix.
+    ///
+    /// Each benchmark's median and interquartile range run after run, one line per
+    /// combination, marked where driver or library versions changed, and each check run's
+    /// matrix. Self-contained HTML with inline SVG charts, or the same as Markdown without the
+    /// charts, or JSON.
+    #[command(after_help = "Guide: doc/report.md")]
     Report(HistoryArgs),
+    /// The results of many nodes in one table, the outliers first.
+    ///
+    /// Bench or check files, one per node, keyed by node, GPU, driver and combination; a GPU
+    /// slower than its same-model peers, or a node whose checks fail, is an outlier: exit 1.
+    #[command(after_help = "Guide: doc/merge.md")]
+    Merge(MergeArgs),
+    /// Find every CUDA installation and read every library in it, without loading it.
+    ///
+    /// Each library's version, ELF class, dependencies, search paths, the libraries it opens at
+    /// run time and the GPU code it carries; damaged input is reported, never fatal.
+    #[command(after_help = "Guide: doc/scan.md")]
+    Scan(ScanArgs),
     /// The worker process that loads libraries for `doctor` (internal; reads a request on stdin).
     #[command(name = "__probe", hide = true)]
     Probe,
@@ -67,10 +104,10 @@ pub enum Command {
 #[derive(Debug, Args)]
 pub struct SearchArgs {
     /// Also search this directory, recursively (repeatable).
-    #[arg(long = "root", value_name = "DIR")]
+    #[arg(long = "root", value_name = "DIR", help_heading = "Where to look")]
     pub roots: Vec<PathBuf>,
     /// Search only the --root directories, not the host's own places.
-    #[arg(long, requires = "roots")]
+    #[arg(long, requires = "roots", help_heading = "Where to look")]
     pub no_system: bool,
 }
 
@@ -78,10 +115,10 @@ pub struct SearchArgs {
 #[derive(Debug, Args)]
 pub struct ReportArgs {
     /// Report format; json is the canonical, schema-tagged form.
-    #[arg(long, value_enum, default_value_t = Format::Terminal)]
+    #[arg(long, value_enum, default_value_t = Format::Terminal, help_heading = "Output")]
     pub format: Format,
     /// Write the report to this file (atomically) instead of standard output; `-` is standard output.
-    #[arg(long, short, value_name = "FILE")]
+    #[arg(long, short, value_name = "FILE", help_heading = "Output")]
     pub output: Option<PathBuf>,
 }
 
@@ -93,7 +130,12 @@ pub struct ScanArgs {
     /// Read DIR as the host's `/`: every place the host's own search names (/etc/ld.so.cache,
     /// /usr/local/cuda*, /opt, /home, VIRTUAL_ENV, ...) is read below it. For a copy of another
     /// machine's file system.
-    #[arg(long, value_name = "DIR", conflicts_with = "no_system")]
+    #[arg(
+        long,
+        value_name = "DIR",
+        conflicts_with = "no_system",
+        help_heading = "Where to look"
+    )]
     pub sysroot: Option<PathBuf>,
     #[command(flatten)]
     pub report: ReportArgs,
@@ -104,89 +146,129 @@ pub struct ScanArgs {
 pub struct DoctorArgs {
     #[command(flatten)]
     pub search: SearchArgs,
-    #[command(flatten)]
-    pub report: ReportArgs,
-    /// Static analysis only: load nothing (for trees one should not execute code from).
-    #[arg(long)]
-    pub no_load: bool,
-    /// Load libraries whoever could write them, as ourselves (the trust rule off: see the
-    /// README's "Who loads what"); the report's first line warns of it.
-    #[arg(long, conflicts_with = "no_load")]
-    pub load_untrusted: bool,
     /// Read DIR as the host's `/` (an image unpacked with `docker export | tar -x`, a node's
     /// file system from a support bundle): /proc/driver/nvidia, /sys/module/nvidia,
     /// /etc/ld.so.cache, /usr/local/cuda*, /etc/cdi, ... are read below it, links followed
     /// inside it. Static analysis only: nothing is loaded or run from it.
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["no_system", "command", "program"])]
+    #[arg(
+        long,
+        value_name = "DIR",
+        conflicts_with_all = ["no_system", "command", "program"],
+        help_heading = "Where to look"
+    )]
     pub sysroot: Option<PathBuf>,
-    /// Seconds one library may take to load before it counts as hung (default 10); with a
-    /// COMMAND, seconds the command may run before it is stopped (default 600).
-    #[arg(long, value_name = "SECONDS")]
-    pub timeout: Option<f64>,
-    /// The GPU to check GPU code against when the host has none, e.g. `sm_90` or `9.0`.
-    #[arg(long, value_name = "SM")]
-    pub target: Option<String>,
-    /// Windows trees: the PATH a native program runs with, as Windows writes it
-    /// (`C:\a;C:\b`); drive paths are read under /mnt/<drive>, where WSL mounts them.
-    #[arg(long, value_name = "PATH")]
-    pub windows_path: Option<String>,
-    /// Windows trees: a directory a Python program adds with os.add_dll_directory (repeatable).
-    #[arg(long = "dll-directory", value_name = "DIR")]
-    pub dll_directories: Vec<String>,
-    /// Windows trees: CUDA_PATH, whose bin TensorFlow and PyTorch add to the DLL search.
-    #[arg(long, value_name = "DIR")]
-    pub cuda_path: Option<String>,
     /// Explain one program rather than the host: an executable or a shared object
     /// (libtorch_cuda.so, a Python extension module), resolved as its loader would resolve it
     /// here (its RPATH/RUNPATH, LD_LIBRARY_PATH, ld.so.cache), without running it.
-    #[arg(long, value_name = "FILE", conflicts_with = "command")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with = "command",
+        help_heading = "A program instead of the host"
+    )]
     pub program: Option<PathBuf>,
-    /// Check each file of an environment's NVIDIA wheels against its RECORD's SHA-256, not only
-    /// its size (slow: cuDNN's libraries are hundreds of MB).
-    #[arg(long)]
-    pub verify_hashes: bool,
     /// With a COMMAND: keep its output rather than passing it through to standard error.
-    #[arg(long, short, requires = "command")]
+    #[arg(
+        long,
+        short,
+        requires = "command",
+        help_heading = "A program instead of the host"
+    )]
     pub quiet: bool,
     /// Run this program and explain the CUDA libraries it loads or fails to load (after `--`:
     /// `stackbench doctor -- python3 -c "import torch"`). Its exit status is reported; stackbench's
     /// follows the findings.
-    #[arg(last = true, value_name = "COMMAND")]
+    #[arg(
+        last = true,
+        value_name = "COMMAND",
+        help_heading = "A program instead of the host"
+    )]
     pub command: Vec<String>,
+    /// Static analysis only: load nothing (for trees one should not execute code from).
+    #[arg(long, help_heading = "Loading and trust")]
+    pub no_load: bool,
+    /// Load libraries whoever could write them, as ourselves (the trust rule off: see
+    /// doc/doctor.md, "Who loads what"); the report's first line warns of it.
+    #[arg(long, conflicts_with = "no_load", help_heading = "Loading and trust")]
+    pub load_untrusted: bool,
+    /// Seconds one library may take to load before it counts as hung (default 10); with a
+    /// COMMAND, seconds the command may run before it is stopped (default 600).
+    #[arg(long, value_name = "SECONDS", help_heading = "Loading and trust")]
+    pub timeout: Option<f64>,
+    /// The GPU to check GPU code against when the host has none, e.g. `sm_90` or `9.0`.
+    #[arg(long, value_name = "SM", help_heading = "What to check")]
+    pub target: Option<String>,
+    /// Check each file of an environment's NVIDIA wheels against its RECORD's SHA-256, not only
+    /// its size (slow: cuDNN's libraries are hundreds of MB).
+    #[arg(long, help_heading = "What to check")]
+    pub verify_hashes: bool,
+    /// The PATH a native Windows program runs with, as Windows writes it (`C:\a;C:\b`); drive
+    /// paths are read under /mnt/<drive>, where WSL mounts them.
+    #[arg(long, value_name = "PATH", help_heading = "Windows trees")]
+    pub windows_path: Option<String>,
+    /// A directory a Python program adds with os.add_dll_directory (repeatable).
+    #[arg(
+        long = "dll-directory",
+        value_name = "DIR",
+        help_heading = "Windows trees"
+    )]
+    pub dll_directories: Vec<String>,
+    /// CUDA_PATH, whose bin TensorFlow and PyTorch add to the DLL search.
+    #[arg(long, value_name = "DIR", help_heading = "Windows trees")]
+    pub cuda_path: Option<String>,
+    #[command(flatten)]
+    pub report: ReportArgs,
     /// Show every evidence line of each finding and every installation's library table
     /// (the terminal report shows two lines and one line per installation; JSON has all).
-    #[arg(long, short)]
+    #[arg(long, short, help_heading = "Output")]
     pub verbose: bool,
 }
 
 /// Which combinations `check` and `bench` run, against which driver and device.
 #[derive(Debug, Args)]
 pub struct CombinationArgs {
-    /// Take libcuda.so.1 (and NVML) from this directory instead of the system's driver, to run
-    /// the same toolkits against another driver.
-    #[arg(long, value_name = "DIR")]
-    pub driver_dir: Option<PathBuf>,
     /// Only this combination (repeatable); names as the report shows them.
-    #[arg(long = "combination", value_name = "NAME")]
+    #[arg(
+        long = "combination",
+        value_name = "NAME",
+        help_heading = "Which combinations and GPUs"
+    )]
     pub combinations: Vec<String>,
     /// Combinations to add, from this file (default: ./stackbench.toml when it exists).
-    #[arg(long, value_name = "FILE")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        help_heading = "Which combinations and GPUs"
+    )]
     pub config: Option<PathBuf>,
+    /// Take libcuda.so.1 (and NVML) from this directory instead of the system's driver, to run
+    /// the same toolkits against another driver.
+    #[arg(long, value_name = "DIR", help_heading = "Which combinations and GPUs")]
+    pub driver_dir: Option<PathBuf>,
     /// The GPU architecture to compile for and check GPU code against when there is no device,
     /// e.g. `sm_90`.
-    #[arg(long, value_name = "SM")]
+    #[arg(long, value_name = "SM", help_heading = "Which combinations and GPUs")]
     pub target: Option<String>,
     /// The GPUs to run on: `all` (the default), or ordinals, UUIDs or PCI bus ids separated by
     /// commas (`0,3`, `GPU-8f3c...`, `0000:17:00.0`). Ordinals count in PCI bus order, as
     /// nvidia-smi does.
-    #[arg(long, value_name = "all|LIST", conflicts_with = "device")]
+    #[arg(
+        long,
+        value_name = "all|LIST",
+        conflicts_with = "device",
+        help_heading = "Which combinations and GPUs"
+    )]
     pub devices: Option<String>,
     /// Only this GPU (the same as `--devices N`).
-    #[arg(long, value_name = "ORDINAL")]
+    #[arg(
+        long,
+        value_name = "ORDINAL",
+        help_heading = "Which combinations and GPUs"
+    )]
     pub device: Option<u32>,
-    /// Load libraries whoever could write them, as ourselves (the trust rule off: see the
-    /// README's "Who loads what"); the report's first line warns of it.
-    #[arg(long)]
+    /// Load libraries whoever could write them, as ourselves (the trust rule off: see
+    /// doc/doctor.md, "Who loads what"); the report's first line warns of it.
+    #[arg(long, help_heading = "Loading and trust")]
     pub load_untrusted: bool,
 }
 
@@ -195,27 +277,33 @@ pub struct CombinationArgs {
 pub struct CheckArgs {
     #[command(flatten)]
     pub search: SearchArgs,
-    #[command(flatten)]
-    pub report: ReportArgs,
-    #[command(flatten)]
-    pub combinations: CombinationArgs,
-    /// Seconds one check may take before it counts as hung.
-    #[arg(long, value_name = "SECONDS", default_value_t = 120.0)]
-    pub timeout: f64,
     /// A node health check in seconds (Slurm's HealthCheckProgram, a readiness probe): the
     /// driver, every GPU through the driver and NVML, NVML's health and one verified kernel
     /// per GPU, in one combination. Prints one line (`healthy: ...`, `unhealthy: GPU 0 (...):
     /// cause`, `could not run: ...`); exits 0 healthy, 1 unhealthy (drain), 2 could not run.
-    #[arg(long, conflicts_with = "from")]
+    #[arg(long, conflicts_with = "from", help_heading = "What to run")]
     pub quick: bool,
     /// Run nothing: report the check run saved in FILE (what `check --format json` wrote) in
     /// --format, with the exit status that run had; one run gives JSON, Markdown and JUnit.
     #[arg(
         long,
         value_name = "FILE",
-        conflicts_with_all = ["roots", "driver_dir", "combinations", "config", "target", "device", "devices", "timeout"]
+        conflicts_with_all = ["roots", "driver_dir", "combinations", "config", "target", "device", "devices", "timeout"],
+        help_heading = "What to run"
     )]
     pub from: Option<PathBuf>,
+    /// Seconds one check may take before it counts as hung.
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 120.0,
+        help_heading = "What to run"
+    )]
+    pub timeout: f64,
+    #[command(flatten)]
+    pub combinations: CombinationArgs,
+    #[command(flatten)]
+    pub report: ReportArgs,
 }
 
 /// Arguments of `bench`.
@@ -223,67 +311,109 @@ pub struct CheckArgs {
 pub struct BenchArgs {
     #[command(flatten)]
     pub search: SearchArgs,
-    /// Which combinations; without a device and --target, NVRTC compiles for sm_90.
-    #[command(flatten)]
-    pub combinations: CombinationArgs,
     /// A short run: one size per benchmark, batch mode only, shorter time limits.
-    #[arg(long)]
+    #[arg(long, help_heading = "What to run")]
     pub quick: bool,
     /// Run each combination's benchmarks N times, each in fresh worker processes, interleaved
     /// with the other combinations' (A B C A B C): compare needs the variation between runs.
     /// Default: 3 with --quick, else 5.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
+    #[arg(
+        long,
+        value_name = "N",
+        value_parser = clap::value_parser!(u32).range(1..=100),
+        help_heading = "What to run"
+    )]
     pub repeat: Option<u32>,
     /// Run only the benchmarks whose id holds this text (repeatable: any of them), as
     /// criterion's filter: `--filter matmul/ --filter cublas/bf16`.
-    #[arg(long, value_name = "TEXT")]
+    #[arg(long, value_name = "TEXT", help_heading = "What to run")]
     pub filter: Vec<String>,
-    /// Exit 0 even when benchmarks were skipped (no GPU): for hosts meant to run only the
-    /// CPU-side benchmarks. Without it a skipped benchmark exits 1.
-    #[arg(long)]
-    pub allow_skip: bool,
+    /// Seconds one benchmark's worker command may take before it counts as hung.
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 300.0,
+        help_heading = "What to run"
+    )]
+    pub timeout: f64,
+    /// Which combinations; without a device and --target, NVRTC compiles for sm_90.
+    #[command(flatten)]
+    pub combinations: CombinationArgs,
     /// Measure GPUs that other programs compute on (without it, bench refuses them: exit 2,
     /// naming the processes). Every result records the processes and the GPU's state.
-    #[arg(long)]
+    #[arg(long, help_heading = "Busy GPUs and skips")]
     pub allow_busy: bool,
+    /// Exit 0 even when benchmarks were skipped (no GPU): for hosts meant to run only the
+    /// CPU-side benchmarks. Without it a skipped benchmark exits 1.
+    #[arg(long, help_heading = "Busy GPUs and skips")]
+    pub allow_skip: bool,
     /// Write the result files into this directory.
-    #[arg(long, value_name = "DIR", default_value = "results")]
+    #[arg(
+        long,
+        value_name = "DIR",
+        default_value = "results",
+        help_heading = "Output"
+    )]
     pub results: PathBuf,
     /// The format of the report on standard output (the files are always JSON, CSV and Markdown).
-    #[arg(long, value_enum, default_value_t = Format::Terminal)]
+    #[arg(long, value_enum, default_value_t = Format::Terminal, help_heading = "Output")]
     pub format: Format,
-    /// Seconds one benchmark's worker command may take before it counts as hung.
-    #[arg(long, value_name = "SECONDS", default_value_t = 300.0)]
-    pub timeout: f64,
 }
 
 /// Arguments of `compare`.
 #[derive(Debug, Args)]
 pub struct CompareArgs {
     /// The earlier run's result file (JSON).
-    #[arg(required_unless_present_any = ["latest", "calibrate"], requires = "new")]
+    #[arg(
+        required_unless_present_any = ["latest", "calibrate"],
+        requires = "new",
+        help_heading = "Which runs"
+    )]
     pub old: Option<PathBuf>,
     /// The later run's result file (JSON).
+    #[arg(help_heading = "Which runs")]
     pub new: Option<PathBuf>,
     /// Compare the two newest runs of this command in --results instead of two files.
-    #[arg(long, value_enum, value_name = "KIND", conflicts_with = "old")]
+    #[arg(
+        long,
+        value_enum,
+        value_name = "KIND",
+        conflicts_with = "old",
+        help_heading = "Which runs"
+    )]
     pub latest: Option<crate::compare::load::Kind>,
     /// Bench runs of one build on this host (A/A runs): compare every pair and say, per
     /// benchmark, how often a verdict called a change that is not there and the smallest change
     /// it can detect, to set --threshold from.
-    #[arg(long, value_name = "FILE", num_args = 2.., conflicts_with_all = ["old", "latest"])]
+    #[arg(
+        long,
+        value_name = "FILE",
+        num_args = 2..,
+        conflicts_with_all = ["old", "latest"],
+        help_heading = "Which runs"
+    )]
     pub calibrate: Vec<PathBuf>,
     /// Where --latest looks for runs, and where earlier runs teach each benchmark's noise floor.
-    #[arg(long, value_name = "DIR", default_value = "results")]
+    #[arg(
+        long,
+        value_name = "DIR",
+        default_value = "results",
+        help_heading = "Which runs"
+    )]
     pub results: PathBuf,
     /// Percent a benchmark must be slower or faster by, with confidence, to count.
-    #[arg(long, value_name = "PERCENT", default_value_t = 2.0)]
+    #[arg(
+        long,
+        value_name = "PERCENT",
+        default_value_t = 2.0,
+        help_heading = "Verdicts"
+    )]
     pub threshold: f64,
     /// What counts as a regression (repeatable; default: slower and failure).
-    #[arg(long, value_enum, value_name = "KIND")]
+    #[arg(long, value_enum, value_name = "KIND", help_heading = "Verdicts")]
     pub fail_on: Vec<crate::compare::FailOn>,
     /// Compare runs made on different GPUs (their figures say little about the software).
-    #[arg(long)]
+    #[arg(long, help_heading = "Verdicts")]
     pub allow_different_gpus: bool,
     #[command(flatten)]
     pub report: ReportArgs,
@@ -293,7 +423,7 @@ pub struct CompareArgs {
 #[derive(Debug, Args)]
 pub struct MergeArgs {
     /// One result file (JSON) per node.
-    #[arg(required = true, num_args = 1..)]
+    #[arg(required = true, num_args = 1.., help_heading = "Which runs")]
     pub files: Vec<PathBuf>,
     #[command(flatten)]
     pub report: ReportArgs,
@@ -304,23 +434,24 @@ pub struct MergeArgs {
 pub struct HistoryArgs {
     /// Result files (JSON) or directories of them to report on; without them, every JSON file
     /// directly in --results.
+    #[arg(help_heading = "Which runs")]
     pub files: Vec<PathBuf>,
     /// Where the runs are, when no files are given.
     #[arg(
         long,
         value_name = "DIR",
         default_value = "results",
-        conflicts_with = "files"
+        conflicts_with = "files",
+        help_heading = "Which runs"
     )]
     pub results: PathBuf,
     /// The page's format.
-    #[arg(long, value_enum, default_value_t = PageFormat::Html)]
+    #[arg(long, value_enum, default_value_t = PageFormat::Html, help_heading = "Output")]
     pub format: PageFormat,
     /// Write the page to this file (atomically) instead of standard output; `-` is standard output.
-    #[arg(long, short, value_name = "FILE")]
+    #[arg(long, short, value_name = "FILE", help_heading = "Output")]
     pub output: Option<PathBuf>,
 }
-
 /// Formats of `report`'s page.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum PageFormat {
