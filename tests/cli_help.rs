@@ -81,6 +81,57 @@ fn page_option_headings(page: &str) -> Vec<String> {
     headings
 }
 
+/// The text of the `### heading` subsection under a page's `## Options` (up to the next heading).
+fn page_option_section(page: &str, heading: &str) -> String {
+    let mut text = String::new();
+    let (mut in_options, mut inside) = (false, false);
+    for line in page.lines() {
+        if let Some(title) = line.strip_prefix("## ") {
+            in_options = title.trim() == "Options";
+            inside = false;
+        } else if let Some(title) = line.strip_prefix("### ") {
+            inside = in_options && title.trim() == heading;
+        } else if inside {
+            text.push_str(line);
+            text.push('\n');
+        }
+    }
+    text
+}
+
+/// The names a help section lists: each option's long name (`--root`) and each argument's
+/// (`OLD`, `COMMAND`), from the short help's one line per entry.
+fn help_entries(section: &[&str]) -> Vec<String> {
+    section
+        .iter()
+        .filter_map(|line| {
+            let entry = line.trim_start();
+            if let Some(rest) = entry.strip_prefix(['[', '<']) {
+                let name: String = rest
+                    .chars()
+                    .take_while(|c| c.is_ascii_uppercase())
+                    .collect();
+                return (!name.is_empty()).then_some(name);
+            }
+            let long = entry
+                .split_whitespace()
+                .find(|word| word.starts_with("--"))?;
+            Some(long.trim_end_matches(',').to_string())
+        })
+        .collect()
+}
+
+/// Whether `text` names `name` as a whole word (`--device` is not named by `--devices`).
+fn names(text: &str, name: &str) -> bool {
+    let word = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
+    text.match_indices(name).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + name.len()..].chars().next();
+        !after.is_some_and(word)
+            && !(name.starts_with(|c: char| c.is_ascii_uppercase()) && before.is_some_and(word))
+    })
+}
+
 #[test]
 fn commands_are_listed_in_the_order_a_user_meets_them() {
     let text = help(&["--help"]);
@@ -185,6 +236,31 @@ fn help_headings_are_the_guide_pages_option_headings() {
              `## Options` (right)",
             relative(&page_path)
         );
+    }
+}
+
+#[test]
+fn each_option_is_described_under_its_heading_on_the_page() {
+    // Moving an option to another heading in the help, or its description to another
+    // subsection of the page, fails here: the page must name it where --help puts it.
+    for command in COMMANDS {
+        let text = help(&[command, "-h"]);
+        let page_path = repo().join(format!("doc/{command}.md"));
+        let page = std::fs::read_to_string(&page_path)
+            .unwrap_or_else(|error| panic!("{}: {error}", page_path.display()));
+        for heading in help_headings(&text) {
+            let described = page_option_section(&page, &heading);
+            let missing: Vec<String> = help_entries(&help_section(&text, &heading))
+                .into_iter()
+                .filter(|name| !names(&described, name))
+                .collect();
+            assert!(
+                missing.is_empty(),
+                "{command}: --help lists {missing:?} under `{heading}`, and {}'s `### {heading}` \
+                 does not name them",
+                relative(&page_path)
+            );
+        }
     }
 }
 
