@@ -336,21 +336,32 @@ fn output_matches<E: AsRef<str>, A: AsRef<str>>(expected: &[E], actual: &[A]) ->
     reach[actual.len()]
 }
 
-/// A diff-like view of expected against actual: ` ` for a line that matches, `-` for an
-/// expected line that is not there, `+` for an actual line nothing expected (lines a `...`
-/// stands for among them).
+/// A diff-like view of expected against actual: `  ` for a line that matches (the lines a
+/// `...` stands for are not repeated), `- ` for an expected line that is not there, `+ ` for an
+/// actual line that nothing expected. The fewest `-` and `+` lines that explain the mismatch.
 fn diff<E: AsRef<str>, A: AsRef<str>>(expected: &[E], actual: &[A]) -> String {
     let expected = tidy(expected);
     let actual = tidy(actual);
     let (n, m) = (expected.len(), actual.len());
-    // Longest common subsequence under line_matches, `...` lines matching nothing.
-    let mut lcs = vec![vec![0usize; m + 1]; n + 1];
-    for i in (0..n).rev() {
-        for j in (0..m).rev() {
-            lcs[i][j] = if expected[i] != "..." && line_matches(expected[i], actual[j]) {
-                lcs[i + 1][j + 1] + 1
+    // cost[i][j]: the fewest unmatched lines between expected[i..] and actual[j..].
+    let mut cost = vec![vec![0usize; m + 1]; n + 1];
+    for i in (0..=n).rev() {
+        for j in (0..=m).rev() {
+            cost[i][j] = if i == n {
+                m - j
+            } else if expected[i] == "..." {
+                let skip = cost[i + 1][j];
+                if j < m {
+                    skip.min(cost[i][j + 1])
+                } else {
+                    skip
+                }
+            } else if j == m {
+                cost[i + 1][j] + 1
+            } else if line_matches(expected[i], actual[j]) {
+                cost[i + 1][j + 1]
             } else {
-                lcs[i + 1][j].max(lcs[i][j + 1])
+                (cost[i + 1][j] + 1).min(cost[i][j + 1] + 1)
             };
         }
     }
@@ -358,13 +369,21 @@ fn diff<E: AsRef<str>, A: AsRef<str>>(expected: &[E], actual: &[A]) -> String {
     let (mut i, mut j) = (0, 0);
     while i < n || j < m {
         if i < n && expected[i] == "..." {
-            out.push_str(&format!("  {}\n", expected[i]));
-            i += 1;
-        } else if i < n && j < m && line_matches(expected[i], actual[j]) {
+            if cost[i + 1][j] == cost[i][j] {
+                out.push_str("  ...\n");
+                i += 1;
+            } else {
+                j += 1; // a line the `...` stands for
+            }
+        } else if i < n
+            && j < m
+            && line_matches(expected[i], actual[j])
+            && cost[i + 1][j + 1] == cost[i][j]
+        {
             out.push_str(&format!("  {}\n", actual[j]));
             i += 1;
             j += 1;
-        } else if j < m && (i == n || lcs[i][j + 1] >= lcs[i + 1][j]) {
+        } else if j < m && (i == n || cost[i][j + 1] + 1 == cost[i][j]) {
             out.push_str(&format!("+ {}\n", actual[j]));
             j += 1;
         } else {
@@ -828,9 +847,16 @@ fn a_mismatch_is_found_and_shown() {
     assert!(!output_matches(&["...", "four"], &actual));
     assert!(!output_matches(&["one", "two", "three", "four"], &actual));
     assert!(!output_matches(&[] as &[&str], &actual));
+    let shown = diff(&["one", "2", "three"], &actual);
+    assert!(
+        shown == "  one\n+ two\n- 2\n  three\n" || shown == "  one\n- 2\n+ two\n  three\n",
+        "{shown}"
+    );
+    // The lines a `...` stands for are not shown; the mismatch after it is.
+    let actual = ["one", "two", "three", "four", "five"];
     assert_eq!(
-        diff(&["one", "2", "three"], &actual),
-        "  one\n+ two\n- 2\n  three\n"
+        diff(&["one", "...", "four", "six"], &actual),
+        "  one\n  ...\n  four\n+ five\n- six\n"
     );
 }
 
