@@ -3,7 +3,7 @@
 
 use crate::build::BuildFacts;
 use crate::compat::ComputeCapability;
-use crate::diagnose::driver::is_stub_or_compat;
+use crate::diagnose::driver::is_under;
 use crate::diagnose::finding::{Finding, Severity};
 use crate::diagnose::{self, Context, InstallationProbe};
 use crate::discover::frameworks::Framework;
@@ -318,12 +318,13 @@ fn probe_all(
     options: &DoctorOptions,
     search: &SearchContext,
 ) -> Vec<InstallationProbe> {
-    let class = crate::elf::OWN_CLASS;
     let probe_one = |installation: &Installation| {
+        // A toolkit's stubs/ are for the linker only: loading one says nothing of the host
+        // (CUDA 13's crash in their initialisation, by design of no one's program).
         let loadable: Vec<&Library> = installation
             .libraries
             .iter()
-            .filter(|l| l.elf_class.as_deref() == Some(class))
+            .filter(|l| l.loads_here() && !is_under(&l.path, "stubs"))
             .collect();
         let files: Vec<PathBuf> = loadable.iter().map(|l| l.real_path.clone()).collect();
         let dirs: Vec<PathBuf> = loadable
@@ -345,9 +346,9 @@ fn probe_all(
                 return probe;
             }
         };
-        let (special, ordinary): (Vec<&Library>, Vec<&Library>) = loadable
+        let (compat, ordinary): (Vec<&Library>, Vec<&Library>) = loadable
             .into_iter()
-            .partition(|l| is_stub_or_compat(&l.path));
+            .partition(|l| is_under(&l.path, "compat"));
         let request = |libraries: Vec<&Library>, isolate| ProbeRequest {
             libraries: libraries.iter().map(|l| l.real_path.clone()).collect(),
             ld_library_path: Some(launch.search_path.clone()),
@@ -356,10 +357,10 @@ fn probe_all(
             run_as: launch.user.clone(),
         };
         probe.loads = probe::run_with(&request(ordinary, false), &options.worker);
-        if !special.is_empty() {
+        if !compat.is_empty() {
             probe
                 .loads
-                .extend(probe::run_with(&request(special, true), &options.worker));
+                .extend(probe::run_with(&request(compat, true), &options.worker));
         }
         probe.loaded_as = launch.user;
         probe.left_out = launch.left_out;

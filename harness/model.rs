@@ -123,6 +123,10 @@ pub struct Library {
     pub dlopen_deps: Vec<String>,
     pub sass: Vec<String>,
     pub ptx: Vec<String>,
+    /// Its GPU code holds no kernel (one cubin without a `.text.` section, as cuFFTW's and NPP
+    /// core's): nothing to launch, so no GPU lacks kernels in it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub kernel_free: bool,
     pub problems: Vec<Problem>,
     /// A Windows DLL's own facts; its imports are in `needed`, the DLLs it may `LoadLibrary`
     /// at run time in `dlopen_deps`.
@@ -207,6 +211,12 @@ pub enum ProblemKind {
 }
 
 impl Library {
+    /// Whether this program could load it: an ELF of its own class and machine.
+    pub fn loads_here(&self) -> bool {
+        self.elf_class.as_deref() == Some(crate::elf::OWN_CLASS)
+            && self.machine.as_deref() == Some(crate::elf::OWN_MACHINE)
+    }
+
     /// `ELF64`, `PE32+`, ...: the binary's format and word size, when it was read.
     pub fn binary_class(&self) -> Option<&str> {
         self.elf_class

@@ -164,11 +164,7 @@ impl SearchContext {
     /// `$LIB` as this distribution's glibc expands it (the multiarch directory when
     /// `/lib/<triple>` exists, else `lib64` for 64-bit, else `lib`). Nothing on any path yet.
     pub fn native(is_dir: impl Fn(&Path) -> bool) -> Self {
-        let machine = match std::env::consts::ARCH {
-            "x86" => "i386",
-            "powerpc64" if cfg!(target_endian = "little") => "ppc64le",
-            other => other,
-        };
+        let machine = crate::elf::OWN_MACHINE;
         let class = crate::elf::OWN_CLASS;
         let mut ctx = SearchContext::bare(class, machine);
         let multiarch = abi(machine).map(|a| a.multiarch);

@@ -275,6 +275,7 @@ fn fill_elf(library: &mut Library, info: &ElfInfo) {
     library.dlopen_deps = info.dlopen_names.clone();
     library.sass = info.sass.clone();
     library.ptx = info.ptx.clone();
+    library.kernel_free = info.kernel_free;
     library.built_for = info.built_for.clone();
     fatbin_problem(library, info.fatbin_problem.as_deref());
 }
@@ -285,6 +286,7 @@ fn fill_pe(library: &mut Library, info: &PeInfo) {
     library.dlopen_deps = info.runtime_names.clone();
     library.sass = info.sass.clone();
     library.ptx = info.ptx.clone();
+    library.kernel_free = info.kernel_free;
     // The version resource names the release (11.8.89) where the file name has only the ABI
     // (cudart64_110.dll); a version with fewer parts says less.
     // CUPTI's reads `2022.3.0.0 Build (0)`: the dotted numbers are the version.

@@ -694,6 +694,67 @@ fn sm_35_has_no_kernels_in_cudnn_9_or_cublas_12_but_cublas_11_has_sass() {
     assert_eq!(run.code, 1);
 }
 
+/// What the first real GPU host (an H100, CUDA 13) showed wrong: doctor and check called
+/// cuFFT and cuFFTW kernel-less on sm_90 while cuFFT's own check passed there. cuFFT keeps its
+/// ~24,000 fatbinary containers in `.ldata` (NVIDIA's cuobjdump lists only the one in
+/// `.nv_fatbin` too); cuFFTW's only GPU code is one cubin without a kernel. On sm_35, which
+/// neither serves, cuFFT still gets the finding: the reading is fixed, not switched off.
+#[test]
+fn cufft_13_s_kernels_in_ldata_count_and_cufftw_s_kernel_free_cubin_is_no_finding() {
+    let venv = build_fixtures().join("venv-cufft-cu13");
+    let run = doctor(&[venv.clone()], None, &["--no-load", "--target", "sm_90"]);
+    let all = all_libraries(&run.report);
+    let named = |soname: &str| {
+        *all.iter()
+            .find(|l| l["soname"] == soname)
+            .unwrap_or_else(|| panic!("no {soname} in {}", venv.display()))
+    };
+    let cufft = named("libcufft.so.12");
+    assert_eq!(
+        strings(&cufft["sass"]),
+        ["sm_75", "sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_100", "sm_110", "sm_120"]
+    );
+    assert_eq!(cufft["kernel_free"], Value::Null, "{cufft}");
+    let cufftw = named("libcufftw.so.12");
+    assert_eq!(strings(&cufftw["sass"]), ["sm_75"]);
+    assert_eq!(cufftw["kernel_free"], true);
+    for cause in ["no_kernels_for_gpu", "ptx_jit_only"] {
+        assert!(
+            findings_of(&run.report, cause).is_empty(),
+            "{}",
+            summary(&run.report)
+        );
+    }
+    let old = doctor(&[venv], None, &["--no-load", "--target", "sm_35"]);
+    let f = the(&old.report, "no_kernels_for_gpu", |_| true);
+    assert_eq!(f["library"], "libcufft.so.12", "{}", summary(&old.report));
+}
+
+/// A library built for another machine (the aarch64 CUDA runtime, as in Nsight Compute's
+/// `target/linux-desktop-t210-a64` on the first real GPU host): glibc answers "No such file or
+/// directory" when asked to load it, which doctor reported as a missing dependency. It is
+/// listed with its machine and never loaded.
+#[test]
+fn a_library_of_another_machine_is_listed_and_never_loaded() {
+    let venv = build_fixtures().join("venv-cudart-aarch64");
+    let run = doctor(&[venv.clone()], None, &[]);
+    let all = all_libraries(&run.report);
+    let cudart = all
+        .iter()
+        .find(|l| l["soname"] == "libcudart.so.12")
+        .unwrap_or_else(|| panic!("no libcudart.so.12 in {}", venv.display()));
+    assert_eq!(cudart["machine"], "aarch64");
+    // This host has no driver (`no_driver`, for every program): nothing is said of cudart.
+    let about_it: Vec<&Value> = (run.report["findings"].as_array().expect("findings").iter())
+        .filter(|f| f["library"] == "libcudart.so.12" || f["cause"] == "missing_dependency")
+        .collect();
+    assert!(about_it.is_empty(), "{}", summary(&run.report));
+    let loads: Vec<&Value> = (run.report["probes"].as_array().expect("probes").iter())
+        .flat_map(|p| p["loads"].as_array().into_iter().flatten())
+        .collect();
+    assert!(loads.is_empty(), "{loads:#?}");
+}
+
 #[rstest]
 #[case("nonsense")]
 #[case("sm_")]

@@ -274,6 +274,51 @@ fn crashing_and_hanging_constructors_are_findings_and_the_rest_is_still_probed()
     assert!(gone, "the hung worker {pid} still runs after doctor exited");
 }
 
+/// CUDA 13's link-time stubs (`targets/x86_64-linux/lib/stubs/libcublas.so`, ...) crash in
+/// their constructors: the first real GPU host's doctor reported three of them as errors. A
+/// stub is for the linker only, so doctor lists it and never loads it.
+#[test]
+fn a_toolkit_s_link_time_stubs_are_listed_and_never_loaded() {
+    let tree = Tree::new();
+    let stubs = tree.root().join("stubs");
+    fs::create_dir(&stubs).expect("stubs directory");
+    let c = tree.work("stub.c");
+    fs::write(&c, SEGFAULT).expect("write C source");
+    let stub = stubs.join("libcublas.so");
+    let status = Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&stub)
+        .arg("-Wl,-soname,libcublas.so.13")
+        .arg(&c)
+        .status()
+        .expect("these tests need a C compiler");
+    assert!(status.success(), "cc failed for the stub");
+    tree.link_real("libnvrtc.so.12", &real_nvrtc());
+    let run = doctor(&tree.root(), &["--timeout", "5"]);
+    assert!(
+        findings_of(&run.report, "load_crashed").is_empty(),
+        "{:#}",
+        run.report["findings"]
+    );
+    let loads: Vec<&Value> = (run.report["probes"].as_array().expect("probes").iter())
+        .flat_map(|p| p["loads"].as_array().into_iter().flatten())
+        .collect();
+    assert!(
+        loads.iter().all(|l| !text(l, "path").contains("/stubs/")),
+        "{loads:#?}"
+    );
+    assert_eq!(
+        probe_load(&run.report, "libnvrtc.so.12")["outcome"]["kind"],
+        "loaded"
+    );
+    assert!(
+        all_libraries(&run.report)
+            .iter()
+            .any(|l| l["path"] == stub.display().to_string().as_str()),
+        "the stub is still listed"
+    );
+}
+
 #[test]
 fn constructors_that_exit_or_abort_are_load_crashed() {
     let tree = Tree::new();

@@ -7,7 +7,6 @@ use super::model::Origin;
 use super::protocol::{Component, ComponentFile};
 use crate::diagnose;
 use crate::discover;
-use crate::elf::OWN_CLASS;
 use crate::model::{Installation, Layout, Library, ScanReport};
 use crate::resolve::{self, Requester, SearchContext};
 use crate::trust::{Decision, Policy};
@@ -206,7 +205,7 @@ impl Combination {
 fn pick<'a>(libraries: &[&'a Library], component: Component) -> Option<&'a Library> {
     let of_stem: Vec<&&Library> = libraries
         .iter()
-        .filter(|l| l.name == component.stem() && l.elf_class.as_deref() == Some(OWN_CLASS))
+        .filter(|l| l.name == component.stem() && l.loads_here())
         .filter(|l| !diagnose::driver::is_stub_or_compat(&l.path))
         .collect();
     of_stem
@@ -222,7 +221,7 @@ fn has_runtime(installation: &Installation) -> bool {
         && installation
             .libraries
             .iter()
-            .any(|l| l.name == "cudart" && l.elf_class.as_deref() == Some(OWN_CLASS))
+            .any(|l| l.name == "cudart" && l.loads_here())
 }
 
 /// The directories the libraries are in, in order, and their real directories (a toolkit's

@@ -219,8 +219,9 @@ pub fn coverage(
     let counted = sass.len() + jit.len() + none.len();
     let outcome = if !none.is_empty() {
         Outcome::fail(format!(
-            "no kernels for {sm} in {}: cudaErrorNoKernelImageForDevice (209) at first launch; \
-             install a build of these libraries that supports compute capability {cc}",
+            "no kernels for {sm} in {}: their GPU functions would fail with \
+             cudaErrorNoKernelImageForDevice (209); install a build of these libraries that \
+             supports compute capability {cc}",
             none.join(", ")
         ))
     } else if !jit.is_empty() {
@@ -257,9 +258,15 @@ fn short(targets: &[String]) -> String {
     }
 }
 
-/// Reads a library's SASS and PTX targets from its ELF file.
+/// Reads a library's SASS and PTX targets from its ELF file; none where its GPU code holds no
+/// kernel (nothing there to launch on any GPU).
 pub fn read_targets(path: &Path) -> Option<(Vec<String>, Vec<String>)> {
-    crate::elf::read_path(path).ok().map(|e| (e.sass, e.ptx))
+    let elf = crate::elf::read_path(path).ok()?;
+    Some(if elf.kernel_free {
+        (Vec::new(), Vec::new())
+    } else {
+        (elf.sass, elf.ptx)
+    })
 }
 
 #[cfg(test)]

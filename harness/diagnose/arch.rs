@@ -12,7 +12,7 @@ pub fn check(ctx: &Context) -> Vec<Finding> {
         for library in installation
             .libraries
             .iter()
-            .filter(|l| !l.sass.is_empty() || !l.ptx.is_empty())
+            .filter(|l| (!l.sass.is_empty() || !l.ptx.is_empty()) && !l.kernel_free)
             // An incomplete listing could miss the very target; its scan problem says so.
             .filter(|l| {
                 !l.problems

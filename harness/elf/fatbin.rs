@@ -1,7 +1,9 @@
-//! NVIDIA fatbinary containers (`.nv_fatbin`): the SASS and PTX entries and their architectures.
+//! NVIDIA fatbinary containers (`.nv_fatbin`, and those embedded in a large-model data section
+//! such as cuFFT's `.ldata`): the SASS and PTX entries and their architectures.
 //!
-//! Owns the walk over container and entry headers. Payloads are never read or decompressed,
-//! so listing the architectures of a 700 MB library touches only a few pages per entry.
+//! Owns the walk over container and entry headers. Payloads are never decompressed; of an
+//! uncompressed cubin only its section names are read (does it hold a kernel at all?), so
+//! listing the architectures of a 700 MB library touches only a few pages per entry.
 //!
 //! Layout (little-endian), checked field by field against NVIDIA's `cuobjdump` 13.5 on the
 //! CUDA 11, 12 and 13 libraries of the fixture toolkits (cuDNN 8.9 and 9.28, cuBLAS 12.9): the
@@ -79,6 +81,9 @@ pub struct FatbinEntry {
     pub offset: u64,
     /// Raw flags field of the entry header.
     pub flags: u64,
+    /// False only for an uncompressed cubin with no `.text.<kernel>` section: code that no
+    /// launch can use (cuFFTW's and NPP core's single sm_75 cubin). Unknown counts as true.
+    pub holds_kernels: bool,
 }
 
 impl FatbinEntry {
@@ -262,18 +267,24 @@ fn read_container(
         } else {
             0
         };
-        entries.push(FatbinEntry {
-            kind: EntryKind::from_raw(kind),
-            arch,
-            variant: variant(flags),
-            compressed: flags & (FLAG_COMPRESSED | FLAG_COMPRESSED_ZSTD) != 0,
-            payload_size,
-            offset: at(pos),
-            flags,
-        });
+        let kind = EntryKind::from_raw(kind);
+        let compressed = flags & (FLAG_COMPRESSED | FLAG_COMPRESSED_ZSTD) != 0;
         if next > section.len() {
             return Err(truncated(pos, "entry payload"));
         }
+        let holds_kernels = kind != EntryKind::Sass
+            || compressed
+            || cubin_holds_kernels(&section[header_end..next]);
+        entries.push(FatbinEntry {
+            kind,
+            arch,
+            variant: variant(flags),
+            compressed,
+            payload_size,
+            offset: at(pos),
+            flags,
+            holds_kernels,
+        });
         pos = next;
     }
     if end > section.len() {
@@ -294,6 +305,63 @@ fn next_magic(section: &[u8], from: usize) -> Option<usize> {
         pos = (hit + 8) & !7;
     }
     None
+}
+
+/// Finds the containers embedded in a data section (x86-64's large-model `.ldata`, where cuFFT
+/// for CUDA 13 keeps ~24,000 of them while its `.nv_fatbin` holds one kernel-free cubin).
+///
+/// The section holds other data too, and its containers need not be 8-byte aligned within it,
+/// so a magic at any offset whose container does not read whole is taken for data and skipped: no error is reported, and only well-formed containers (version 1, a
+/// 16-byte header) count.
+pub fn scan_embedded(section: &[u8]) -> FatbinScan {
+    let finder = memchr::memmem::Finder::new(&MAGIC_BYTES);
+    let mut out = FatbinScan::default();
+    let mut pos = 0usize;
+    while let Some(start) = section.get(pos..).and_then(|rest| finder.find(rest)) {
+        let start = pos + start;
+        let header = (read_u16(section, start + 4), read_u16(section, start + 6));
+        let mut found = Vec::new();
+        match read_container(section, start, &mut found) {
+            Ok(end) if header == (Some(1), Some(CONTAINER_HEADER_LEN as u16)) => {
+                out.entries.append(&mut found);
+                out.containers += 1;
+                pos = end.max(start + 1);
+            }
+            _ => pos = start + 1,
+        }
+    }
+    out
+}
+
+/// Whether every entry is a cubin without kernels: GPU code that no launch can use, so no
+/// GPU lacks kernels in it. An empty list is not kernel-free (there is no GPU code at all).
+pub fn kernel_free(entries: &[FatbinEntry]) -> bool {
+    !entries.is_empty() && entries.iter().all(|e| !e.holds_kernels)
+}
+
+/// Whether an uncompressed cubin (an ELF64 payload) has a `.text.<kernel>` section; anything
+/// that does not read as one counts as holding kernels.
+fn cubin_holds_kernels(cubin: &[u8]) -> bool {
+    const SECTION_HEADER_LEN: usize = 64;
+    if !cubin.starts_with(b"\x7fELF") || cubin.get(4) != Some(&2) || cubin.get(5) != Some(&1) {
+        return true;
+    }
+    let names = || -> Option<bool> {
+        let table = usize::try_from(read_u64(cubin, 0x28)?).ok()?;
+        let count = usize::from(read_u16(cubin, 0x3c)?);
+        let strings_index = usize::from(read_u16(cubin, 0x3e)?);
+        let header = |i: usize| table.checked_add(i.checked_mul(SECTION_HEADER_LEN)?);
+        let strings = header(strings_index)?;
+        let strings = usize::try_from(read_u64(cubin, strings + 0x18)?).ok()?;
+        let mut any = false;
+        for i in 0..count {
+            let name = usize::try_from(read_u32(cubin, header(i)?)?).ok()?;
+            let name = cubin.get(strings.checked_add(name)?..)?;
+            any |= name.starts_with(b".text.");
+        }
+        Some(any)
+    };
+    names().unwrap_or(true)
 }
 
 /// Sorted, unique SASS (`sm_90a`) and PTX (`compute_90`) target names, in numeric order of

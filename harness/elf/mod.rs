@@ -26,8 +26,25 @@ pub const OWN_CLASS: &str = if cfg!(target_pointer_width = "64") {
     "ELF32"
 };
 
+/// `e_machine` of this program, named as [`ElfInfo::machine`] names it: a library of another
+/// machine cannot load here (glibc answers "No such file or directory" for it).
+pub const OWN_MACHINE: &str = if cfg!(target_arch = "x86_64") {
+    "x86_64"
+} else if cfg!(target_arch = "x86") {
+    "i386"
+} else if cfg!(target_arch = "aarch64") {
+    "aarch64"
+} else if cfg!(all(target_arch = "powerpc64", target_endian = "little")) {
+    "ppc64le"
+} else {
+    std::env::consts::ARCH
+};
+
 /// Name of the section holding fatbinary containers.
 pub(crate) const FATBIN_SECTION: &[u8] = b".nv_fatbin";
+/// x86-64's large-model data sections, where a library too big for the small code model keeps
+/// its fatbinary containers (cuFFT for CUDA 13: 286 MB, nearly all of it `.ldata`).
+const LARGE_DATA_SECTIONS: [&[u8]; 2] = [b".ldata", b".lrodata"];
 
 /// What a shared object says about itself, read from its bytes alone.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -50,6 +67,8 @@ pub struct ElfInfo {
     pub ptx: Vec<String>,
     /// Why `.nv_fatbin` could not be read to its end; `sass` and `ptx` hold what came before.
     pub fatbin_problem: Option<String>,
+    /// Its GPU code holds no kernel at all (see [`fatbin::kernel_free`]).
+    pub kernel_free: bool,
     /// NCCL's version and the CUDA it was built for, from its banner (read for `libnccl*` only).
     pub built_for: Option<BuiltFor>,
 }
@@ -566,14 +585,22 @@ fn read_elf<Elf: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<ElfInfo
     info.dlopen_names = names;
 
     // GPU code.
+    let mut entries = Vec::new();
     if let Some(section) = headers
         .section_range(FATBIN_SECTION)?
         .and_then(|range| data.get(range))
     {
         let scan = fatbin::scan(section);
-        (info.sass, info.ptx) = fatbin::architectures(&scan.entries);
+        entries = scan.entries;
         info.fatbin_problem = scan.error.map(|e| e.to_string());
     }
+    for name in LARGE_DATA_SECTIONS {
+        if let Some(section) = headers.section_range(name)?.and_then(|r| data.get(r)) {
+            entries.extend(fatbin::scan_embedded(section).entries);
+        }
+    }
+    (info.sass, info.ptx) = fatbin::architectures(&entries);
+    info.kernel_free = fatbin::kernel_free(&entries);
     Ok(info)
 }
 

@@ -46,6 +46,8 @@ pub struct PeInfo {
     pub ptx: Vec<String>,
     /// Why the fatbinary section could not be read to its end.
     pub fatbin_problem: Option<String>,
+    /// Its GPU code holds no kernel at all (see [`fatbin::kernel_free`]).
+    pub kernel_free: bool,
 }
 
 /// Why a file could not be read as a DLL.
@@ -222,6 +224,7 @@ fn read_pe<'data, Pe: ImageNtHeaders, R: ReadRef<'data>>(
             };
             let scan = fatbin::scan(bytes);
             (info.sass, info.ptx) = fatbin::architectures(&scan.entries);
+            info.kernel_free = fatbin::kernel_free(&scan.entries);
             info.fatbin_problem = scan.error.map(|e| e.to_string());
         } else if name == b".rdata" {
             let (offset, size) = section.pe_file_range();
