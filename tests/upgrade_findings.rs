@@ -331,6 +331,31 @@ fn an_nvswitch_system_without_fabric_manager_gets_802_and_the_install_to_fix_it(
         .contains("apt install nvidia-fabricmanager-535=535.261.03-1"));
 }
 
+/// What the first real GPU host showed (a one-H100 VM, driver 580): the nvswitch module's
+/// directory and control node exist with no switch behind them, and CUDA works.
+#[test]
+fn the_nvswitch_module_without_a_switch_is_no_fabric() {
+    let tree = healthy();
+    tree.write(
+        "/proc/driver/nvidia-nvswitch/version",
+        "NVRM version: 535.261.03\n",
+    )
+    .write("/dev/nvidia-nvswitchctl", "");
+    let (_, report) = doctor(&tree, &[]);
+    assert_eq!(
+        findings_of(&report, "fabric_manager"),
+        Vec::<serde_json::Value>::new()
+    );
+    // A switch's device node alone is a switch.
+    tree.write("/dev/nvidia-nvswitch0", "");
+    let (_, report) = doctor(&tree, &[]);
+    assert_eq!(
+        findings_of(&report, "fabric_manager").len(),
+        1,
+        "{report:#}"
+    );
+}
+
 #[test]
 fn a_fabric_manager_of_another_version_than_the_driver_is_named() {
     let tree = healthy();

@@ -380,18 +380,25 @@ fn gpu_models(host: &Host) -> Vec<(PathBuf, String)> {
     gpus
 }
 
-/// `/proc/driver/nvidia-nvswitch` and the `/dev/nvidia-nvswitch*` device nodes, where present.
+/// The NVSwitches themselves: each entry of `/proc/driver/nvidia-nvswitch/devices` and each
+/// `/dev/nvidia-nvswitchN`. The driver makes `/proc/driver/nvidia-nvswitch` and
+/// `/dev/nvidia-nvswitchctl` wherever its nvswitch module loads, switches or not (a one-H100
+/// VM has both), so neither counts.
 fn nvswitch(host: &Host) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    if host.real(PROC_NVSWITCH).is_some() {
-        found.push(PathBuf::from(PROC_NVSWITCH));
-    }
+    let devices = Path::new(PROC_NVSWITCH).join("devices");
+    let mut found: Vec<PathBuf> = host
+        .entries(&devices)
+        .into_iter()
+        .filter_map(|entry| Some(devices.join(entry.file_name()?)))
+        .collect();
     let nodes = host.entries("/dev").into_iter().filter_map(|entry| {
         let name = entry.file_name()?;
-        (name.to_string_lossy().starts_with("nvidia-nvswitch"))
+        let number = name.to_str()?.strip_prefix("nvidia-nvswitch")?;
+        (!number.is_empty() && number.bytes().all(|b| b.is_ascii_digit()))
             .then(|| Path::new("/dev").join(name))
     });
     found.extend(nodes);
+    found.sort();
     found
 }
 
