@@ -63,7 +63,7 @@ pub fn run(
         let planned = plan::nccl(name, settings.depth, run.simulated);
         let results = (planned.iter())
             .filter(|p| settings.wants(&p.key.id()))
-            .map(|p| BenchResult::skipped(p.key.clone(), why.clone()))
+            .map(|p| BenchResult::inapplicable(p.key.clone(), why.clone()))
             .collect();
         return (run, results);
     }

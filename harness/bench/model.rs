@@ -332,6 +332,10 @@ pub struct BenchResult {
     /// Why it was skipped or failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Skipped because it means nothing on this host's shape (NCCL's collectives on one GPU),
+    /// not because anything is missing: such a skip does not make `bench` exit 1.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub inapplicable: bool,
     /// The samples kept: GPU time per launch (CUDA events) or host time (CPU-side), ns; every
     /// one taken, or an evenly spread subsample of them when `samples_taken` is larger.
     pub samples_ns: Vec<f64>,
@@ -471,6 +475,14 @@ impl BenchResult {
         }
     }
 
+    /// A benchmark skipped as meaningless here (see [`BenchResult::inapplicable`]).
+    pub fn inapplicable(key: Key, reason: impl Into<String>) -> BenchResult {
+        BenchResult {
+            inapplicable: true,
+            ..BenchResult::skipped(key, reason)
+        }
+    }
+
     /// A benchmark that failed, with the reason.
     pub fn failed(key: Key, reason: impl Into<String>) -> BenchResult {
         BenchResult {
@@ -490,6 +502,7 @@ impl BenchResult {
             parameters: key.parameters,
             status: Status::Measured,
             reason: None,
+            inapplicable: false,
             samples_ns: Vec::new(),
             samples_taken: None,
             summary: None,
@@ -564,10 +577,12 @@ impl BenchReport {
     }
 
     /// Whether the run exits 1: a benchmark failed, a GPU was the odd one out, or (unless
-    /// `allow_skip`) a benchmark was skipped.
+    /// `allow_skip`) a benchmark was skipped that could have run on this host's shape.
     pub fn fails(&self, allow_skip: bool) -> bool {
-        let [_, skipped, failed] = self.counts();
-        failed > 0 || !self.findings.is_empty() || (skipped > 0 && !allow_skip)
+        let [_, _, failed] = self.counts();
+        let missed =
+            (self.benchmarks.iter()).any(|b| b.status == Status::Skipped && !b.inapplicable);
+        failed > 0 || !self.findings.is_empty() || (missed && !allow_skip)
     }
 
     /// Whether its GPU results are keyed by device: a run over several GPUs.
