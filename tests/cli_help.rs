@@ -124,11 +124,12 @@ fn help_entries(section: &[&str]) -> Vec<String> {
 /// Whether `text` names `name` as a whole word (`--device` is not named by `--devices`).
 fn names(text: &str, name: &str) -> bool {
     let word = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
+    // An argument's name (`OLD`) must not be the tail of another word either.
+    let argument = name.starts_with(|c: char| c.is_ascii_uppercase());
     text.match_indices(name).any(|(at, _)| {
-        let before = text[..at].chars().next_back();
-        let after = text[at + name.len()..].chars().next();
-        !after.is_some_and(word)
-            && !(name.starts_with(|c: char| c.is_ascii_uppercase()) && before.is_some_and(word))
+        let word_before = text[..at].chars().next_back().is_some_and(word);
+        let word_after = text[at + name.len()..].chars().next().is_some_and(word);
+        !(word_after || (argument && word_before))
     })
 }
 
