@@ -367,11 +367,12 @@ pub struct CompareArgs {
     #[arg(
         required_unless_present_any = ["latest", "calibrate"],
         requires = "new",
+        display_order = 0,
         help_heading = "Which runs"
     )]
     pub old: Option<PathBuf>,
     /// The later run's result file (JSON).
-    #[arg(help_heading = "Which runs")]
+    #[arg(display_order = 1, help_heading = "Which runs")]
     pub new: Option<PathBuf>,
     /// Compare the two newest runs of this command in --results instead of two files.
     #[arg(
@@ -379,6 +380,7 @@ pub struct CompareArgs {
         value_enum,
         value_name = "KIND",
         conflicts_with = "old",
+        display_order = 2,
         help_heading = "Which runs"
     )]
     pub latest: Option<crate::compare::load::Kind>,
@@ -390,6 +392,7 @@ pub struct CompareArgs {
         value_name = "FILE",
         num_args = 2..,
         conflicts_with_all = ["old", "latest"],
+        display_order = 3,
         help_heading = "Which runs"
     )]
     pub calibrate: Vec<PathBuf>,
@@ -398,6 +401,7 @@ pub struct CompareArgs {
         long,
         value_name = "DIR",
         default_value = "results",
+        display_order = 4,
         help_heading = "Which runs"
     )]
     pub results: PathBuf,
