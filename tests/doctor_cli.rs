@@ -702,7 +702,11 @@ fn sm_35_has_no_kernels_in_cudnn_9_or_cublas_12_but_cublas_11_has_sass() {
 #[test]
 fn cufft_13_s_kernels_in_ldata_count_and_cufftw_s_kernel_free_cubin_is_no_finding() {
     let venv = build_fixtures().join("venv-cufft-cu13");
-    let run = doctor(&[venv.clone()], None, &["--no-load", "--target", "sm_90"]);
+    let run = doctor(
+        std::slice::from_ref(&venv),
+        None,
+        &["--no-load", "--target", "sm_90"],
+    );
     let all = all_libraries(&run.report);
     let named = |soname: &str| {
         *all.iter()
@@ -737,7 +741,7 @@ fn cufft_13_s_kernels_in_ldata_count_and_cufftw_s_kernel_free_cubin_is_no_findin
 #[test]
 fn a_library_of_another_machine_is_listed_and_never_loaded() {
     let venv = build_fixtures().join("venv-cudart-aarch64");
-    let run = doctor(&[venv.clone()], None, &[]);
+    let run = doctor(std::slice::from_ref(&venv), None, &[]);
     let all = all_libraries(&run.report);
     let cudart = all
         .iter()
