@@ -707,12 +707,17 @@ fn run_page(page: &str) {
             if !output_matches(&example.expected, &actual) {
                 failures.push(format!(
                     "{page}:{} (block at line {}): $ {}\n\
-                     its output does not match (- expected, + actual, exit status {}):\n{}",
+                     its output does not match (- expected, + actual, exit status {}):\n{}\
+                     the whole output (what a `...` stands for included):\n{}",
                     example.line,
                     block.line,
                     example.command,
                     ran.status,
-                    diff(&example.expected, &actual)
+                    diff(&example.expected, &actual),
+                    actual
+                        .iter()
+                        .map(|l| format!("| {l}\n"))
+                        .collect::<String>()
                 ));
             }
             let next_is_status = examples
