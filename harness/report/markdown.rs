@@ -4,8 +4,8 @@
 //! table and what was not measured, by reason. For CI summaries (`$GITHUB_STEP_SUMMARY`), pull requests and issues.
 
 use super::{
-    archs, bench, cell, check_counts, check_gpu_line, driver_version, gpu_line, library_path,
-    notices, Exporter,
+    archs, bench, cell, check_counts, check_gpu_line, count, driver_version, gpu_line,
+    library_path, notices, Exporter,
 };
 use crate::bench::model::{BenchReport, Status as BenchStatus};
 use crate::check::model::{CheckReport, CombinationReport, Status};
@@ -354,9 +354,9 @@ impl Exporter for Markdown {
 
     fn merge(&self, report: &MergeReport) -> Result<Vec<u8>, OutputError> {
         let mut out = format!(
-            "# stackbench merge ({}, {} nodes)\n\n",
+            "# stackbench merge ({}, {})\n\n",
             report.kind,
-            report.nodes.len()
+            count(report.nodes.len(), "node")
         );
         if report.outliers.is_empty() {
             out.push_str("No outlier.\n\n");
@@ -510,9 +510,9 @@ fn summary(out: &mut String, host: &HostInfo, installations: &[Installation]) {
     let libraries: usize = installations.iter().map(|i| i.libraries.len()).sum();
     let _ = writeln!(
         out,
-        "{} installations, {} libraries on {} ({} {}), stackbench {}.\n",
-        installations.len(),
-        libraries,
+        "{}, {} on {} ({} {}), stackbench {}.\n",
+        count(installations.len(), "installation"),
+        count(libraries, "library"),
         code(&host.hostname),
         escape(&host.os),
         escape(&host.arch),

@@ -41,10 +41,12 @@ impl Exporter for Terminal {
         let mut out = String::new();
         let libraries: usize = report.installations.iter().map(|i| i.libraries.len()).sum();
         let problems = report.all_problems().count();
-        let summary = format!(
-            "{} installations, {libraries} libraries, {problems} problems",
-            report.installations.len()
-        );
+        let summary = [
+            count(report.installations.len(), "installation"),
+            count(libraries, "library"),
+            count(problems, "problem"),
+        ]
+        .join(", ");
         let _ = writeln!(out, "{} {summary}\n", self.paint(BOLD, "stackbench scan:"));
         self.installations(&mut out, &report.installations, &report.problems, false);
         Ok(out.into_bytes())
@@ -433,9 +435,9 @@ impl Exporter for Terminal {
     fn merge(&self, report: &MergeReport) -> Result<Vec<u8>, OutputError> {
         let mut out = String::new();
         let title = format!(
-            "stackbench merge ({}, {} nodes):",
+            "stackbench merge ({}, {}):",
             report.kind,
-            report.nodes.len()
+            count(report.nodes.len(), "node")
         );
         let verdict = match report.outliers.len() {
             0 => self.paint(GREEN, "no outlier"),
