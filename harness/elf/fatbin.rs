@@ -269,12 +269,11 @@ fn read_container(
         };
         let kind = EntryKind::from_raw(kind);
         let compressed = flags & (FLAG_COMPRESSED | FLAG_COMPRESSED_ZSTD) != 0;
-        if next > section.len() {
-            return Err(truncated(pos, "entry payload"));
-        }
         let holds_kernels = kind != EntryKind::Sass
             || compressed
-            || cubin_holds_kernels(&section[header_end..next]);
+            || section
+                .get(header_end..next)
+                .is_none_or(cubin_holds_kernels);
         entries.push(FatbinEntry {
             kind,
             arch,
@@ -285,6 +284,9 @@ fn read_container(
             flags,
             holds_kernels,
         });
+        if next > section.len() {
+            return Err(truncated(pos, "entry payload"));
+        }
         pos = next;
     }
     if end > section.len() {
@@ -311,8 +313,8 @@ fn next_magic(section: &[u8], from: usize) -> Option<usize> {
 /// for CUDA 13 keeps ~24,000 of them while its `.nv_fatbin` holds one kernel-free cubin).
 ///
 /// The section holds other data too, and its containers need not be 8-byte aligned within it,
-/// so a magic at any offset whose container does not read whole is taken for data and skipped: no error is reported, and only well-formed containers (version 1, a
-/// 16-byte header) count.
+/// so a magic at any offset whose container does not read whole is taken for data and skipped:
+/// no error is reported, and only well-formed containers (version 1, a 16-byte header) count.
 pub fn scan_embedded(section: &[u8]) -> FatbinScan {
     let finder = memchr::memmem::Finder::new(&MAGIC_BYTES);
     let mut out = FatbinScan::default();
@@ -352,7 +354,7 @@ fn cubin_holds_kernels(cubin: &[u8]) -> bool {
         let strings_index = usize::from(read_u16(cubin, 0x3e)?);
         let header = |i: usize| table.checked_add(i.checked_mul(SECTION_HEADER_LEN)?);
         let strings = header(strings_index)?;
-        let strings = usize::try_from(read_u64(cubin, strings + 0x18)?).ok()?;
+        let strings = usize::try_from(read_u64(cubin, strings.checked_add(0x18)?)?).ok()?;
         let mut any = false;
         for i in 0..count {
             let name = usize::try_from(read_u32(cubin, header(i)?)?).ok()?;
@@ -649,6 +651,8 @@ pub(crate) mod tests {
         #[test]
         fn never_panics_on_arbitrary_bytes(data in proptest::collection::vec(any::<u8>(), 0..512)) {
             let _ = scan(&data);
+            let _ = scan_embedded(&data);
+            let _ = cubin_holds_kernels(&data);
         }
 
         #[test]
@@ -656,6 +660,16 @@ pub(crate) mod tests {
             let mut bytes = MAGIC_BYTES.to_vec();
             bytes.extend(data);
             let _ = scan(&bytes);
+            let _ = scan_embedded(&bytes);
+        }
+
+        #[test]
+        fn never_panics_on_a_cubin_header_of_arbitrary_bytes(
+            data in proptest::collection::vec(any::<u8>(), 0..512),
+        ) {
+            let mut cubin = b"\x7fELF\x02\x01".to_vec();
+            cubin.extend(data);
+            let _ = cubin_holds_kernels(&cubin);
         }
 
         #[test]
