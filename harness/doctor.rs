@@ -319,8 +319,8 @@ fn probe_all(
     search: &SearchContext,
 ) -> Vec<InstallationProbe> {
     let probe_one = |installation: &Installation| {
-        // A toolkit's stubs/ are for the linker only: loading one says nothing of the host
-        // (CUDA 13's crash in their initialisation, by design of no one's program).
+        // A toolkit's stubs/ are for the linker only, so loading one says nothing of the host
+        // (CUDA 13's crash in their constructors); nor can another machine's library load.
         let loadable: Vec<&Library> = installation
             .libraries
             .iter()

@@ -397,7 +397,8 @@ pub fn architectures(entries: &[FatbinEntry]) -> (Vec<String>, Vec<String>) {
 /// Reads the `.nv_fatbin` entry headers of a shared object on disk: only the ELF headers,
 /// the section headers and the entry headers are touched.
 ///
-/// A file without a `.nv_fatbin` section gives an empty scan.
+/// A file without a `.nv_fatbin` section gives an empty scan. Containers embedded in `.ldata`
+/// are not read here (nor by `cuobjdump`, which this matches); `elf::read_path` reads both.
 pub fn scan_file(path: &Path) -> Result<FatbinScan, super::ElfError> {
     let map = super::map_file(path)?;
     let data: &[u8] = &map;
@@ -408,7 +409,7 @@ pub fn scan_file(path: &Path) -> Result<FatbinScan, super::ElfError> {
         .unwrap_or_default())
 }
 
-/// SASS and PTX target names of a shared object on disk (see [`scan_file`] and
+/// SASS and PTX target names of a shared object's `.nv_fatbin` on disk (see [`scan_file`] and
 /// [`architectures`]); entries after a corrupt tail are left out.
 pub fn list_architectures_of_file(
     path: &Path,
