@@ -10,6 +10,9 @@
 //!   lines are ignored.
 //! - In expected output, `[..]` matches any text within one line, and a line that is exactly
 //!   `...` matches any number of lines, zero included.
+//! - Where lines break is no difference: stackbench wraps its reports at a fixed width, and a
+//!   path in a paragraph (the checkout's, before it is normalised) moves the breaks after it. An
+//!   output that matches once both sides are read as runs of words matches.
 //! - All console blocks of one page run in one bash session, in order: variables, functions, the
 //!   working directory and files carry over from block to block. Each command has
 //!   [`COMMAND_TIMEOUT`] to finish; `$?` is restored before the next command, so `$ echo $?`
@@ -334,6 +337,42 @@ fn output_matches<E: AsRef<str>, A: AsRef<str>>(expected: &[E], actual: &[A]) ->
         reach = next;
     }
     reach[actual.len()]
+}
+
+/// Whether `actual` matches `expected` once both are read as runs of words: where a line breaks
+/// and how much whitespace separates words are no difference. stackbench wraps its reports at a
+/// fixed width, so a path of another length (the checkout's, before it reads `~/stackbench`)
+/// moves the breaks of the paragraph it is in. `[..]` matches any text within one line of
+/// `actual`, and a `...` line any text at all.
+fn reflowed_matches<E: AsRef<str>, A: AsRef<str>>(expected: &[E], actual: &[A]) -> bool {
+    let expected = tidy(expected);
+    let mut pattern = String::from(r"\A\s*");
+    let mut words = 0;
+    for line in &expected {
+        if *line == "..." {
+            // Whole words only: what it stands for is set off by whitespace.
+            pattern.push_str(if words == 0 {
+                r"(?:[\s\S]*?\s)?"
+            } else {
+                r"(?:\s[\s\S]*?)?"
+            });
+            continue;
+        }
+        for word in line.split_whitespace() {
+            if words > 0 {
+                pattern.push_str(r"\s+");
+            }
+            let parts: Vec<String> = word.split("[..]").map(regex::escape).collect();
+            pattern.push_str(&parts.join(r"[^\n]*?"));
+            words += 1;
+        }
+    }
+    if words == 0 {
+        return output_matches(&expected, actual);
+    }
+    pattern.push_str(r"\s*\z");
+    let actual = tidy(actual).join("\n");
+    regex::Regex::new(&pattern).is_ok_and(|re| re.is_match(&actual))
 }
 
 /// A diff-like view of expected against actual: `  ` for a line that matches (the lines a
@@ -704,7 +743,9 @@ fn run_page(page: &str) {
                 );
             }
             let actual: Vec<&str> = ran.output.lines().collect();
-            if !output_matches(&example.expected, &actual) {
+            if !output_matches(&example.expected, &actual)
+                && !reflowed_matches(&example.expected, &actual)
+            {
                 failures.push(format!(
                     "{page}:{} (block at line {}): $ {}\n\
                      its output does not match (- expected, + actual, exit status {}):\n{}\
@@ -842,6 +883,56 @@ fn dots_match_any_number_of_lines() {
         &["one", "two", "three", "four", ""],
         &actual
     ));
+}
+
+#[test]
+fn lines_broken_elsewhere_match_and_other_words_do_not() {
+    let expected = [
+        "fix: put zlibwapi.dll beside cudnn64_8.dll in",
+        "  [..]/nvidia/cudnn/bin, or upgrade to",
+        "  cuDNN 9",
+        "...",
+        "notes",
+    ];
+    let longer = [
+        "fix: put zlibwapi.dll beside cudnn64_8.dll in",
+        "  /a/longer/checkout/nvidia/cudnn/bin, or upgrade",
+        "  to cuDNN 9",
+        "warnings",
+        "notes",
+    ];
+    assert!(!output_matches(&expected, &longer));
+    assert!(reflowed_matches(&expected, &longer));
+    let shorter = [
+        "fix: put zlibwapi.dll beside cudnn64_8.dll in /c/nvidia/cudnn/bin, or",
+        "  upgrade to cuDNN 9",
+        "notes",
+    ];
+    assert!(reflowed_matches(&expected, &shorter));
+    // A word changed, a word dropped, a line left over, words run together: no match.
+    let renamed = [
+        "fix: put zlibwapi.dll beside cudnn64_9.dll in /c/nvidia/cudnn/bin, or upgrade to cuDNN 9",
+        "notes",
+    ];
+    assert!(!reflowed_matches(&expected, &renamed));
+    let dropped = [
+        "fix: put zlibwapi.dll beside cudnn64_8.dll in /c/nvidia/cudnn/bin, or to cuDNN 9",
+        "notes",
+    ];
+    assert!(!reflowed_matches(&expected, &dropped));
+    let more = [
+        "fix: put zlibwapi.dll beside cudnn64_8.dll in /c/nvidia/cudnn/bin, or upgrade to cuDNN 9",
+        "notes",
+        "more",
+    ];
+    assert!(!reflowed_matches(&expected, &more));
+    assert!(!reflowed_matches(&["one", "...", "four"], &["onefour"]));
+    assert!(reflowed_matches(&["one", "...", "four"], &["one", "four"]));
+    assert!(reflowed_matches(&["...", "four"], &["one two", "four"]));
+    assert!(!reflowed_matches(&["...", "four"], &["onefour"]));
+    assert!(reflowed_matches(&["..."], &["anything"]));
+    // `[..]` stays within one line of the output.
+    assert!(!reflowed_matches(&["a [..] d"], &["a b", "c d"]));
 }
 
 #[test]
