@@ -19,13 +19,28 @@ use std::path::{Path, PathBuf};
 /// 1.5% apart, each boot 1% (the default), no seed.
 const UNKIND: &str = "[[device]]\nname = \"Model H\"\nrun_sigma = 0.015\n";
 
-/// `bench --quick --repeat REPEAT` on the simulator's boot `boot` with the profile `toml`, its
-/// files in `dir`; the JSON result file it wrote.
+/// `bench --quick --repeat REPEAT` of the GPU rows whose time is the model's (copy, vector add,
+/// cuBLAS) on the simulator's boot `boot` with the profile `toml`, its files in `dir`; the JSON
+/// result file it wrote. The NVRTC matmul is left out: its 1024³ tiled kernel runs through the
+/// simulator's PTX interpreter, three quarters of a run's time here, and its row is compared
+/// as the others are.
 fn bench(dir: &Path, toml: &str, repeat: &str, boot: &str) -> PathBuf {
     let output = on_simulator(
         dir,
         toml,
-        &["bench", "--quick", "--repeat", repeat, "--allow-skip"],
+        &[
+            "bench",
+            "--quick",
+            "--repeat",
+            repeat,
+            "--allow-skip",
+            "--filter",
+            "copy/",
+            "--filter",
+            "vector_add/",
+            "--filter",
+            "cublas/",
+        ],
     )
     .env("STACKBENCH_SIM_BOOT", boot)
     .arg("--results")
@@ -59,7 +74,7 @@ fn compare(home: &Path, old: &Path, new: &Path) -> (Option<i32>, Value) {
     (output.status.code(), stdout_json(&output))
 }
 
-/// The GPU rows measured in both runs: copy, vector add and the matmuls.
+/// The GPU rows measured in both runs: copy, vector add and the cuBLAS matmuls.
 fn gpu_rows(report: &Value) -> Vec<&Value> {
     let rows: Vec<&Value> = report["benchmarks"]
         .as_array()
@@ -72,14 +87,14 @@ fn gpu_rows(report: &Value) -> Vec<&Value> {
                 .any(|p| id.starts_with(p))
         })
         .collect();
-    assert!(rows.len() >= 7, "copy, vector add, 5 matmuls: {report}");
+    assert!(rows.len() >= 6, "copy, vector add, 4 matmuls: {report}");
     rows
 }
 
 #[test]
 fn a_slower_simulated_gpu_is_slower_on_every_gpu_row_and_the_same_one_never_is() {
     let home = tempfile::tempdir().expect("temporary directory");
-    // A run takes about a minute a repetition here, so the three run side by side: their GPU
+    // A run takes about 15 s a repetition here, so the three run side by side: their GPU
     // figures are the model's, whatever the load. The slower device is a change the
     // statistics-level tests show is called at `--repeat 3` (harness/compare/power.rs has 15%
     // at `--repeat 5`: 99.5% of pairs).

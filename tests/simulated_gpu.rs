@@ -9,6 +9,19 @@ use common::{bench_row, check_result, check_status, on_simulator, run_simulated}
 use rstest::rstest;
 use serde_json::Value;
 
+/// A quick bench of the copy and the vector add alone: the matmuls (the NVRTC one runs through
+/// the simulator's PTX interpreter, three quarters of a quick run's time) are
+/// tests/simulated_blas.rs's.
+const COPY_AND_VECTOR_ADD: &[&str] = &[
+    "bench",
+    "--quick",
+    "--allow-skip",
+    "--filter",
+    "copy/",
+    "--filter",
+    "vector_add/",
+];
+
 /// A profile of one default device with `faults` (TOML lines of the `[faults]` table).
 fn faulty(faults: &str) -> String {
     format!("[faults]\n{faults}\n")
@@ -109,7 +122,7 @@ fn the_simulated_run_s_junit_report_is_valid() {
 
 #[test]
 fn bench_measures_copy_and_vector_add_at_the_simulated_device_s_rates() {
-    let (_, report) = run(&["bench", "--quick", "--allow-skip"], "");
+    let (_, report) = run(COPY_AND_VECTOR_ADD, "");
     assert_eq!(report["simulated"], true);
     let row = |benchmark: &str| bench_row(&report, benchmark);
     // The profile's 3350 GB/s, less each run's modelled fixed cost, moved by the noise and by
@@ -179,10 +192,7 @@ fn a_hung_kernel_is_cut_off_by_the_timeout_and_the_run_goes_on() {
 
 #[test]
 fn a_throttled_gpu_is_slower_and_marks_the_samples_taken_under_it() {
-    let (_, report) = run(
-        &["bench", "--quick", "--allow-skip"],
-        "throttle = [\"hw_slowdown\"]",
-    );
+    let (_, report) = run(COPY_AND_VECTOR_ADD, "throttle = [\"hw_slowdown\"]");
     let add = bench_row(&report, "vector_add");
     // HW slowdown halves the SM clock, and the kernel takes twice as long: about half the
     // profile's 3350 GB/s (the copy, on the copy engine, is not held back).
@@ -208,7 +218,8 @@ fn a_throttled_gpu_is_slower_and_marks_the_samples_taken_under_it() {
 fn the_telemetry_reads_the_device_the_benchmarks_ran_on() {
     // Two GPUs told apart by their clocks; the benchmarks run on the second.
     let two = "[[device]]\nsm_clock_mhz = 1980\n\n[[device]]\nsm_clock_mhz = 1410\n";
-    let (_, report) = run_profile(&["bench", "--quick", "--allow-skip", "--device", "1"], two);
+    let on_second = [COPY_AND_VECTOR_ADD, &["--device", "1"]].concat();
+    let (_, report) = run_profile(&on_second, two);
     let add = bench_row(&report, "vector_add");
     assert_eq!(add["status"], "measured", "{add}");
     assert_eq!(add["telemetry"]["sm_clock_mhz_max"], 1410, "{add}");
