@@ -94,7 +94,7 @@ fn gpu_rows(report: &Value) -> Vec<&Value> {
 #[test]
 fn a_slower_simulated_gpu_is_slower_on_every_gpu_row_and_the_same_one_never_is() {
     let home = tempfile::tempdir().expect("temporary directory");
-    // A run takes about 15 s a repetition here, so the three run side by side: their GPU
+    // A run takes about 17 s a repetition here, so the three run side by side: their GPU
     // figures are the model's, whatever the load. The slower device is a change the
     // statistics-level tests show is called at `--repeat 3` (harness/compare/power.rs has 15%
     // at `--repeat 5`: 99.5% of pairs).
