@@ -873,6 +873,7 @@ fn gpu_run_dry_run_without_a_gpu_says_what_it_found_and_each_step_and_runs_nothi
     let steps = planned_steps(&stdout);
     let names: Vec<&str> = steps.iter().map(|(n, _, _)| n.as_str()).collect();
     let expected_prefixes = [
+        "nvidia-smi-nogpu-",
         "doctor-nogpu-",
         "check-nogpu-",
         "check-nogpu-",
@@ -882,8 +883,8 @@ fn gpu_run_dry_run_without_a_gpu_says_what_it_found_and_each_step_and_runs_nothi
         "torch-compare-nogpu-",
         "test-doctor_cli",
         "test-gpu_only",
-        "criterion-matmul",
         "criterion-vector_add",
+        "criterion-matmul",
     ];
     assert_eq!(steps.len(), expected_prefixes.len(), "{stdout}");
     for (name, prefix) in names.iter().zip(expected_prefixes) {
@@ -920,17 +921,36 @@ fn gpu_run_dry_run_without_a_gpu_says_what_it_found_and_each_step_and_runs_nothi
         1,
         "one check run"
     );
-    assert!(command("bench-", "").starts_with(&format!("{sb} bench --quick --results ")));
+    assert!(
+        command("nvidia-smi-", "").ends_with("no-such-nvidia-smi -q -d CLOCK,PERFORMANCE,POWER")
+    );
+    assert!(command("bench-", "").starts_with(&format!("{sb} bench --quick --repeat 5 --results ")));
     assert!(command("torch-matmul-", "").contains("ci/torch-matmul.py --quick --output "));
     assert!(command("test-gpu_only", "").ends_with("/tests/gpu_only --ignored --test-threads=1"));
     assert!(command("criterion-matmul", "")
         .ends_with("/benches/matmul --bench --warm-up-time 1 --sample-size 50 --noplot"));
 
-    // The budgets fit the 20-minute visit with the kill's grace to spare, and the total says so.
+    // Every step before the long test executables and the criterion benches fits the default
+    // 540 s visit at its full budget, with the kill's grace to spare, so no visit skips them.
     let total: u64 = steps.iter().map(|(_, b, _)| b).sum();
-    assert!(total <= 1200 - 10, "{total} s of steps:\n{stdout}");
     assert!(
-        stdout.contains(&format!("in all: {total} s of 1200")),
+        stdout.contains(&format!("in all: {total} s of 540")),
+        "{stdout}"
+    );
+    let standard: u64 = steps
+        .iter()
+        .take_while(|(n, _, _)| !n.starts_with("test-gpu_only"))
+        .map(|(_, b, _)| b)
+        .sum();
+    assert!(standard <= 540 - 10, "{standard} s of steps:\n{stdout}");
+
+    // --standard-only: the clocks and the standard bench run, nothing else.
+    let output = visit.run(&["--dry-run", "--standard-only"], None, &[]);
+    let stdout = text(&output.stdout);
+    let names: Vec<String> = planned_steps(&stdout).into_iter().map(|s| s.0).collect();
+    assert_eq!(names.len(), 2, "{stdout}");
+    assert!(
+        names[0].starts_with("nvidia-smi-") && names[1].starts_with("bench-"),
         "{stdout}"
     );
 
@@ -963,8 +983,8 @@ fn gpu_run_dry_run_names_the_gpu_and_passes_a_conda_environment_as_conda_prefix(
     );
     assert!(stdout.contains(&conda), "{stdout}");
     let steps = planned_steps(&stdout);
-    assert!(steps[0].0.starts_with("doctor-h100-"), "{stdout}");
-    assert!(steps[1].2.contains("/check-h100-"), "{stdout}");
+    assert!(steps[1].0.starts_with("doctor-h100-"), "{stdout}");
+    assert!(steps[2].2.contains("/check-h100-"), "{stdout}");
     assert_eq!(visit.log(), "");
 }
 
@@ -1023,6 +1043,11 @@ fn gpu_run_runs_each_step_once_in_python_s_environment_and_sums_them_up() {
 
     let summary = visit.summary();
     assert!(summary.starts_with("gpu: none found: "), "{summary}");
+    let boot_id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap();
+    assert!(
+        summary.contains(&format!("boot id: {}\n", boot_id.trim())),
+        "{summary}"
+    );
     assert!(
         summary.contains(&format!(
             "environment: {venv} (a venv: PYTHON's sys.prefix)\n"
@@ -1053,33 +1078,46 @@ fn gpu_run_runs_each_step_once_in_python_s_environment_and_sums_them_up() {
 }
 
 #[test]
-fn gpu_run_cuts_off_a_hung_step_at_the_visit_s_end_and_skips_what_has_no_time_left() {
+fn gpu_run_cuts_a_hung_step_off_at_its_budget_and_starts_none_without_its_whole_budget() {
     let visit = Visit::new();
-    // 15 s less the 10 s kill grace: the hung doctor gets what is left of 5 s (bash counts
-    // whole seconds, so 4 or 5), whatever the machine's load, and the steps after it none.
+    // An nvidia-smi that names its GPU and then hangs when asked for the clocks (10 s budget).
+    let smi = visit.path("nvidia-smi");
+    std::fs::write(
+        &smi,
+        "#!/usr/bin/env bash\n[[ $1 == -q ]] && exec sleep 1000\necho 'NVIDIA H100 80GB HBM3, 580.95.05'\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&smi, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // 25 s less the 10 s kill grace: the clocks step fits (10 s) and is cut off; the 5 s or so
+    // left (bash counts whole seconds) is less than any later step's budget, so none starts,
+    // whatever the machine's load.
     let started = std::time::Instant::now();
-    let output = visit.run(&[], None, &[("VISIT_S", "15"), ("HANG", "1")]);
+    let output = visit.run(&[], Some(&smi), &[("VISIT_S", "25")]);
     assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
     assert!(
         started.elapsed() < std::time::Duration::from_secs(600),
         "the hung step was cut off"
     );
     let summary = visit.summary();
-    let doctor = summary.lines().find(|l| l.starts_with("doctor-")).unwrap();
-    assert!(doctor.contains("exit 124"), "{summary}");
-    assert!(doctor.contains("(cut off at its "), "{summary}");
+    let clocks = summary
+        .lines()
+        .find(|l| l.starts_with("nvidia-smi-h100-"))
+        .unwrap();
+    assert!(clocks.contains("exit 124"), "{summary}");
+    assert!(clocks.contains("(cut off at its 10 s)"), "{summary}");
+    let doctor = summary
+        .lines()
+        .find(|l| l.starts_with("doctor-h100-"))
+        .unwrap();
+    assert!(doctor.contains("skipped: needs 30 s, "), "{summary}");
+    assert!(doctor.ends_with(" s left of the 25 s visit"), "{summary}");
     let skipped = summary
         .lines()
-        .filter(|l| l.contains("skipped: no time left of the 15 s visit"))
+        .filter(|l| l.contains(" skipped: needs "))
         .count();
-    // check, its two renderings, bench, torch-matmul, torch-compare, 2 tests, 2 benches
-    assert_eq!(skipped, 10, "{summary}");
-    assert_eq!(
-        visit.log().lines().count(),
-        1,
-        "only the doctor ran:\n{}",
-        visit.log()
-    );
+    // doctor, check, its two renderings, bench, torch-matmul, torch-compare, 2 tests, 2 benches
+    assert_eq!(skipped, 11, "{summary}");
+    assert_eq!(visit.log(), "", "no stand-in ran");
 }
 
 /// The body of an insta snapshot under tests/snapshots/ (what follows its header).
