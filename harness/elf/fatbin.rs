@@ -400,8 +400,8 @@ pub fn architectures(entries: &[FatbinEntry]) -> (Vec<String>, Vec<String>) {
 /// A file without a `.nv_fatbin` section gives an empty scan. Containers embedded in `.ldata`
 /// are not read here (nor by `cuobjdump`, which this matches); `elf::read_path` reads both.
 pub fn scan_file(path: &Path) -> Result<FatbinScan, super::ElfError> {
-    let map = super::map_file(path)?;
-    let data: &[u8] = &map;
+    let bytes = super::file::bytes(path)?;
+    let data: &[u8] = &bytes;
     let range = super::section_range(data, super::FATBIN_SECTION)?;
     Ok(range
         .and_then(|r| data.get(r))

@@ -9,6 +9,9 @@
 pub mod banner;
 pub mod dlopen;
 pub mod fatbin;
+pub(crate) mod file;
+
+pub(crate) use file::open_regular;
 
 use crate::model::{BuiltFor, VersionNeed};
 use object::elf;
@@ -98,51 +101,10 @@ pub fn read_bytes(bytes: &[u8]) -> Result<ElfInfo, ElfError> {
     })
 }
 
-/// Reads a shared object from a file, mapping it rather than copying it.
+/// Reads a shared object from a file: mapped where only we or root can change it, else copied
+/// ([`file::bytes`]).
 pub fn read_path(path: &Path) -> Result<ElfInfo, ElfError> {
-    let map = map_file(path)?;
-    read_bytes(&map)
-}
-
-/// Maps a regular file read-only; an empty file is [`ElfError::Truncated`].
-pub(crate) fn map_file(path: &Path) -> Result<memmap2::Mmap, ElfError> {
-    let (file, _) = open_regular(path)?;
-    // SAFETY: the mapping is read-only and private. If another process truncates or rewrites
-    // the file while it is mapped, bytes may change under us or a read may fault (SIGBUS);
-    // every read is bounds-checked against the mapping's length, and installers replace
-    // libraries (new inode) rather than rewriting them in place.
-    unsafe { memmap2::Mmap::map(&file) }.map_err(|source| ElfError::Io {
-        path: path.to_path_buf(),
-        source,
-    })
-}
-
-/// Opens a regular, non-empty file and gives its length; an empty file is
-/// [`ElfError::Truncated`].
-pub(crate) fn open_regular(path: &Path) -> Result<(std::fs::File, u64), ElfError> {
-    let io = |source| ElfError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    // Check the type before opening: opening a FIFO named like a library would block.
-    let not_regular = || {
-        io(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            "not a regular file",
-        ))
-    };
-    if !std::fs::metadata(path).map_err(io)?.is_file() {
-        return Err(not_regular());
-    }
-    let file = std::fs::File::open(path).map_err(io)?;
-    let meta = file.metadata().map_err(io)?;
-    if !meta.is_file() {
-        return Err(not_regular());
-    }
-    if meta.len() == 0 {
-        return Err(ElfError::Truncated("empty file".into()));
-    }
-    Ok((file, meta.len()))
+    read_bytes(&file::bytes(path)?)
 }
 
 /// File range of the section named `name`, if the ELF has one with bytes in the file.

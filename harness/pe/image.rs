@@ -41,6 +41,9 @@ pub(crate) struct Image {
     len: u64,
     parts: Vec<Part>,
     map: Option<memmap2::Mmap>,
+    /// Whether large parts may come from a mapping: only when no one but us or root can change
+    /// the file (see [`crate::elf::file`]); else every part is copied.
+    may_map: bool,
 }
 
 /// A byte range of the file and where its bytes are.
@@ -59,13 +62,14 @@ enum Bytes {
 
 impl Image {
     /// Reads the parts of `file` (`len` bytes): its headers first, then the sections they
-    /// name. A file that is not PE, or whose headers do not parse, is its first bytes alone,
-    /// for the reader to say what is wrong with them.
-    pub(crate) fn read(file: &File, len: u64) -> io::Result<Image> {
+    /// name, large ones from a mapping where `may_map`. A file that is not PE, or whose headers
+    /// do not parse, is its first bytes alone, for the reader to say what is wrong with them.
+    pub(crate) fn read(file: &File, len: u64, may_map: bool) -> io::Result<Image> {
         let mut image = Image {
             len,
             parts: Vec::new(),
             map: None,
+            may_map,
         };
         image.add(file, 0..HEAD.min(len))?;
         if !image.from(0).is_some_and(super::is_pe) {
@@ -152,14 +156,15 @@ impl Image {
         wanted
     }
 
-    /// Reads `range` of `file` as a part: copied, or taken from the mapping when large.
+    /// Reads `range` of `file` as a part: copied, or taken from the mapping when large and the
+    /// file may be mapped.
     fn add(&mut self, file: &File, range: Range<u64>) -> io::Result<()> {
         let size = range.end - range.start;
-        if size >= MAP_FROM {
+        if size >= MAP_FROM && self.may_map {
             if self.map.is_none() {
                 let len = usize::try_from(self.len).map_err(io::Error::other)?;
-                // SAFETY: as for `elf::map_file`: read-only and private; every read is
-                // bounds-checked against the part it falls in.
+                // SAFETY: as for `elf::file::bytes`: read-only and private, of a file no one but
+                // us or root can change; every read is bounds-checked against its part.
                 let map = unsafe { memmap2::MmapOptions::new().len(len).map(file)? };
                 // What is read of it lies far apart (tables, fatbinary entry headers): each
                 // touch maps one page rather than the pages around it, which cost more to map
@@ -239,7 +244,7 @@ mod tests {
     fn read_parts(path: &Path) -> crate::pe::PeInfo {
         let file = std::fs::File::open(path).unwrap();
         let len = file.metadata().unwrap().len();
-        let from_parts = read(&Image::read(&file, len).unwrap(), Some(&file))
+        let from_parts = read(&Image::read(&file, len, true).unwrap(), Some(&file))
             .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         // SAFETY: a read-only private mapping of a file nothing writes to.
         let whole = unsafe { memmap2::Mmap::map(&file) }.unwrap();
@@ -381,7 +386,7 @@ mod tests {
         let whole = read_bytes(&bytes).unwrap();
         assert_eq!(whole.imports, ["nvcuda.dll"]);
         let opened = std::fs::File::open(file.path()).unwrap();
-        let parts = Image::read(&opened, bytes.len() as u64).unwrap();
+        let parts = Image::read(&opened, bytes.len() as u64, true).unwrap();
         assert!(read(&parts, Some(&opened)).is_err());
         assert_eq!(read_path(file.path()).unwrap(), whole);
     }

@@ -88,20 +88,31 @@ pub fn read_path(path: &Path) -> Result<PeInfo, PeError> {
         path: path.to_path_buf(),
         source,
     };
-    let (file, len) = crate::elf::open_regular(path).map_err(|e| match e {
-        crate::elf::ElfError::Io { path, source } => PeError::Io { path, source },
-        other => PeError::Truncated(other.to_string()),
-    })?;
-    let image = image::Image::read(&file, len).map_err(io)?;
+    let (file, len) = crate::elf::open_regular(path).map_err(from_file_error)?;
+    let may_map = crate::elf::file::only_ours_to_change(path);
+    if !may_map && len > crate::elf::file::COPY_LIMIT {
+        return Err(io(std::io::Error::other(format!(
+            "{len} bytes, more than the {} GiB read of a file another user can change",
+            crate::elf::file::COPY_LIMIT >> 30
+        ))));
+    }
+    let image = image::Image::read(&file, len, may_map).map_err(io)?;
     let head = image.read_bytes_at(0, 2.min(len)).unwrap_or_default();
     check_magic(head)?;
     if let Ok(info) = read(&image, Some(&file)) {
         return Ok(info);
     }
     drop(image);
-    // SAFETY: as for `elf::map_file`: read-only and private, every read bounds-checked.
-    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
-    crate::elf::with_aligned(&map, |data| read(data, None))
+    let whole = crate::elf::file::bytes(path).map_err(from_file_error)?;
+    crate::elf::with_aligned(&whole, |data| read(data, None))
+}
+
+/// A file that could not be opened or read as a [`PeError`].
+fn from_file_error(error: crate::elf::ElfError) -> PeError {
+    match error {
+        crate::elf::ElfError::Io { path, source } => PeError::Io { path, source },
+        other => PeError::Truncated(other.to_string()),
+    }
 }
 
 /// `head`, the first two bytes (or fewer) of a file, must be `MZ`.
