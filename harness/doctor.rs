@@ -327,10 +327,7 @@ fn probe_all(
             .filter(|l| l.loads_here() && !is_under(&l.path, "stubs"))
             .collect();
         let files: Vec<PathBuf> = loadable.iter().map(|l| l.real_path.clone()).collect();
-        let dirs: Vec<PathBuf> = loadable
-            .iter()
-            .flat_map(|l| diagnose::requester(l).own_dirs(search))
-            .collect();
+        let dirs = diagnose::own_dirs(&loadable, search);
         let search_path = diagnose::search_path(installation, ld_library_path);
         let mut probe = InstallationProbe {
             root: installation.root.clone(),
@@ -338,6 +335,7 @@ fn probe_all(
             loaded_as: None,
             not_loaded: None,
             left_out: Vec::new(),
+            environment: Vec::new(),
         };
         let launch = match options.trust.decide(&files, &dirs, &search_path) {
             Decision::Load(launch) => launch,
@@ -364,6 +362,7 @@ fn probe_all(
         }
         probe.loaded_as = launch.user;
         probe.left_out = launch.left_out;
+        probe.environment = launch.environment;
         probe
     };
     let parallel = std::thread::available_parallelism().map_or(2, |n| n.get());

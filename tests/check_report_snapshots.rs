@@ -219,6 +219,8 @@ fn venv_cu11() -> CombinationReport {
         duration_ms: 9812.375,
         simulated: false,
         loaded_as: None,
+        environment: Vec::new(),
+        left_out: Vec::new(),
     }
 }
 
@@ -363,6 +365,8 @@ fn conda_cu13() -> CombinationReport {
         duration_ms: 7420.5,
         simulated: false,
         loaded_as: None,
+        environment: Vec::new(),
+        left_out: Vec::new(),
     }
 }
 
@@ -466,6 +470,8 @@ fn toolkit_12_9() -> CombinationReport {
         duration_ms: 11250.0,
         simulated: false,
         loaded_as: None,
+        environment: Vec::new(),
+        left_out: Vec::new(),
     }
 }
 
@@ -880,6 +886,8 @@ fn simulated_toolkit() -> CombinationReport {
         duration_ms: 2125.0,
         simulated: true,
         loaded_as: None,
+        environment: Vec::new(),
+        left_out: Vec::new(),
     }
 }
 

@@ -34,6 +34,9 @@ pub struct Combination {
     pub nvml: Option<PathBuf>,
     /// The library of each component the combination has.
     pub components: Vec<ComponentFile>,
+    /// The RPATH and RUNPATH directories of its libraries (a toolkit's stubs left out): its
+    /// workers' loader searches them, so the trust rule judges them.
+    pub runpath_dirs: Vec<PathBuf>,
     /// Who may load its files, and with which search path (the trust rule); `None`: not yet
     /// decided, and its workers run as ourselves with its whole search path.
     pub decision: Option<Decision>,
@@ -67,6 +70,7 @@ pub fn combinations(
                 driver: None,
                 nvml: None,
                 components: Vec::new(),
+                runpath_dirs: Vec::new(),
                 decision: None,
             }
             .with_files(&libraries, search),
@@ -109,6 +113,7 @@ pub fn combinations(
                 driver: None,
                 nvml: None,
                 components: Vec::new(),
+                runpath_dirs: Vec::new(),
                 decision: None,
             }
             .with_files(&libraries, search),
@@ -133,6 +138,7 @@ impl Combination {
             driver: None,
             nvml: None,
             components: Vec::new(),
+            runpath_dirs: Vec::new(),
             decision: None,
         }
     }
@@ -156,7 +162,7 @@ impl Combination {
             .chain((!self.search_path.is_empty()).then(|| self.search_path.clone()))
             .collect::<Vec<_>>()
             .join(":");
-        self.decision = Some(trust.decide(&files, &[], &search_path));
+        self.decision = Some(trust.decide(&files, &self.runpath_dirs, &search_path));
     }
 
     /// The combination with its driver, NVML and each component's file, as the loader finds
@@ -191,10 +197,16 @@ impl Combination {
             driver_file("libcuda.so.1"),
             driver_file("libnvidia-ml.so.1"),
         );
+        let loadable: Vec<&Library> = libraries
+            .iter()
+            .copied()
+            .filter(|l| l.loads_here() && !diagnose::driver::is_under(&l.path, "stubs"))
+            .collect();
         Combination {
             driver,
             nvml,
             components,
+            runpath_dirs: diagnose::own_dirs(&loadable, search),
             ..self
         }
     }

@@ -10,6 +10,7 @@ use crate::catalog;
 use crate::compat::{self, ComputeCapability, KernelSupport};
 use crate::diagnose::file_name;
 use crate::probe::LoadedObject;
+use crate::trust::Identity;
 use std::path::{Path, PathBuf};
 
 /// A CUDA library the worker mapped (the driver's own libraries left out: their GPU code and
@@ -258,9 +259,15 @@ fn short(targets: &[String]) -> String {
     }
 }
 
-/// Reads a library's SASS and PTX targets from its ELF file; none where its GPU code holds no
-/// kernel (nothing there to launch on any GPU).
-pub fn read_targets(path: &Path) -> Option<(Vec<String>, Vec<String>)> {
+/// Reads the SASS and PTX targets of a library a worker mapped, from its ELF file; none where
+/// its GPU code holds no kernel (nothing there to launch on any GPU). The worker names the file,
+/// so it is read only if the trust rule lets us or the worker's user (`ran_as`) load it: a
+/// worker cannot make us read anything else.
+pub fn read_targets(path: &Path, ran_as: Option<&Identity>) -> Option<(Vec<String>, Vec<String>)> {
+    let loadable_by = |uid| crate::trust::rule::check(path, false, uid).is_ok();
+    if !loadable_by(Identity::current().uid) && !ran_as.is_some_and(|u| loadable_by(u.uid)) {
+        return None;
+    }
     let elf = crate::elf::read_path(path).ok()?;
     Some(if elf.kernel_free {
         (Vec::new(), Vec::new())

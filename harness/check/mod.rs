@@ -331,12 +331,9 @@ fn run_combination(
         for (id, outcome) in [
             (
                 "coverage.kernels",
-                mapped::coverage(
-                    &libraries,
-                    arch,
-                    &mapped::nvrtc_images(&checks),
-                    mapped::read_targets,
-                ),
+                mapped::coverage(&libraries, arch, &mapped::nvrtc_images(&checks), |path| {
+                    mapped::read_targets(path, runner::run_as(combination))
+                }),
             ),
             ("combination.isolated", mapped::isolated(&libraries)),
         ] {
@@ -367,6 +364,12 @@ fn run_combination(
         libraries,
         simulated: CombinationReport::ran_simulated(&checks),
         loaded_as: runner::run_as(combination).map(|u| u.label()),
+        environment: runner::launch(combination)
+            .map(|l| l.environment.clone())
+            .unwrap_or_default(),
+        left_out: runner::launch(combination)
+            .map(|l| l.left_out.clone())
+            .unwrap_or_default(),
         checks,
         duration_ms: started.elapsed().as_secs_f64() * 1e3,
     }

@@ -67,6 +67,13 @@ pub struct CombinationReport {
     /// of its files, when stackbench runs as root.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loaded_as: Option<String>,
+    /// When its workers ran as another user: the names of the variables of ours their
+    /// environment kept (the allow-list's; never their values).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub environment: Vec<String>,
+    /// Search-path entries its workers were not given, and why (the trust rule).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<crate::trust::LeftOut>,
 }
 
 /// For `skip_serializing_if`: a flag is written only when set, so reports of real runs keep

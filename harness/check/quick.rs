@@ -354,6 +354,8 @@ mod tests {
             duration_ms: 420.0,
             simulated: false,
             loaded_as: None,
+            environment: Vec::new(),
+            left_out: Vec::new(),
         });
         report
     }

@@ -10,7 +10,7 @@ use super::protocol::{CheckEvent, CheckRequest};
 use crate::probe::{decode, LoadedObject};
 use crate::process::{start_worker, Worker};
 use crate::trust::identity::as_user;
-use crate::trust::{Decision, Identity, Refusal};
+use crate::trust::{Decision, Identity, Launch, Refusal};
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
@@ -100,12 +100,17 @@ pub(crate) fn worker_search_path(pin: &Path, combination: &Combination) -> OsStr
     parts.join(std::ffi::OsStr::new(":"))
 }
 
-/// The user a combination's workers run as, when not ourselves (its files' owner, under root).
-pub(crate) fn run_as(combination: &Combination) -> Option<&Identity> {
+/// How a combination's workers start, once the trust rule let them.
+pub(crate) fn launch(combination: &Combination) -> Option<&Launch> {
     match &combination.decision {
-        Some(Decision::Load(launch)) => launch.user.as_ref(),
+        Some(Decision::Load(launch)) => Some(launch),
         _ => None,
     }
+}
+
+/// The user a combination's workers run as, when not ourselves (its files' owner, under root).
+pub(crate) fn run_as(combination: &Combination) -> Option<&Identity> {
+    launch(combination).and_then(|launch| launch.user.as_ref())
 }
 
 /// A check not run because the trust rule refused the combination's files: failed when they

@@ -52,6 +52,10 @@ pub struct InstallationProbe {
     /// Search-path entries its worker was not given, and why.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub left_out: Vec<crate::trust::LeftOut>,
+    /// When loaded as another user: the names of the variables of ours its worker's environment
+    /// kept (the allow-list's; never their values).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub environment: Vec<String>,
 }
 
 /// No Windows search given.
@@ -551,6 +555,18 @@ pub fn requester(library: &Library) -> Requester {
         rpath: library.rpath.clone(),
         runpath: library.runpath.clone(),
     }
+}
+
+/// The RPATH and RUNPATH directories of `libraries`, expanded as the loader expands them: places
+/// a worker loading them searches, which the trust rule must judge.
+pub fn own_dirs(libraries: &[&Library], search: &SearchContext) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = libraries
+        .iter()
+        .flat_map(|l| requester(l).own_dirs(search))
+        .collect();
+    dirs.sort();
+    dirs.dedup();
+    dirs
 }
 
 /// The name a library is known by: its soname, else its file name.

@@ -1,33 +1,48 @@
 //! Python environments: the interpreter on PATH, virtualenvs, the user site, conda environments.
 
 use super::Host;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// How long the interpreter on PATH may take to say where its site-packages are.
 const INTERPRETER_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The interpreter's site directories, and its prefix only when it is a virtual environment
-/// (a system interpreter's prefix is `/usr`, far too wide to walk).
-const SITE_QUERY: &str = "import site,sys;print('\\n'.join(([sys.prefix] if sys.prefix!=sys.base_prefix else [])+site.getsitepackages()+[site.getusersitepackages()]))";
+/// The interpreter's path, then its site directories. Run with `-I -S`: no `site` processing, so
+/// no `.pth` file of a site directory runs; `site` only computes paths when imported so.
+const SITE_QUERY: &str = "import site,sys;print('\\n'.join([sys.executable]+site.getsitepackages()+[site.getusersitepackages()]))";
 
-/// The site-packages and the user site of the `python3` on PATH (and its prefix when it is a
-/// virtual environment); none if it is missing, fails or hangs, or if the trust rule would not
-/// let us run it (another user's virtualenv first on root's PATH: its interpreter is their code).
+/// The site-packages and the user site of the `python3` on PATH, and its prefix when it is a
+/// virtual environment (a system interpreter's prefix is `/usr`, far too wide to walk); none if
+/// it is missing, fails or hangs, or if the trust rule would not let it run (it runs as the
+/// trust rule would load it: another user's virtualenv first on root's PATH runs as that user).
 pub fn interpreter_sites() -> Vec<PathBuf> {
     let Some(interpreter) = on_path("python3") else {
         return Vec::new();
     };
     let out = crate::trust::output_if_trusted(
         &interpreter,
-        &["-I", "-c", SITE_QUERY],
+        &["-I", "-S", "-c", SITE_QUERY],
         INTERPRETER_TIMEOUT,
     )
     .unwrap_or_default();
-    out.lines()
-        .filter(|l| !l.is_empty())
-        .map(PathBuf::from)
+    let mut lines = out.lines().filter(|l| !l.is_empty()).map(PathBuf::from);
+    let executable = lines.next();
+    executable
+        .as_deref()
+        .and_then(venv_prefix)
+        .into_iter()
+        .chain(lines)
         .collect()
+}
+
+/// The virtual environment an interpreter belongs to, found as `site` finds it without running
+/// `site`: a `pyvenv.cfg` beside the executable or one directory up.
+fn venv_prefix(executable: &Path) -> Option<PathBuf> {
+    let bin = executable.parent()?;
+    [bin, bin.parent()?]
+        .into_iter()
+        .find(|dir| dir.join("pyvenv.cfg").is_file())
+        .map(Path::to_path_buf)
 }
 
 /// The first `name` on `PATH` that is a file, as `execvp` would find it.
@@ -112,6 +127,17 @@ fn conda_environments_txt(text: &str) -> Vec<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_venv_is_found_beside_its_interpreter_or_one_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let venv = dir.path().join("venv");
+        std::fs::create_dir_all(venv.join("bin")).unwrap();
+        assert_eq!(venv_prefix(&venv.join("bin/python3")), None);
+        std::fs::write(venv.join("pyvenv.cfg"), "home = /usr/bin\n").unwrap();
+        assert_eq!(venv_prefix(&venv.join("bin/python3")), Some(venv.clone()));
+        assert_eq!(venv_prefix(&venv.join("python3")), Some(venv));
+    }
 
     #[test]
     fn finds_virtualenvs_and_conda_envs_under_home() {

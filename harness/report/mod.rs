@@ -479,6 +479,8 @@ mod tests {
             duration_ms: 0.0,
             simulated: false,
             loaded_as: None,
+            environment: Vec::new(),
+            left_out: Vec::new(),
         }
     }
 

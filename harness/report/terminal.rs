@@ -87,9 +87,10 @@ impl Exporter for Terminal {
         for probe in &report.probes {
             if let Some(user) = &probe.loaded_as {
                 let line = format!(
-                    "{} loaded as {}, the owner of its files",
+                    "{} loaded as {}, the owner of its files; of our environment its worker kept {}",
                     probe.root.display(),
-                    user.label()
+                    user.label(),
+                    probe.environment.join(", ")
                 );
                 let _ = writeln!(out, "{}", wrap(&line, "     "));
             }

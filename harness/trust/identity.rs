@@ -1,6 +1,7 @@
 //! Who a worker runs as: this process's own user, or (when stackbench runs as root) the owner of
 //! the files it loads, with that user's groups, home and no capabilities, set in the worker
-//! between `fork` and `exec`, never in the parent.
+//! between `fork` and `exec`, never in the parent; with nothing of root's environment but an
+//! allow-list ([`super::environment`]) and no descriptor of root's but its standard streams.
 
 use serde::{Deserialize, Serialize};
 use std::ffi::{CStr, CString};
@@ -21,6 +22,9 @@ pub struct Identity {
     pub name: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub home: Option<PathBuf>,
+    /// The login shell, when the user has a password-database entry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shell: Option<PathBuf>,
 }
 
 impl Identity {
@@ -35,6 +39,7 @@ impl Identity {
             groups: Vec::new(),
             name: None,
             home: None,
+            shell: None,
         }
     }
 
@@ -48,6 +53,7 @@ impl Identity {
                 groups: group_list(&entry.name, entry.gid),
                 name: Some(entry.name),
                 home: Some(entry.home),
+                shell: Some(entry.shell),
             },
             None => Identity {
                 uid,
@@ -55,6 +61,7 @@ impl Identity {
                 groups: vec![gid],
                 name: None,
                 home: None,
+                shell: None,
             },
         }
     }
@@ -73,16 +80,13 @@ impl Identity {
 
     /// Makes `command` run as this user: supplementary groups, group, then user set in the child
     /// before it executes anything (real, effective and saved ids, so no way back to root and,
-    /// with them, no capabilities), `no_new_privs` so no set-uid file can regain any, and the
-    /// user's `HOME`, `USER` and `LOGNAME`.
+    /// with them, no capabilities), `no_new_privs` so no set-uid file can regain any; its
+    /// environment reset to the allow-list ([`super::environment::reset`]); every descriptor it
+    /// inherited but its standard streams (the pipes to us) closed when it executes.
     pub fn apply(&self, command: &mut Command) {
         let (uid, gid, groups) = (self.uid, self.gid, self.groups.clone());
-        if let Some(home) = &self.home {
-            command.env("HOME", home);
-        }
-        if let Some(name) = &self.name {
-            command.env("USER", name).env("LOGNAME", name);
-        }
+        super::environment::reset(command, self);
+        let descriptors = descriptor_limit();
         // SAFETY: the closure runs in the child between fork and exec and makes only
         // async-signal-safe system calls on memory allocated before the fork.
         unsafe {
@@ -91,6 +95,7 @@ impl Identity {
                     0 => Ok(()),
                     _ => Err(std::io::Error::last_os_error()),
                 };
+                close_on_exec_from(3, descriptors);
                 check(libc::setgroups(groups.len(), groups.as_ptr()))?;
                 check(libc::setresgid(gid, gid, gid))?;
                 check(libc::setresuid(uid, uid, uid))?;
@@ -101,6 +106,48 @@ impl Identity {
                 }
                 Ok(())
             });
+        }
+    }
+}
+
+/// How many descriptors a process may have open, read before a fork (at most 65536: the
+/// fallback below visits each).
+fn descriptor_limit() -> libc::c_int {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into `limit`, which is live.
+    match unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } {
+        0 => libc::c_int::try_from(limit.rlim_cur.min(65536)).unwrap_or(65536),
+        _ => 65536,
+    }
+}
+
+/// Marks every descriptor from `first` on close-on-exec, so that none reaches the program
+/// executed, while std's own (its exec-error pipe) works until then: `close_range` where the
+/// kernel has it (Linux 5.11), else each one below `limit`. Async-signal-safe.
+fn close_on_exec_from(first: libc::c_int, limit: libc::c_int) {
+    const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
+    // SAFETY: close_range only changes descriptor flags.
+    let marked = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            first,
+            libc::c_uint::MAX,
+            CLOSE_RANGE_CLOEXEC,
+        )
+    };
+    if marked == 0 {
+        return;
+    }
+    for fd in first..limit {
+        // SAFETY: fcntl on a descriptor that may not be open fails with EBADF, harmlessly.
+        unsafe {
+            let flags = libc::fcntl(fd, libc::F_GETFD);
+            if flags >= 0 {
+                libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC);
+            }
         }
     }
 }
@@ -160,6 +207,7 @@ struct PasswdEntry {
     name: String,
     gid: u32,
     home: PathBuf,
+    shell: PathBuf,
 }
 
 fn passwd(uid: u32) -> Option<PasswdEntry> {
@@ -185,6 +233,7 @@ fn passwd(uid: u32) -> Option<PasswdEntry> {
         name: text(entry.pw_name),
         gid: entry.pw_gid,
         home: PathBuf::from(text(entry.pw_dir)),
+        shell: PathBuf::from(text(entry.pw_shell)),
     })
 }
 
@@ -234,26 +283,54 @@ mod tests {
     }
 
     #[test]
-    fn a_worker_runs_as_the_user_with_no_capabilities() {
-        assert_eq!(
-            Identity::current().uid,
-            0,
-            "drops privileges: run as root, as CI does"
-        );
+    fn a_worker_runs_as_the_user_with_no_capabilities_nothing_of_our_environment_and_no_descriptor_of_ours(
+    ) {
+        if !crate::trust::running_as_root("a worker runs as the user") {
+            return;
+        }
         let user = Identity::of(4242, 4343);
+        // A descriptor we hold without close-on-exec (dup2 clears the flag), as a runner's
+        // inherited one would be.
+        let file = std::fs::File::open("/proc/self/status").unwrap();
+        // SAFETY: dup2 onto an unused descriptor number; closed below.
+        let leaked = unsafe { libc::dup2(std::os::fd::AsRawFd::as_raw_fd(&file), 77) };
+        assert_eq!(leaked, 77);
         let mut command = Command::new("sh");
         command.args([
             "-c",
-            "id -u; id -g; id -G; grep -E '^Cap(Prm|Eff|Amb):' /proc/self/status",
+            "id -u; id -g; id -G; grep -E '^Cap(Prm|Eff|Amb):' /proc/self/status; \
+             echo \"fd77: $(readlink /proc/$$/fd/77 || echo closed)\"; env",
         ]);
+        command.env("SET_BY_STACKBENCH", "kept");
         user.apply(&mut command);
         let out = command.output().unwrap();
+        // SAFETY: closes the descriptor dup2 made.
+        unsafe { libc::close(77) };
         assert!(out.status.success(), "{out:?}");
         let text = String::from_utf8_lossy(&out.stdout);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[..3], ["4242", "4343", "4343"]);
-        for line in &lines[3..] {
+        for line in &lines[3..6] {
             assert!(line.ends_with("0000000000000000"), "{line}");
         }
+        assert_eq!(lines[6], "fd77: closed", "{text}");
+        // Of the test runner's environment (HOME, cargo's CARGO_*, whatever CI adds) nothing
+        // outside the allow-list arrives; sh itself adds PWD, SHLVL and _.
+        let names: Vec<&str> = lines[7..]
+            .iter()
+            .filter_map(|l| l.split_once('=').map(|(n, _)| n))
+            .collect();
+        assert!(names.contains(&"SET_BY_STACKBENCH"), "{text}");
+        for name in names {
+            assert!(
+                super::super::environment::is_kept(std::ffi::OsStr::new(name))
+                    || ["SET_BY_STACKBENCH", "PATH", "PWD", "SHLVL", "_"].contains(&name),
+                "{name} reached the worker: {text}"
+            );
+        }
+        assert!(
+            lines.contains(&format!("PATH={}", super::super::environment::SAFE_PATH).as_str()),
+            "{text}"
+        );
     }
 }

@@ -1,0 +1,201 @@
+//! The environment of a worker run as another user, reset as `sudo`'s `env_reset` resets one:
+//! nothing of ours goes along but an allow-list, so the secrets a root run holds (a CI runner's
+//! tokens, cloud keys, Kerberos caches) never reach another user's code. The worker gets a fixed
+//! `PATH`, its user's `HOME`, `USER`, `LOGNAME` and `SHELL`, our locale and time zone, and the
+//! settings the load and the GPU need; stackbench adds what it sets for the worker itself
+//! (`LD_LIBRARY_PATH`, filtered by the trust rule, among them).
+
+use super::Identity;
+use std::ffi::{OsStr, OsString};
+use std::process::Command;
+
+/// The `PATH` a worker run as another user gets, whatever ours is.
+pub const SAFE_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/// Variables passed along by name.
+const KEPT: [&str; 4] = [
+    "LANG",
+    "TZ",
+    "CUDA_VISIBLE_DEVICES",
+    "NVIDIA_VISIBLE_DEVICES",
+];
+
+/// Variables passed along by prefix: the locale's, CUDA's and NCCL's settings, and the
+/// simulated GPU's (tests only).
+const KEPT_PREFIXES: [&str; 4] = ["LC_", "CUDA_", "NCCL_", "STACKBENCH_SIM_"];
+
+/// Whether a variable of ours goes along to a worker run as another user.
+pub fn is_kept(name: &OsStr) -> bool {
+    let Some(name) = name.to_str() else {
+        return false;
+    };
+    KEPT.contains(&name) || KEPT_PREFIXES.iter().any(|p| name.starts_with(p))
+}
+
+/// The variables a worker run as `user` starts with, from `ours` (our own environment): the
+/// allow-listed ones, then `PATH` and the user's own.
+pub fn for_user(
+    user: &Identity,
+    ours: impl IntoIterator<Item = (OsString, OsString)>,
+) -> Vec<(OsString, OsString)> {
+    let mut vars: Vec<(OsString, OsString)> =
+        ours.into_iter().filter(|(name, _)| is_kept(name)).collect();
+    vars.push(("PATH".into(), SAFE_PATH.into()));
+    if let Some(home) = &user.home {
+        vars.push(("HOME".into(), home.into()));
+    }
+    if let Some(name) = &user.name {
+        vars.push(("USER".into(), name.into()));
+        vars.push(("LOGNAME".into(), name.into()));
+    }
+    if let Some(shell) = &user.shell {
+        vars.push(("SHELL".into(), shell.into()));
+    }
+    vars
+}
+
+/// The names of the variables [`for_user`] gives `user` from our environment, sorted: what a
+/// report lists (never the values).
+pub fn names_for(user: &Identity) -> Vec<String> {
+    let mut names: Vec<String> = for_user(user, std::env::vars_os())
+        .into_iter()
+        .map(|(name, _)| name.to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// Resets `command`'s environment for a worker run as `user`: what stackbench set on it
+/// explicitly stays, and of ours only what [`for_user`] allows.
+pub fn reset(command: &mut Command, user: &Identity) {
+    let explicit: Vec<(OsString, Option<OsString>)> = command
+        .get_envs()
+        .map(|(name, value)| (name.to_owned(), value.map(OsStr::to_owned)))
+        .collect();
+    command.env_clear();
+    command.envs(for_user(user, std::env::vars_os()));
+    for (name, value) in explicit {
+        match value {
+            Some(value) => command.env(name, value),
+            None => command.env_remove(name),
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn alice() -> Identity {
+        Identity {
+            uid: 1000,
+            gid: 1000,
+            groups: vec![1000],
+            name: Some("alice".into()),
+            home: Some(PathBuf::from("/home/alice")),
+            shell: Some(PathBuf::from("/bin/bash")),
+        }
+    }
+
+    fn vars(pairs: &[(&str, &str)]) -> Vec<(OsString, OsString)> {
+        pairs
+            .iter()
+            .map(|(n, v)| (OsString::from(n), OsString::from(v)))
+            .collect()
+    }
+
+    #[test]
+    fn only_the_allow_list_and_the_users_own_go_along() {
+        let ours = vars(&[
+            ("CI_SECRET_TOKEN", "s3cret"),
+            ("AWS_SECRET_ACCESS_KEY", "k"),
+            ("KRB5CCNAME", "/tmp/krb5cc_0"),
+            ("LD_PRELOAD", "/tmp/x.so"),
+            ("LD_LIBRARY_PATH", "/home/bob/lib"),
+            ("PYTHONPATH", "/root/py"),
+            ("PATH", "/root/bin:/usr/bin"),
+            ("HOME", "/root"),
+            ("LANG", "C.UTF-8"),
+            ("LC_ALL", "C"),
+            ("TZ", "UTC"),
+            ("CUDA_VISIBLE_DEVICES", "0"),
+            ("CUDA_MODULE_LOADING", "LAZY"),
+            ("NVIDIA_VISIBLE_DEVICES", "all"),
+            ("NCCL_DEBUG", "INFO"),
+            ("STACKBENCH_SIM_PROFILE", "h100"),
+        ]);
+        let got = for_user(&alice(), ours);
+        let expected = vars(&[
+            ("LANG", "C.UTF-8"),
+            ("LC_ALL", "C"),
+            ("TZ", "UTC"),
+            ("CUDA_VISIBLE_DEVICES", "0"),
+            ("CUDA_MODULE_LOADING", "LAZY"),
+            ("NVIDIA_VISIBLE_DEVICES", "all"),
+            ("NCCL_DEBUG", "INFO"),
+            ("STACKBENCH_SIM_PROFILE", "h100"),
+            ("PATH", SAFE_PATH),
+            ("HOME", "/home/alice"),
+            ("USER", "alice"),
+            ("LOGNAME", "alice"),
+            ("SHELL", "/bin/bash"),
+        ]);
+        assert_eq!(got, expected);
+    }
+
+    #[test]
+    fn a_user_without_an_entry_gets_the_safe_path_alone() {
+        let nobody = Identity::of(4242, 4242);
+        assert_eq!(
+            for_user(&nobody, vars(&[("HOME", "/root"), ("USER", "root")])),
+            vars(&[("PATH", SAFE_PATH)])
+        );
+    }
+
+    #[test]
+    fn what_stackbench_sets_stays_and_nothing_else_of_ours() {
+        let mut command = Command::new("env");
+        command
+            .env("LD_LIBRARY_PATH", "/opt/lib")
+            .env("HOME", "/set/explicitly")
+            .env_remove("LANG");
+        reset(&mut command, &alice());
+        let envs: Vec<(String, Option<String>)> = command
+            .get_envs()
+            .map(|(n, v)| {
+                (
+                    n.to_string_lossy().into_owned(),
+                    v.map(|v| v.to_string_lossy().into_owned()),
+                )
+            })
+            .collect();
+        let value = |name: &str| {
+            envs.iter()
+                .find(|(n, _)| n == name)
+                .and_then(|(_, v)| v.clone())
+        };
+        assert_eq!(value("LD_LIBRARY_PATH").as_deref(), Some("/opt/lib"));
+        assert_eq!(value("HOME").as_deref(), Some("/set/explicitly"));
+        assert_eq!(value("PATH").as_deref(), Some(SAFE_PATH));
+        assert_eq!(value("LANG"), None);
+        // Whatever the test runner's environment holds, nothing outside the allow-list is set.
+        for (name, _) in &envs {
+            assert!(
+                is_kept(OsStr::new(name))
+                    || [
+                        "LD_LIBRARY_PATH",
+                        "PATH",
+                        "HOME",
+                        "USER",
+                        "LOGNAME",
+                        "SHELL",
+                        "LANG"
+                    ]
+                    .contains(&name.as_str()),
+                "{name}"
+            );
+        }
+    }
+}
