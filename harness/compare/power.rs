@@ -2,7 +2,8 @@
 //! each `bench` command on its own boot (a shift of `boot_sigma`), each repetition a fresh
 //! process (a shift of `run_sigma`), each sample with its own noise. Seeded, so every figure
 //! here is the same on every run of the tests, and fast: thousands of comparisons in a second.
-//! The figures the tests print are the ones the README quotes.
+//! Being seeded, each figure is asserted exactly: every share doc/statistics.md quotes is one of
+//! these tests' assertions, so the page cannot drift from what the statistics do.
 
 use super::floor::learned;
 use super::stats::{estimate, Floor, Verdict};
@@ -89,20 +90,36 @@ fn earlier(
         .collect()
 }
 
+/// Which floor a comparison is held to.
+#[derive(Debug, Clone, Copy)]
+enum FloorOf {
+    /// The stated GPU default.
+    Default,
+    /// None between runs: what stackbench assumed before issue 20.
+    Zero,
+    /// Learned from this many earlier runs of each side's environment.
+    History(usize),
+}
+
 /// The verdicts of [`PAIRS`] comparisons of a run at 1 against one `change` times as slow,
-/// each at `repeat` repetitions; with `history` earlier runs of each side's environment.
-fn verdicts(change: f64, repeat: usize, history: usize, v: Variation, seed: u64) -> Vec<Verdict> {
+/// each at `repeat` repetitions, held to `floor`.
+fn verdicts(change: f64, repeat: usize, floor: FloorOf, v: Variation, seed: u64) -> Vec<Verdict> {
     (0..PAIRS)
         .map(|pair| {
             let mut random = Normal(seed ^ pair.wrapping_mul(0x2545_f491_4f6c_dd1d));
             let old = bench(1.0, repeat, v, &mut random);
             let new = bench(change, repeat, v, &mut random);
-            let floor = if history == 0 {
-                Floor::default_for(Side::Gpu)
-            } else {
-                let before = earlier(1.0, history, repeat, v, &mut random);
-                let after = earlier(change, history, repeat, v, &mut random);
-                learned(&[before, after]).expect("enough history")
+            let floor = match floor {
+                FloorOf::Default => Floor::default_for(Side::Gpu),
+                FloorOf::Zero => Floor {
+                    between_runs: 0.0,
+                    ..Floor::default_for(Side::Gpu)
+                },
+                FloorOf::History(runs) => {
+                    let before = earlier(1.0, runs, repeat, v, &mut random);
+                    let after = earlier(change, runs, repeat, v, &mut random);
+                    learned(&[before, after]).expect("enough history")
+                }
             };
             estimate(&slices(&old), &slices(&new), &floor)
                 .expect("positive samples")
@@ -122,53 +139,78 @@ fn share(verdicts: &[Verdict], wanted: &[Verdict]) -> f64 {
     verdicts.iter().filter(|v| wanted.contains(v)).count() as f64 / verdicts.len() as f64
 }
 
+/// `share` is the documented percentage, exactly: of 200 pairs, each is a multiple of 0.5%.
+fn assert_share(share: f64, documented_pct: f64, what: &str) {
+    assert!(
+        (100.0 * share - documented_pct).abs() < 1e-9,
+        "{what}: {:.1}%, doc/statistics.md says {documented_pct:.1}%",
+        100.0 * share
+    );
+}
+
 #[test]
-fn a_a_pairs_are_almost_never_called_slower_or_faster() {
+fn a_a_pairs_are_never_called_slower_faster_or_same() {
     for (name, v) in [("unkind", UNKIND), ("shifted", SHIFTED)] {
-        for (repeat, history) in [(3, 0), (5, 0), (20, 0), (3, 3), (5, 3)] {
-            let aa = verdicts(1.0, repeat, history, v, 11);
-            let wrong = share(&aa, &[Verdict::Slower, Verdict::Faster]);
-            eprintln!(
-                "A/A {name}, --repeat {repeat}, {history} earlier runs a side: {:.1}% slower or faster, {:.1}% same",
-                100.0 * wrong,
-                100.0 * share(&aa, &[Verdict::Same])
-            );
-            assert!(
-                wrong <= 0.01,
-                "{name}, repeat {repeat}, history {history}: {wrong}"
-            );
+        for (repeat, floor) in [
+            (3, FloorOf::Default),
+            (5, FloorOf::Default),
+            (20, FloorOf::Default),
+            (3, FloorOf::History(3)),
+            (5, FloorOf::History(3)),
+        ] {
+            let aa = verdicts(1.0, repeat, floor, v, 11);
+            let what = format!("A/A {name}, --repeat {repeat}, {floor:?}");
+            assert_share(share(&aa, &[Verdict::Slower, Verdict::Faster]), 0.0, &what);
+            // No A/A pair is `same` at 2%: its interval would have to fit within ±2%.
+            assert_share(share(&aa, &[Verdict::Same]), 0.0, &what);
         }
     }
 }
 
 #[test]
-fn the_power_to_see_a_slowdown() {
-    // (change, repeat, history runs a side, the least share called slower)
+fn without_a_floor_between_runs_a_a_pairs_were_called_slower_or_faster() {
+    // (variation, repeat, % slower or faster) under a floor of 0% between runs.
     let table = [
-        (1.03, 3, 0, 0.0),
-        (1.03, 5, 0, 0.0),
-        (1.03, 5, 10, 0.0),
-        (1.05, 3, 0, 0.0),
-        (1.05, 5, 0, 0.0),
-        (1.05, 3, 3, 0.0),
-        (1.05, 5, 3, 0.0),
-        (1.05, 5, 10, 0.0),
-        (1.08, 5, 0, 0.0),
-        (1.10, 5, 0, 0.6),
-        (1.12, 5, 0, 0.0),
-        (1.15, 5, 0, 0.99),
+        (UNKIND, 3, 1.5),
+        (UNKIND, 5, 0.5),
+        (UNKIND, 20, 2.0),
+        (SHIFTED, 3, 14.0),
+        (SHIFTED, 5, 19.5),
+        (SHIFTED, 20, 26.5),
     ];
-    for (change, repeat, history, least) in table {
-        let called = verdicts(change, repeat, history, UNKIND, 23);
-        let power = share(&called, &[Verdict::Slower]);
-        eprintln!(
-            "{:.0}% slower, --repeat {repeat}, {history} earlier runs a side: {:.1}% slower, {:.1}% faster",
-            100.0 * (change - 1.0),
-            100.0 * power,
-            100.0 * share(&called, &[Verdict::Faster])
+    for (v, repeat, documented) in table {
+        let aa = verdicts(1.0, repeat, FloorOf::Zero, v, 11);
+        let wrong = share(&aa, &[Verdict::Slower, Verdict::Faster]);
+        assert_share(
+            wrong,
+            documented,
+            &format!("{v:?}, --repeat {repeat}, floor 0"),
         );
-        assert!(power >= least, "{change} {repeat} {history}: {power}");
-        assert_eq!(share(&called, &[Verdict::Faster]), 0.0);
+    }
+}
+
+#[test]
+fn the_power_to_see_a_slowdown() {
+    // (change, repeat, floor, % called slower), as doc/statistics.md quotes them.
+    let table = [
+        (1.03, 3, FloorOf::Default, 0.0),
+        (1.03, 5, FloorOf::Default, 0.0),
+        (1.03, 5, FloorOf::History(10), 0.0),
+        (1.05, 3, FloorOf::Default, 1.5),
+        (1.05, 5, FloorOf::Default, 1.0),
+        (1.05, 3, FloorOf::History(3), 1.5),
+        (1.05, 5, FloorOf::History(3), 1.5),
+        (1.05, 5, FloorOf::History(10), 3.5),
+        (1.08, 5, FloorOf::Default, 34.0),
+        (1.10, 5, FloorOf::Default, 76.5),
+        (1.12, 5, FloorOf::Default, 98.0),
+        (1.15, 5, FloorOf::Default, 99.5),
+    ];
+    for (change, repeat, floor, documented) in table {
+        let called = verdicts(change, repeat, floor, UNKIND, 23);
+        let what = format!("{change} slower, --repeat {repeat}, {floor:?}");
+        assert_share(share(&called, &[Verdict::Slower]), documented, &what);
+        assert_share(share(&called, &[Verdict::Faster]), 0.0, &what);
     }
 }
 
@@ -198,12 +240,10 @@ fn a_driver_change_with_history_on_both_sides_is_slower_and_pooled_it_is_not() {
         pooled += slower(learned(&[[before, after].concat()]));
     }
     let share = |n: usize| n as f64 / PAIRS as f64;
-    eprintln!(
-        "8% slower on a new driver, 3 runs of history on each: {:.1}% slower with each \
-         driver's spread apart, {:.1}% pooled into one",
-        100.0 * share(apart),
-        100.0 * share(pooled)
+    assert_share(
+        share(apart),
+        81.0,
+        "8% on a new driver, each driver's spread apart",
     );
-    assert!(share(apart) >= 0.75, "{}", share(apart));
-    assert_eq!(pooled, 0);
+    assert_share(share(pooled), 0.0, "8% on a new driver, pooled");
 }
