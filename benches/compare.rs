@@ -83,6 +83,7 @@ fn run(started: &str, factor: f64) -> BenchReport {
         quick: false,
         load_untrusted: false,
         allow_busy: false,
+        clocks_locked: Vec::new(),
         combinations: vec![CombinationRun {
             name: combination.into(),
             ..CombinationRun::default()

@@ -123,6 +123,9 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> anyhow::Result<ExitCode>
         Command::Probe => return Ok(probe::worker::run()),
         Command::Gpu => return Ok(gpu::report_from_nvml()),
         Command::GpuState { devices } => return Ok(bench::conditions::report_from_nvml(&devices)),
+        Command::Clocks { action, devices } => {
+            return Ok(bench::clocks::from_nvml(&action, &devices))
+        }
         Command::Node { request } => return Ok(crate::node::run_worker(&request)),
     };
     Ok(ExitCode::from(if findings {

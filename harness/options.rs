@@ -213,6 +213,7 @@ pub fn bench(
         repeat: args.repeat.unwrap_or_else(|| depth.repetitions()),
         filter: args.filter,
         allow_busy: args.allow_busy,
+        lock_clocks: args.lock_clocks,
     };
     let report = report(
         ReportArgs {

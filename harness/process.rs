@@ -161,6 +161,49 @@ pub fn kill_group(child: &mut Child) {
     let _ = child.kill();
 }
 
+/// Whether process `pid` is `ancestor` or one of its descendants (by `/proc/PID/stat`'s parent
+/// pids); a process that has gone, or never was on this host, is not.
+pub fn descends_from(pid: u32, ancestor: u32) -> bool {
+    let mut at = pid;
+    for _ in 0..256 {
+        if at == ancestor {
+            return true;
+        }
+        match parent(at) {
+            Some(up) if up != 0 && up != at => at = up,
+            _ => return false,
+        }
+    }
+    false
+}
+
+/// The parent pid in `/proc/PID/stat` (the field after the state, after the name's `)`).
+fn parent(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Kills every process that descends from this one (its workers, whatever they started),
+/// as a run that is ending on a signal must: none may outlive it holding a GPU.
+pub fn kill_descendants() {
+    let me = std::process::id();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return;
+    };
+    for pid in entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+    {
+        if pid != me && descends_from(pid, me) {
+            if let Ok(pid) = i32::try_from(pid) {
+                // SAFETY: kill(2) touches no memory.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -182,5 +225,21 @@ mod tests {
         let mut fail = Command::new("sh");
         fail.args(["-c", "exit 3"]);
         assert_eq!(output_within(fail, Duration::from_secs(5)), None);
+    }
+
+    #[test]
+    fn stackbench_s_own_processes_are_its_own() {
+        let me = std::process::id();
+        assert!(descends_from(me, me));
+        let child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        let mut child = child;
+        assert!(descends_from(child.id(), me));
+        assert!(!descends_from(1, me));
+        assert!(!descends_from(u32::MAX - 7, me));
+        child.kill().unwrap();
+        child.wait().unwrap();
     }
 }

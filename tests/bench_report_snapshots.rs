@@ -82,6 +82,7 @@ fn telemetry(throttled: Vec<usize>) -> Telemetry {
         readings: 120,
         sm_clock_mhz_min: Some(1700),
         sm_clock_mhz_max: Some(1800),
+        sm_clock_mhz_mean: None,
         temperature_c_max: Some(60),
         power_w_max: Some(500.0),
         throttle_reasons: if throttled.is_empty() {
@@ -264,6 +265,7 @@ fn report() -> BenchReport {
         quick: true,
         load_untrusted: false,
         allow_busy: false,
+        clocks_locked: Vec::new(),
         simulated: false,
         combinations: vec![
             CombinationRun {

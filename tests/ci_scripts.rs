@@ -801,6 +801,7 @@ echo "python $(basename "$1") ${*:2}" >>"$FAKE_LOG"
             .env_remove("VIRTUAL_ENV")
             .env_remove("CONDA_PREFIX")
             .env_remove("VISIT_S")
+            .env_remove("LOCK_CLOCKS")
             .env_remove("HANG");
         for (key, value) in env {
             command.env(key, value);
@@ -943,6 +944,20 @@ fn gpu_run_dry_run_without_a_gpu_says_what_it_found_and_each_step_and_runs_nothi
         .map(|(_, b, _)| b)
         .sum();
     assert!(standard <= 540 - 10, "{standard} s of steps:\n{stdout}");
+
+    // LOCK_CLOCKS=1 (a host whose clocks may be set): the standard run locks them.
+    let output = visit.run(&["--dry-run"], None, &[("LOCK_CLOCKS", "1")]);
+    let locked = planned_steps(&text(&output.stdout));
+    let bench = locked
+        .iter()
+        .find(|(n, _, _)| n.starts_with("bench-"))
+        .unwrap();
+    assert!(
+        bench.2.starts_with(&format!(
+            "{sb} bench --quick --repeat 5 --lock-clocks --results "
+        )),
+        "{bench:?}"
+    );
 
     // --standard-only: the clocks and the standard bench run, nothing else.
     let output = visit.run(&["--dry-run", "--standard-only"], None, &[]);

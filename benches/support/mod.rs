@@ -49,6 +49,7 @@ fn options(roots: Vec<PathBuf>, system: bool, driver_dir: Option<PathBuf>) -> Be
         repeat: 1,
         filter: Vec::new(),
         allow_busy: false,
+        lock_clocks: false,
     }
 }
 

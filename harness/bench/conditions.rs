@@ -253,32 +253,11 @@ pub fn read(
     let mut states: Vec<DeviceState> = serde_json::from_str(&out).ok()?;
     let me = std::process::id();
     for state in &mut states {
-        state.processes.retain(|p| !descends_from(p.pid, me));
+        state
+            .processes
+            .retain(|p| !crate::process::descends_from(p.pid, me));
     }
     Some(states)
-}
-
-/// Whether process `pid` is `ancestor` or one of its descendants (by `/proc/PID/stat`'s parent
-/// pids); a process that has gone, or never was on this host, is not.
-fn descends_from(pid: u32, ancestor: u32) -> bool {
-    let mut at = pid;
-    for _ in 0..256 {
-        if at == ancestor {
-            return true;
-        }
-        match parent(at) {
-            Some(up) if up != 0 && up != at => at = up,
-            _ => return false,
-        }
-    }
-    false
-}
-
-/// The parent pid in `/proc/PID/stat` (the field after the state, after the name's `)`).
-fn parent(pid: u32) -> Option<u32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let (_, rest) = stat.rsplit_once(')')?;
-    rest.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// The child side: reads the devices listed in `request` (`0,3`) and prints their states as
@@ -467,21 +446,5 @@ mod tests {
         };
         assert_eq!(readings.of(0).map(|c| c.after), Some(None));
         assert_eq!(readings.of(1), None);
-    }
-
-    #[test]
-    fn stackbench_s_own_processes_are_its_own() {
-        let me = std::process::id();
-        assert!(descends_from(me, me));
-        let child = std::process::Command::new("sleep")
-            .arg("5")
-            .spawn()
-            .unwrap();
-        let mut child = child;
-        assert!(descends_from(child.id(), me));
-        assert!(!descends_from(1, me));
-        assert!(!descends_from(u32::MAX - 7, me));
-        child.kill().unwrap();
-        child.wait().unwrap();
     }
 }

@@ -12,6 +12,7 @@
 //! GPUs together ([`collectives`]).
 
 pub mod client;
+pub mod clocks;
 pub mod collectives;
 pub mod conditions;
 pub mod files;
@@ -52,6 +53,8 @@ pub struct BenchOptions {
     pub filter: Vec<String>,
     /// `--allow-busy`: measure GPUs other programs compute on.
     pub allow_busy: bool,
+    /// `--lock-clocks`: lock the GPUs' clocks while measuring (root).
+    pub lock_clocks: bool,
 }
 
 /// Why `bench` did not run (exit status 2).
@@ -61,6 +64,8 @@ pub enum BenchError {
     Check(#[from] CheckError),
     #[error(transparent)]
     Busy(#[from] conditions::Busy),
+    #[error(transparent)]
+    Clocks(#[from] clocks::LockError),
 }
 
 /// What a run works on: the host's fingerprint, the selected combinations, the GPU, and the
@@ -143,6 +148,23 @@ pub fn bench(
     if !options.allow_busy {
         conditions::refuse_busy(before.as_deref().unwrap_or_default())?;
     }
+    // Held until the report is made: dropping it resets the clocks.
+    let (_lock, clocks_locked) = match options.lock_clocks {
+        true => {
+            let devices = match scope.selected.devices.as_slice() {
+                [] if scope.selected.gpu.listed_by_nvml() => vec![0],
+                listed => listed.to_vec(),
+            };
+            let (guard, locked) = clocks::lock(
+                &options.worker,
+                options.selection.driver_dir.as_deref(),
+                &options.selection.trust,
+                &devices,
+            )?;
+            (Some(guard), locked)
+        }
+        false => (None, Vec::new()),
+    };
     let passes = scope.selected.devices.len().max(1);
     let repeat = options.repeat.max(1);
     let mut runs: Vec<Vec<_>> = scope
@@ -218,6 +240,7 @@ pub fn bench(
         quick: options.depth == Depth::Quick,
         load_untrusted: options.selection.trust.load_untrusted,
         allow_busy: options.allow_busy,
+        clocks_locked,
         simulated: combinations.iter().any(|c| c.simulated),
         combinations,
         benchmarks,

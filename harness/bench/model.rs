@@ -21,8 +21,10 @@ pub const BENCH_SCHEMA: &str = "stackbench.bench/v1";
 /// without them ran on one GPU, or found nothing). The NCCL benchmarks' `nccl` figures came
 /// later within 2: a file without them has no NCCL rows. 3 adds each result's `conditions`
 /// (its GPU's state before and after the run) and the run's `allow_busy`: a file without them
-/// did not read its GPUs' state.
-pub const BENCH_SCHEMA_MINOR: u32 = 3;
+/// did not read its GPUs' state. 4 adds the run's `clocks_locked` and each result's
+/// `telemetry.sm_clock_mhz_mean`: a file without them measured unlocked, and cannot be judged
+/// in cycles.
+pub const BENCH_SCHEMA_MINOR: u32 = 4;
 
 /// Whether a number is zero (serde: left out when it is).
 fn is_zero(n: &u32) -> bool {
@@ -64,6 +66,9 @@ pub struct BenchReport {
     /// `conditions` names them). Absent (false) otherwise.
     #[serde(default, skip_serializing_if = "is_false")]
     pub allow_busy: bool,
+    /// `--lock-clocks`: the clocks each GPU was locked at while measuring. Absent when unlocked.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clocks_locked: Vec<crate::bench::clocks::LockedClocks>,
     pub combinations: Vec<CombinationRun>,
     pub benchmarks: Vec<BenchResult>,
     /// What the run found about its GPUs together (`slow_device`); absent when nothing.
@@ -298,6 +303,11 @@ pub struct Telemetry {
     pub readings: usize,
     pub sm_clock_mhz_min: Option<u32>,
     pub sm_clock_mhz_max: Option<u32>,
+    /// The mean SM clock of the readings taken during the samples (for a sample shorter than
+    /// the reading interval, the last reading before its end): what `compare` multiplies a time
+    /// by to judge it in cycles. Absent in runs before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sm_clock_mhz_mean: Option<f64>,
     pub temperature_c_max: Option<u32>,
     pub power_w_max: Option<f64>,
     /// Every clocks event (throttle) reason seen, by name.
@@ -682,6 +692,7 @@ impl BenchReport {
             quick: true,
             load_untrusted: false,
             allow_busy: false,
+            clocks_locked: Vec::new(),
             combinations: vec![CombinationRun {
                 name: "c".into(),
                 simulated,

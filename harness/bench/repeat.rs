@@ -56,8 +56,15 @@ fn either<T>(a: Option<T>, b: Option<T>, pick: fn(T, T) -> T) -> Option<T> {
 fn telemetry(measured: &[&BenchResult]) -> Option<Telemetry> {
     let mut merged: Option<Telemetry> = None;
     let mut offset = 0;
+    // Each repetition's mean clock, weighted by its samples.
+    let (mut clock_sum, mut clock_weight) = (0.0, 0.0);
     for result in measured {
         if let Some(t) = &result.telemetry {
+            if let Some(mean) = t.sm_clock_mhz_mean {
+                let weight = result.samples_ns.len().max(1) as f64;
+                clock_sum += mean * weight;
+                clock_weight += weight;
+            }
             let m = merged.get_or_insert_with(Telemetry::default);
             m.readings += t.readings;
             m.sm_clock_mhz_min = either(m.sm_clock_mhz_min, t.sm_clock_mhz_min, u32::min);
@@ -73,6 +80,9 @@ fn telemetry(measured: &[&BenchResult]) -> Option<Telemetry> {
                 .extend(t.throttled_samples.iter().map(|i| i + offset));
         }
         offset += result.samples_ns.len();
+    }
+    if let Some(m) = merged.as_mut() {
+        m.sm_clock_mhz_mean = (clock_weight > 0.0).then(|| clock_sum / clock_weight);
     }
     merged
 }

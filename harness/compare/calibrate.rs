@@ -140,7 +140,7 @@ fn rows(runs: &[&BenchReport], threshold: f64) -> Vec<CalibrationRow> {
                 let (Ok(a), Ok(b)) = (o.repetition_samples(), n.repetition_samples()) else {
                     continue;
                 };
-                let floor = history.floor(n, &[old, new]);
+                let floor = history.floor(n, &[old, new], super::reference::committed());
                 let Some(estimate) = stats::estimate(&a, &b, &floor) else {
                     continue;
                 };

@@ -3,7 +3,8 @@
 
 use super::floor::History;
 use super::model::{BenchmarkRow, Change, CheckChange, CheckRow, Item};
-use super::stats::{self, Estimate, FloorSource, Verdict};
+use super::reference::ReferenceRun;
+use super::stats::{self, Estimate, FloorSource, Ratio, Verdict};
 use crate::bench::model::{BenchReport, BenchResult, Status as BenchStatus};
 use crate::check::model::{CheckReport, Status};
 use crate::diagnose::finding::Finding;
@@ -132,6 +133,13 @@ pub fn bench_environment(old: &BenchReport, new: &BenchReport) -> Vec<Change> {
     };
     let mut changes = host_changes((&old.host, Some(&old.gpu)), (&new.host, Some(&new.gpu)));
     changes.extend(driver_dir_change(&old.driver_dir, &new.driver_dir));
+    if old.clocks_locked != new.clocks_locked {
+        changes.push(Change {
+            what: "clocks".to_owned(),
+            old: Some(crate::bench::clocks::describe(&old.clocks_locked)),
+            new: Some(crate::bench::clocks::describe(&new.clocks_locked)),
+        });
+    }
     changes.extend(library_changes(libraries(old), libraries(new)));
     changes
 }
@@ -167,11 +175,70 @@ pub fn check_environment(old: &CheckReport, new: &CheckReport) -> Vec<Change> {
     changes
 }
 
-/// The highest SM clock a result recorded, and whether any of its samples ran throttled.
-fn clocks(result: &BenchResult) -> (Option<u32>, bool) {
-    result.telemetry.as_ref().map_or((None, false), |t| {
-        (t.sm_clock_mhz_max, !t.throttled_samples.is_empty())
-    })
+/// What a row's clocks say: whether they differ between the runs, each run's mean SM clock
+/// during its samples, and the row judged in cycles (time × that clock, as nvbench's robust
+/// compare judges a throttled kernel) where a sample ran throttled or the clocks differ.
+struct Clocks {
+    differ: bool,
+    old_mhz: Option<f64>,
+    new_mhz: Option<f64>,
+    cycles: Option<Ratio>,
+}
+
+/// The clocks of a row measured as `old` and `new` (either may be missing), its time ratio
+/// `ratio` and the `threshold`: the clocks differ when the mean clocks during the samples (the
+/// highest, in runs that did not record a mean) are further apart than the threshold. A sample
+/// run throttled alone does not make them differ: a run compared with itself never does.
+fn clocks(
+    old: Option<&BenchResult>,
+    new: Option<&BenchResult>,
+    ratio: Option<Ratio>,
+    threshold: f64,
+) -> Clocks {
+    let (a, b) = (
+        old.and_then(|r| r.telemetry.as_ref()),
+        new.and_then(|r| r.telemetry.as_ref()),
+    );
+    let mean = |t: Option<&crate::bench::model::Telemetry>| t.and_then(|t| t.sm_clock_mhz_mean);
+    let highest = |t: Option<&crate::bench::model::Telemetry>| {
+        t.and_then(|t| t.sm_clock_mhz_max).map(f64::from)
+    };
+    let apart = |x: f64, y: f64| (x - y).abs() > threshold * x.max(y);
+    let (old_mhz, new_mhz) = (mean(a), mean(b));
+    let differ = match (old_mhz, new_mhz, highest(a), highest(b)) {
+        (Some(x), Some(y), _, _) => apart(x, y),
+        (_, _, Some(x), Some(y)) => apart(x, y),
+        _ => false,
+    };
+    let throttled = [a, b]
+        .into_iter()
+        .flatten()
+        .any(|t| !t.throttled_samples.is_empty());
+    let cycles = match (ratio, old_mhz, new_mhz) {
+        (Some(r), Some(x), Some(y)) if (throttled || differ) && x > 0.0 => {
+            let clock = y / x;
+            Some(Ratio {
+                ratio: r.ratio * clock,
+                low: r.low * clock,
+                high: r.high * clock,
+            })
+        }
+        _ => None,
+    };
+    Clocks {
+        differ,
+        old_mhz,
+        new_mhz,
+        cycles,
+    }
+}
+
+/// The smallest change the row's interval could call at `threshold`, either way: a change of
+/// that size with an interval as wide as this one lies wholly beyond the threshold.
+fn could_see(ratio: &Ratio, threshold: f64) -> f64 {
+    let slower = (1.0 + threshold) * ratio.ratio / ratio.low - 1.0;
+    let faster = 1.0 - (1.0 - threshold) * ratio.ratio / ratio.high;
+    slower.max(faster)
 }
 
 /// The result, if it was measured and has samples.
@@ -190,11 +257,17 @@ fn settle(old: usize, new: usize, between_runs: Option<FloorSource>) -> String {
             super::floor::MIN_RUNS
         ),
         Some(FloorSource::HistoryOneBoot) => {
-            "more repetitions do not narrow the variation between runs, here at least the stated \
-             default's because the history under --results was all made on one boot: runs after \
+            "more repetitions do not narrow the variation between runs, here at least what spans \
+             reboots because the history under --results was all made on one boot: runs after \
              a reboot teach this host's variation across reboots"
                 .to_owned()
         }
+        Some(FloorSource::Reference) => format!(
+            "more repetitions do not narrow the variation between runs, here the one the \
+             committed real runs of this GPU model showed across boots: {} earlier runs of this \
+             build under --results teach this host's own",
+            super::floor::MIN_RUNS
+        ),
         Some(FloorSource::History) => {
             "more repetitions do not narrow the variation between runs this host showed: set \
              --threshold from `stackbench compare --calibrate` over A/A runs of it"
@@ -260,12 +333,13 @@ fn judged(
 /// parameters) and GPU (its ordinal: a result without one, from a one-GPU run, is GPU 0's), in
 /// the new run's order, then the old run's leftovers; rows measured in neither run and ending
 /// the same way in both (skipped twice) are left out. Each row measured in both is judged on
-/// its repetitions, its interval held to the noise floor `history` gives it.
+/// its repetitions, its interval held to the noise floor `history` (else `reference`) gives it.
 pub fn benchmarks(
     old: &BenchReport,
     new: &BenchReport,
     threshold: f64,
     history: &History,
+    reference: &[ReferenceRun],
 ) -> Vec<BenchmarkRow> {
     let key = |r: &BenchResult| (r.id.clone(), r.device_index());
     let by_key: BTreeMap<(String, u32), &BenchResult> =
@@ -301,29 +375,21 @@ pub fn benchmarks(
             }
             let (floor, judged) = match (measured(o), measured(n)) {
                 (Some(o), Some(n)) => {
-                    let floor = history.floor(n, &[old, new]);
-                    (Some(floor), judged(o, n, &floor))
+                    let floor = history.floor(n, &[old, new], reference);
+                    let judged = judged(o, n, &floor);
+                    (Some(floor), judged)
                 }
                 _ => (None, None),
             };
             let ratio = judged.map(|(e, _, _)| e.ratio);
             let verdict = ratio.map(|r| r.verdict(threshold));
-            let why = match (verdict, judged, floor) {
+            let why = match (verdict, judged, &floor) {
                 (Some(Verdict::Unclear), Some((e, a, b)), Some(floor)) => {
-                    Some(why_unclear(&e, &floor, threshold, (a, b)))
+                    Some(why_unclear(&e, floor, threshold, (a, b)))
                 }
                 _ => None,
             };
-            let (old_clock, old_throttled) = o.map(clocks).unwrap_or_default();
-            let (new_clock, new_throttled) = n.map(clocks).unwrap_or_default();
-            let clocks_differ = old_throttled
-                || new_throttled
-                || match (old_clock, new_clock) {
-                    (Some(a), Some(b)) => {
-                        (f64::from(a) - f64::from(b)).abs() > threshold * f64::from(a.max(b))
-                    }
-                    _ => false,
-                };
+            let clocks = clocks(measured(o), measured(n), ratio, threshold);
             Some(BenchmarkRow {
                 id: any.id.clone(),
                 combination: any.combination.clone(),
@@ -336,7 +402,12 @@ pub fn benchmarks(
                 new_median_ns: n.and_then(|r| r.summary).map(|s| s.median_ns),
                 verdict,
                 ratio,
-                clocks_differ,
+                could_see: ratio.map(|r| could_see(&r, threshold)),
+                clocks_differ: clocks.differ,
+                old_sm_clock_mhz: clocks.old_mhz,
+                new_sm_clock_mhz: clocks.new_mhz,
+                cycles_verdict: clocks.cycles.map(|r| r.verdict(threshold)),
+                cycles: clocks.cycles,
                 simulated_vs_real: matches!(
                     (simulated(old, o), simulated(new, n)),
                     (Some(a), Some(b)) if a != b
@@ -525,7 +596,7 @@ mod tests {
             Some("SIMULATED GPU (stackbench's simulated driver)")
         );
         assert_eq!(simulated_change(true, true), None);
-        let rows = benchmarks(&real, &simulated, 0.02, &History::default());
+        let rows = benchmarks(&real, &simulated, 0.02, &History::default(), &[]);
         assert_eq!(rows.len(), 1);
         assert!(rows[0].simulated_vs_real, "{:?}", rows[0]);
         assert_eq!(rows[0].verdict, Some(super::super::stats::Verdict::Slower));
@@ -534,6 +605,7 @@ mod tests {
             &bench_run(true, 2000.0),
             0.02,
             &History::default(),
+            &[],
         );
         assert!(!same_kind[0].simulated_vs_real);
         let json = serde_json::to_value(&same_kind[0]).unwrap();
@@ -566,7 +638,7 @@ mod tests {
         // GPU 1 is 30% slower in the new run; GPU 0 is unchanged.
         let old = node_run(&[0, 1], &[1000.0, 1000.0]);
         let new = node_run(&[0, 1], &[1000.0, 1300.0]);
-        let rows = benchmarks(&old, &new, 0.02, &history);
+        let rows = benchmarks(&old, &new, 0.02, &history, &[]);
         let got: Vec<(Option<u32>, Option<Verdict>)> = rows
             .iter()
             .map(|r| (r.device.as_ref().map(|d| d.index), r.verdict))
@@ -576,14 +648,14 @@ mod tests {
         assert_ne!(got[0].1, Some(Verdict::Slower));
         // An old file of one GPU (no device) matches the new run's GPU 0; GPU 1 is new.
         let one = bench_run(false, 1000.0);
-        let rows = benchmarks(&one, &new, 0.02, &history);
+        let rows = benchmarks(&one, &new, 0.02, &history, &[]);
         assert_eq!(rows.len(), 2);
         assert!(rows[0].old_median_ns.is_some() && rows[0].new_median_ns.is_some());
         assert_eq!(rows[1].old_status, None);
         assert_eq!(rows[1].device.as_ref().map(|d| d.index), Some(1));
         // And GPU 3 of a run over GPUs 2 and 3 matches nothing of it.
         let other = node_run(&[2, 3], &[1000.0, 1000.0]);
-        let rows = benchmarks(&one, &other, 0.02, &history);
+        let rows = benchmarks(&one, &other, 0.02, &history, &[]);
         assert_eq!(rows.len(), 3, "none matched: {rows:?}");
     }
 

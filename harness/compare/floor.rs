@@ -1,16 +1,20 @@
 //! Each benchmark's noise floor on a host, learned from history: the earlier bench runs under
 //! `--results` of the same build and environment (host, stackbench, GPU and its memory clock,
-//! driver, the combination's library versions, `--quick` or not) as either run compared. The
+//! driver, the combination's library versions, `--quick` or not, clocks locked or not) as
+//! either run compared. The
 //! runs of each environment are compared with each other only, so that a driver change between
 //! the compared runs is a factor and never noise; their spreads are pooled. From at least
 //! [`MIN_RUNS`] runs of one environment (or two of each of two), the spread of the repetitions'
 //! log medians is split into the part between runs and the part between one run's repetitions
 //! (a nested random-effects model, as Kalibera and Jones do for their levels); each is taken at
 //! its 90% upper confidence bound, so that a few runs of history cannot make a floor too
-//! narrow. With less history, the stated default of the benchmark's side.
+//! narrow. With less history, a GPU figure's floor is learned the same way from the real runs of
+//! its GPU model committed under `results/`, across their boots ([`super::reference`]); with
+//! none, the stated default of the benchmark's side.
 
+use super::reference::{self, ReferenceRun};
 use super::stats::{Floor, FloorSource};
-use crate::bench::model::{BenchReport, BenchResult, Status};
+use crate::bench::model::{BenchReport, BenchResult, Side, Status};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -26,7 +30,7 @@ pub struct History {
 }
 
 /// The same run: the same host and start time (a copy of a compared file is no history).
-fn same_run(a: &BenchReport, b: &BenchReport) -> bool {
+pub(super) fn same_run(a: &BenchReport, b: &BenchReport) -> bool {
     a.host.hostname == b.host.hostname && a.started == b.started
 }
 
@@ -64,10 +68,17 @@ impl History {
 
     /// The floor of `result`'s benchmark (its id, on its GPU) for a comparison of `compared`:
     /// learned from the earlier runs of the compared runs' environments, each environment's
-    /// spread taken about its own mean. History made on one boot says nothing of the variation
-    /// across reboots, so when a compared run was made on another boot its variation between
-    /// runs is never taken below the stated default.
-    pub fn floor(&self, result: &BenchResult, compared: &[&BenchReport]) -> Floor {
+    /// spread taken about its own mean; without enough of them, for a GPU figure, from the
+    /// committed real runs of its GPU model (`reference`); else the stated default. History
+    /// made on one boot says nothing of the variation across reboots, so when a compared run
+    /// was made on another boot its variation between runs is never taken below what spans
+    /// reboots: the reference's, else the stated default.
+    pub fn floor(
+        &self,
+        result: &BenchResult,
+        compared: &[&BenchReport],
+        reference: &[ReferenceRun],
+    ) -> Floor {
         let (id, combination, side) = (&result.id, &result.combination, result.side);
         let wanted: BTreeSet<String> = compared
             .iter()
@@ -99,9 +110,15 @@ impl History {
             boots.insert(run.host.boot_id.as_deref());
         }
         let groups: Vec<Vec<Vec<f64>>> = environments.into_values().collect();
-        let default = Floor::default_for(side);
+        let model = compared
+            .iter()
+            .find_map(|run| reference::gpu_model(run, result));
+        let spans_boots = model
+            .filter(|_| side == Side::Gpu)
+            .and_then(|model| reference::floor(reference, result, model, compared))
+            .unwrap_or_else(|| Floor::default_for(side));
         let Some(floor) = learned(&groups) else {
-            return default;
+            return spans_boots;
         };
         let compared_boots: BTreeSet<Option<&str>> =
             compared.iter().map(|r| r.host.boot_id.as_deref()).collect();
@@ -110,7 +127,7 @@ impl History {
         } else {
             Floor {
                 source: FloorSource::HistoryOneBoot,
-                between_runs: floor.between_runs.max(default.between_runs),
+                between_runs: floor.between_runs.max(spans_boots.between_runs),
                 ..floor
             }
         }
@@ -135,6 +152,7 @@ fn environment(run: &BenchReport, combination: &str) -> Option<String> {
             c.simulated,
             &c.driver_cuda_version,
             c.library_versions(),
+            &run.clocks_locked,
         )
     ))
 }
@@ -211,6 +229,8 @@ pub(super) fn learned(environments: &[Vec<Vec<f64>>]) -> Option<Floor> {
         between_runs: between_runs.sqrt(),
         between_repetitions: between_repetitions.sqrt(),
         runs: runs.len(),
+        boots: 0,
+        cited: Vec::new(),
     })
 }
 
@@ -289,8 +309,9 @@ mod tests {
         // Three quiet runs, all on boot a: they learn a floor below the stated default.
         let quiet = |boot: &str, minute| run_on(boot, minute, [100.0, 100.2, 99.8]);
         let history = History::of(vec![quiet("a", 1), quiet("a", 2), quiet("a", 3)]);
-        let floor =
-            |old: &BenchReport, new: &BenchReport| history.floor(&old.benchmarks[0], &[old, new]);
+        let floor = |old: &BenchReport, new: &BenchReport| {
+            history.floor(&old.benchmarks[0], &[old, new], &[])
+        };
         let default = Floor::default_for(Side::Gpu).between_runs;
         let same_boot = floor(&quiet("a", 10), &quiet("a", 11));
         assert_eq!(same_boot.source, FloorSource::History);
@@ -304,7 +325,7 @@ mod tests {
         let spanning = History::of(vec![quiet("a", 1), quiet("b", 2), quiet("c", 3)]);
         let old = quiet("a", 10);
         let new = quiet("d", 11);
-        let learned = spanning.floor(&old.benchmarks[0], &[&old, &new]);
+        let learned = spanning.floor(&old.benchmarks[0], &[&old, &new], &[]);
         assert_eq!(learned.source, FloorSource::History);
     }
 

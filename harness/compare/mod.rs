@@ -12,6 +12,7 @@ pub mod load;
 pub mod model;
 #[cfg(test)]
 mod power;
+pub mod reference;
 pub mod stats;
 
 use load::{LoadError, Run};
@@ -137,7 +138,8 @@ pub fn compare(
                 .map_or_else(floor::History::default, |dir| {
                     floor::History::gather(dir, &[(old_path, a), (new_path, b)])
                 });
-            report.benchmarks = diff::benchmarks(a, b, options.threshold, &history);
+            report.benchmarks =
+                diff::benchmarks(a, b, options.threshold, &history, reference::committed());
         }
         (Run::Check(a), Run::Check(b)) => {
             report.environment.extend(diff::check_environment(a, b));
@@ -296,6 +298,11 @@ mod tests {
                 verdict: Some(Verdict::Slower),
                 clocks_differ: false,
                 simulated_vs_real,
+                could_see: None,
+                old_sm_clock_mhz: None,
+                new_sm_clock_mhz: None,
+                cycles: None,
+                cycles_verdict: None,
                 old_figure_ns: None,
                 new_figure_ns: None,
                 old_repetitions: Some(1),

@@ -107,9 +107,26 @@ pub struct BenchmarkRow {
     /// two-level bootstrap interval held to the noise floor, when both were measured.
     pub ratio: Option<Ratio>,
     pub verdict: Option<Verdict>,
-    /// The SM clocks recorded in the two runs differ (by more than the threshold) or a sample
-    /// ran throttled: a change may be the clocks', not the software's.
+    /// The smallest change this row's interval could call at the threshold (0.024 is ±2.4%):
+    /// what the comparison can see of this benchmark.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub could_see: Option<f64>,
+    /// The SM clocks the two runs ran at differ by more than the threshold (their means during
+    /// the samples; the highest, in runs that did not record a mean): a change may be the
+    /// clocks', not the software's. A sample run throttled alone does not set it.
     pub clocks_differ: bool,
+    /// Each run's mean SM clock during its samples, MHz, where recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub old_sm_clock_mhz: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new_sm_clock_mhz: Option<f64>,
+    /// Where a sample ran throttled or the clocks differ, and both runs recorded their clocks:
+    /// the ratio in cycles (time × the mean SM clock during the samples, as nvbench's robust
+    /// compare judges throttled kernels), and its verdict at the threshold.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cycles: Option<Ratio>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cycles_verdict: Option<Verdict>,
     /// One run's combination ran on the simulated driver and the other's on a GPU: its change
     /// sets a model's figure against a GPU's, so it is shown with a note and never counted as
     /// a regression. Absent (false) otherwise.

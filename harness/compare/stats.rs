@@ -80,15 +80,20 @@ pub enum FloorSource {
     /// Earlier runs of the same build and environment on this host (`--results`).
     History,
     /// History made on one boot, compared runs made on another: learned, but the variation
-    /// between runs held to at least the stated default, which spans reboots.
+    /// between runs held to at least what spans reboots (the reference's, else the stated
+    /// default).
     HistoryOneBoot,
-    /// Too little history: stackbench's stated default for the benchmark's side.
+    /// Too little history: learned from the real runs of the GPU model committed under
+    /// `results/`, across their boots ([`super::reference`]), each file cited.
+    Reference,
+    /// Too little history and no reference: stackbench's stated default for the benchmark's
+    /// side.
     Default,
 }
 
 /// The variation between runs of one benchmark on one host, as relative standard deviations
 /// of log figures, that an interval is never narrower than.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Floor {
     pub source: FloorSource,
     /// Between runs (separate `bench` commands, minutes apart): what no pair of runs shows.
@@ -99,6 +104,16 @@ pub struct Floor {
     /// The earlier runs it was learned from (0 for the default).
     #[serde(default)]
     pub runs: usize,
+    /// The boots those runs were made on (a reference floor's; absent otherwise).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub boots: usize,
+    /// The committed files a reference floor was learned from (`results/bench-....json`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cited: Vec<String>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// The stated default variation between runs of GPU figures from CUDA events, as a relative
@@ -124,6 +139,8 @@ impl Floor {
             between_runs,
             between_repetitions,
             runs: 0,
+            boots: 0,
+            cited: Vec::new(),
         }
     }
 
@@ -132,9 +149,13 @@ impl Floor {
         let source = match self.source {
             FloorSource::History => format!("learned from {} earlier runs", self.runs),
             FloorSource::HistoryOneBoot => format!(
-                "learned from {} earlier runs on one boot, at least the stated default between \
+                "learned from {} earlier runs on one boot, at least what spans reboots between \
                  runs for a run made on another",
                 self.runs
+            ),
+            FloorSource::Reference => format!(
+                "learned from {} committed real runs of this GPU model on {} boots",
+                self.runs, self.boots
             ),
             FloorSource::Default => "stated default".to_owned(),
         };
@@ -391,6 +412,8 @@ mod tests {
         between_runs: 0.0,
         between_repetitions: 0.02,
         runs: 0,
+        boots: 0,
+        cited: Vec::new(),
     };
 
     #[test]
@@ -443,10 +466,9 @@ mod tests {
         let e = estimate(&slices(&old), &slices(&new), &GPU).unwrap();
         assert!(e.floor_set);
         let width = (e.ratio.high / e.ratio.ratio).ln();
-        assert!(
-            (width - GPU.repetitions_half_width(1, 1)).abs() < 1e-9,
-            "{e:?}"
-        );
+        // The documented floor, by hand: 2.576 · sqrt(0.02² · (1/1 + 1/1)) = 0.072856, the
+        // repetitions' samples (0.1% apart) adding nothing beside it.
+        assert!((width - 0.072_856).abs() < 1e-5, "{width}: {e:?}");
         assert_eq!(e.ratio.verdict(0.02), Verdict::Unclear);
         let cpu = Floor::default_for(Side::Cpu);
         let slow = runs(&[300.0], 0.001, 100, 8);
@@ -472,9 +494,10 @@ mod tests {
             between_runs: 0.015,
             ..GPU
         };
-        let added = between.between_runs_half_width();
-        assert!(own > 0.01 && added > 0.01, "{own} {added}");
-        assert!((width(&between) - own.hypot(added)).abs() < 1e-9);
+        // The documented term, by hand: 2.576 · sqrt(2 · 0.015²) = 0.054642.
+        let added = 0.054_642;
+        assert!(own > 0.01, "{own}");
+        assert!((width(&between) - own.hypot(added)).abs() < 1e-5, "{own}");
     }
 
     #[test]

@@ -51,6 +51,42 @@ pub fn repetitions(row: &BenchmarkRow) -> String {
     }
 }
 
+/// Where a row's noise floor came from, in a word or two: `history`, `history (1 boot)`,
+/// `reference` (the committed real runs of its GPU model), `default`; `-` when not judged.
+pub fn floor_cell(row: &BenchmarkRow) -> String {
+    use crate::compare::stats::FloorSource;
+    match row.floor.as_ref().map(|f| f.source) {
+        Some(FloorSource::History) => "history",
+        Some(FloorSource::HistoryOneBoot) => "history (1 boot)",
+        Some(FloorSource::Reference) => "reference",
+        Some(FloorSource::Default) => "default",
+        None => "-",
+    }
+    .to_owned()
+}
+
+/// The smallest change the row could call, either way: `±2.4%`; `-` when not judged.
+pub fn sees_cell(row: &BenchmarkRow) -> String {
+    row.could_see
+        .map_or("-".to_owned(), |c| format!("±{:.1}%", 100.0 * c))
+}
+
+/// The committed real runs the rows' reference floors were learned from, each once, in order.
+pub fn reference_files(report: &CompareReport) -> Vec<String> {
+    let mut files: Vec<String> = Vec::new();
+    for file in report
+        .benchmarks
+        .iter()
+        .filter_map(|b| b.floor.as_ref())
+        .flat_map(|f| &f.cited)
+    {
+        if !files.contains(file) {
+            files.push(file.clone());
+        }
+    }
+    files
+}
+
 /// What a reader needs beside a row's verdict: an NCCL row's busbw in both runs, why it is
 /// unclear and what would settle it, and the noise floor when it set the interval.
 pub fn note(row: &BenchmarkRow) -> Option<String> {
@@ -88,6 +124,9 @@ pub fn verdict(row: &BenchmarkRow) -> String {
     let mut notes = Vec::new();
     if row.clocks_differ {
         notes.push("clocks differ".to_owned());
+    }
+    if let Some(cycles) = row.cycles_verdict {
+        notes.push(format!("in cycles: {}", cycles.name()));
     }
     if row.simulated_vs_real {
         notes.push("simulated vs real: not a regression".to_owned());
@@ -227,6 +266,11 @@ mod tests {
             verdict: Some(Verdict::Slower),
             clocks_differ,
             simulated_vs_real,
+            could_see: None,
+            old_sm_clock_mhz: None,
+            new_sm_clock_mhz: None,
+            cycles: None,
+            cycles_verdict: None,
             old_figure_ns: None,
             new_figure_ns: None,
             old_repetitions: Some(3),

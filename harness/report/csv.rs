@@ -122,6 +122,9 @@ const COMPARE_HEADER: &[&str] = &[
     "clocks_differ",
     "detail",
     "simulated",
+    "floor",
+    "could_see",
+    "cycles_verdict",
 ];
 
 fn encode(e: impl std::fmt::Display) -> OutputError {
@@ -193,56 +196,70 @@ impl Exporter for Csv {
             (false, true) => "new",
             (false, false) => "",
         };
-        let row = |cells: [String; 10]| {
+        // A benchmark row adds where its floor came from, the smallest change it could call
+        // and its verdict in cycles.
+        let row = |cells: [String; 10], bench: Option<&crate::compare::model::BenchmarkRow>| {
             let mut cells = cells.to_vec();
             cells.push(simulated.to_owned());
+            cells.push(bench.map(super::compare::floor_cell).unwrap_or_default());
+            cells.push(opt(bench.and_then(|b| b.could_see)));
+            cells.push(opt(bench.and_then(|b| b.cycles_verdict).map(|v| v.name())));
             cells
         };
         let environment = report.environment.iter().map(|c| {
-            row([
-                "environment".into(),
-                c.what.clone(),
-                opt(c.old.as_ref()),
-                opt(c.new.as_ref()),
-                String::new(),
-                String::new(),
-                String::new(),
-                String::new(),
-                String::new(),
-                String::new(),
-            ])
+            row(
+                [
+                    "environment".into(),
+                    c.what.clone(),
+                    opt(c.old.as_ref()),
+                    opt(c.new.as_ref()),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                ],
+                None,
+            )
         });
         let benchmarks = report.benchmarks.iter().map(|b| {
-            row([
-                "benchmark".into(),
-                b.label(),
-                opt(b.old_median_ns),
-                opt(b.new_median_ns),
-                opt(b.verdict.map(|v| v.name())),
-                opt(b.ratio.map(|r| r.ratio)),
-                opt(b.ratio.map(|r| r.low)),
-                opt(b.ratio.map(|r| r.high)),
-                b.clocks_differ.to_string(),
-                format!(
-                    "{} -> {}",
-                    b.old_status.as_deref().unwrap_or("-"),
-                    b.new_status.as_deref().unwrap_or("-")
-                ),
-            ])
+            row(
+                [
+                    "benchmark".into(),
+                    b.label(),
+                    opt(b.old_median_ns),
+                    opt(b.new_median_ns),
+                    opt(b.verdict.map(|v| v.name())),
+                    opt(b.ratio.map(|r| r.ratio)),
+                    opt(b.ratio.map(|r| r.low)),
+                    opt(b.ratio.map(|r| r.high)),
+                    b.clocks_differ.to_string(),
+                    format!(
+                        "{} -> {}",
+                        b.old_status.as_deref().unwrap_or("-"),
+                        b.new_status.as_deref().unwrap_or("-")
+                    ),
+                ],
+                Some(b),
+            )
         });
         let checks = report.checks.iter().map(|c| {
-            row([
-                "check".into(),
-                format!("{} {}", c.combination, c.id),
-                opt(c.old_status.as_ref()),
-                opt(c.new_status.as_ref()),
-                super::compare::check_change(c).to_owned(),
-                String::new(),
-                String::new(),
-                String::new(),
-                String::new(),
-                super::compare::reason(c).to_owned(),
-            ])
+            row(
+                [
+                    "check".into(),
+                    format!("{} {}", c.combination, c.id),
+                    opt(c.old_status.as_ref()),
+                    opt(c.new_status.as_ref()),
+                    super::compare::check_change(c).to_owned(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    super::compare::reason(c).to_owned(),
+                ],
+                None,
+            )
         });
         let items = |section: &'static str, list: &'static str| {
             let source = if list == "findings" {
@@ -251,18 +268,21 @@ impl Exporter for Csv {
                 &report.libraries
             };
             source.iter().map(move |i| {
-                row([
-                    section.into(),
-                    i.what.clone(),
-                    String::new(),
-                    String::new(),
-                    i.change.clone(),
-                    String::new(),
-                    String::new(),
-                    String::new(),
-                    String::new(),
-                    String::new(),
-                ])
+                row(
+                    [
+                        section.into(),
+                        i.what.clone(),
+                        String::new(),
+                        String::new(),
+                        i.change.clone(),
+                        String::new(),
+                        String::new(),
+                        String::new(),
+                        String::new(),
+                        String::new(),
+                    ],
+                    None,
+                )
             })
         };
         table(

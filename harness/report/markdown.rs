@@ -304,22 +304,33 @@ impl Exporter for Markdown {
                 view::benchmarks_title(report)
             );
             out.push_str(
-                "| benchmark | old | new | change | interval | repetitions | verdict | why |\n",
+                "| benchmark | old | new | change | interval | repetitions | floor | sees | verdict | why |\n",
             );
-            out.push_str("| --- | --- | --- | --- | --- | --- | --- | --- |\n");
+            out.push_str("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
             for b in &report.benchmarks {
                 let (change, interval) = view::ratio_cells(b);
                 let (old, new) = view::figures(b);
                 let _ = writeln!(
                     out,
-                    "| `{}` | {old} | {new} | {change} | {interval} | {} | {} | {} |",
+                    "| `{}` | {old} | {new} | {change} | {interval} | {} | {} | {} | {} | {} |",
                     view::benchmark(b),
                     view::repetitions(b),
+                    view::floor_cell(b),
+                    view::sees_cell(b),
                     view::verdict(b),
                     escape(&view::note(b).unwrap_or_default())
                 );
             }
             out.push('\n');
+            let cited = view::reference_files(report);
+            if !cited.is_empty() {
+                let files: Vec<String> = cited.iter().map(|f| format!("`{f}`")).collect();
+                let _ = writeln!(
+                    out,
+                    "Reference floors learned from the committed real runs {}.\n",
+                    files.join(", ")
+                );
+            }
         }
         if !report.checks.is_empty() {
             out.push_str("## Checks that changed\n\n| combination | check | change | status | reason |\n| --- | --- | --- | --- | --- |\n");

@@ -365,6 +365,8 @@ impl Exporter for Terminal {
                         change,
                         interval,
                         view::repetitions(b),
+                        view::floor_cell(b),
+                        view::sees_cell(b),
                         view::verdict(b),
                     ]
                 })
@@ -376,9 +378,19 @@ impl Exporter for Terminal {
                 "change",
                 "interval",
                 "repetitions",
+                "floor",
+                "sees",
                 "verdict",
             ];
             self.table(&mut out, &header, &rows);
+            let cited = view::reference_files(report);
+            if !cited.is_empty() {
+                let line = format!(
+                    "  reference floors learned from the committed real runs {}",
+                    cited.join(", ")
+                );
+                let _ = writeln!(out, "{}", wrap(&line, "    "));
+            }
             for b in &report.benchmarks {
                 if let Some(note) = view::note(b) {
                     let line = format!("  {}: {note}", view::benchmark(b));

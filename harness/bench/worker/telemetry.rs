@@ -110,10 +110,27 @@ impl Sampler {
     }
 }
 
+/// The readings that speak for a sample run from `start` to `end`: those taken during it, or
+/// for a sample shorter than the reading interval, the last one before its end.
+fn during<'a>(readings: &'a [Reading], (start, end): &(Instant, Instant)) -> Vec<&'a Reading> {
+    let inside: Vec<&Reading> = readings
+        .iter()
+        .filter(|r| r.at >= *start && r.at <= *end)
+        .collect();
+    if !inside.is_empty() {
+        return inside;
+    }
+    readings
+        .iter()
+        .rev()
+        .find(|r| r.at <= *end)
+        .into_iter()
+        .collect()
+}
+
 /// What the readings say about a benchmark whose samples ran in `windows` (start, end): the
-/// clock's range, the hottest and hungriest reading, every reason seen, and the samples during
-/// which a reading (or, for a sample shorter than the interval, the last reading before its
-/// end) showed the clocks held back.
+/// clock's range and its mean during the samples, the hottest and hungriest reading, every
+/// reason seen, and the samples during which a reading showed the clocks held back.
 pub fn summarize(readings: &[Reading], windows: &[(Instant, Instant)]) -> Telemetry {
     let clocks = readings.iter().filter_map(|r| r.sm_clock_mhz);
     let reasons: BTreeSet<String> = readings
@@ -121,28 +138,26 @@ pub fn summarize(readings: &[Reading], windows: &[(Instant, Instant)]) -> Teleme
         .filter_map(|r| r.reasons)
         .flat_map(clock_event_names)
         .collect();
-    let throttled_samples = windows
+    let per_sample: Vec<Vec<&Reading>> = windows.iter().map(|w| during(readings, w)).collect();
+    let throttled_samples = per_sample
         .iter()
         .enumerate()
-        .filter(|(_, (start, end))| {
-            let during = readings.iter().filter(|r| r.at >= *start && r.at <= *end);
-            let mut during = during.peekable();
-            if during.peek().is_some() {
-                during.any(|r| r.throttled())
-            } else {
-                readings
-                    .iter()
-                    .rev()
-                    .find(|r| r.at <= *end)
-                    .is_some_and(Reading::throttled)
-            }
-        })
+        .filter(|(_, speaking)| speaking.iter().any(|r| r.throttled()))
         .map(|(index, _)| index)
         .collect();
+    let sample_clocks: Vec<f64> = per_sample
+        .iter()
+        .flatten()
+        .filter_map(|r| r.sm_clock_mhz)
+        .map(f64::from)
+        .collect();
+    let sm_clock_mhz_mean = (!sample_clocks.is_empty())
+        .then(|| sample_clocks.iter().sum::<f64>() / sample_clocks.len() as f64);
     Telemetry {
         readings: readings.len(),
         sm_clock_mhz_min: clocks.clone().min(),
         sm_clock_mhz_max: clocks.max(),
+        sm_clock_mhz_mean,
         temperature_c_max: readings.iter().filter_map(|r| r.temperature_c).max(),
         power_w_max: readings
             .iter()
@@ -191,6 +206,11 @@ mod tests {
             (t.sm_clock_mhz_min, t.sm_clock_mhz_max),
             (Some(1755), Some(1980))
         );
+        // The readings speaking for each sample: 1980; 1755; 1755 again; 1980.
+        assert_eq!(
+            t.sm_clock_mhz_mean,
+            Some((1980.0 + 1755.0 * 2.0 + 1980.0) / 4.0)
+        );
         assert_eq!(t.throttle_reasons, vec!["SW power cap".to_owned()]);
         assert_eq!(t.power_w_max, Some(500.0));
         assert_eq!(t.readings, 4);
@@ -201,6 +221,6 @@ mod tests {
         let now = Instant::now();
         let t = summarize(&[], &[(now, now)]);
         assert!(t.throttled_samples.is_empty());
-        assert_eq!(t.sm_clock_mhz_min, None);
+        assert_eq!((t.sm_clock_mhz_min, t.sm_clock_mhz_mean), (None, None));
     }
 }

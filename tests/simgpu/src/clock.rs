@@ -14,7 +14,8 @@
 //! number, so every process of one boot shares it). Only the profile's `seed` pins the draws;
 //! without one each process draws afresh. The first `ramp_ms` of a process's work run at
 //! a lower clock, as a card's boost ramps up, and the `throttle` fault's clocks lengthen every
-//! kernel in proportion. With `other_processes = N` the device is time-sliced with N busy
+//! kernel in proportion: the clock NVML reports, so a locked clock (which holds against the SW
+//! reasons) sets kernel times as it sets the readings. With `other_processes = N` the device is time-sliced with N busy
 //! programs: each operation takes `1 + N u` times as long, `u` drawn per operation between
 //! [`FOREIGN_SHARE`]'s bounds (the others' work comes in bursts), so a busy device is both
 //! slower and noisier, as a shared card is.
@@ -117,7 +118,13 @@ impl Clock {
         let by_boot = factors(device.boot_sigma, &mut boot_state);
         let by_process = factors(device.run_sigma, &mut rng);
         let rate = |i: usize, nominal: f64| nominal / (by_boot[i] * by_process[i]);
-        let held = clock_mhz(device, ClockType::Sm, clocks_event_reasons(faults, 1));
+        let locked = crate::nvml::locks::of(device, index as u32).sm;
+        let held = clock_mhz(
+            device,
+            ClockType::Sm,
+            clocks_event_reasons(faults, 1),
+            locked,
+        );
         let tflops = [
             device.fp32_tflops,
             device.tf32_tflops,

@@ -3,10 +3,10 @@
 //! or an unknown enum value), then the answer from [`super::model`] and [`super::identity`].
 
 use super::{
-    identity, model, nvmlDevice_t, nvmlEnableState_t, nvmlReturn_t, put, put_str, with_device,
-    NVML_ERROR_ARGUMENT_VERSION_MISMATCH, NVML_ERROR_INSUFFICIENT_SIZE,
-    NVML_ERROR_INVALID_ARGUMENT, NVML_ERROR_NOT_FOUND, NVML_FEATURE_DISABLED, NVML_FEATURE_ENABLED,
-    NVML_SUCCESS,
+    identity, locks, model, nvmlDevice_t, nvmlEnableState_t, nvmlReturn_t, put, put_str,
+    with_device, NVML_ERROR_ARGUMENT_VERSION_MISMATCH, NVML_ERROR_INSUFFICIENT_SIZE,
+    NVML_ERROR_INVALID_ARGUMENT, NVML_ERROR_NOT_FOUND, NVML_ERROR_NOT_SUPPORTED,
+    NVML_ERROR_NO_PERMISSION, NVML_FEATURE_DISABLED, NVML_FEATURE_ENABLED, NVML_SUCCESS,
 };
 use std::ffi::{c_char, c_int, c_uint, c_ulonglong};
 
@@ -246,8 +246,13 @@ pub unsafe extern "C" fn nvmlDeviceGetClockInfo(
             return NVML_ERROR_INVALID_ARGUMENT;
         };
         let reasons = model::clocks_event_reasons(d.faults, d.launches);
+        let locks = locks::of(d.device, d.index);
+        let locked = match kind {
+            model::ClockType::Memory => locks.memory,
+            _ => locks.sm,
+        };
         // SAFETY: the caller's out-parameter.
-        unsafe { put(clock, model::clock_mhz(d.device, kind, reasons)) }
+        unsafe { put(clock, model::clock_mhz(d.device, kind, reasons, locked)) }
     })
 }
 
@@ -268,6 +273,61 @@ pub unsafe extern "C" fn nvmlDeviceGetMaxClockInfo(
         // SAFETY: the caller's out-parameter.
         unsafe { put(clock, model::max_clock_mhz(d.device, kind)) }
     })
+}
+
+/// Sets or resets device `d`'s lock of `kind` as the driver does: root only
+/// (`NVML_ERROR_NO_PERMISSION` otherwise), a range within the clock's maximum.
+fn lock(d: &super::Target, kind: locks::Locked, range: Option<(u32, u32)>) -> nvmlReturn_t {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return NVML_ERROR_NO_PERMISSION;
+    }
+    let clock = match kind {
+        locks::Locked::Sm => model::ClockType::Sm,
+        locks::Locked::Memory => model::ClockType::Memory,
+    };
+    if let Some((min, max)) = range {
+        if min > max || max > model::max_clock_mhz(d.device, clock) {
+            return NVML_ERROR_INVALID_ARGUMENT;
+        }
+    }
+    if locks::set(d.device, d.index, kind, range) {
+        NVML_SUCCESS
+    } else {
+        NVML_ERROR_NOT_SUPPORTED
+    }
+}
+
+/// `nvmlDeviceSetGpuLockedClocks`: locks the SM clock within `min`..`max` MHz.
+#[no_mangle]
+pub extern "C" fn nvmlDeviceSetGpuLockedClocks(
+    device: nvmlDevice_t,
+    min: c_uint,
+    max: c_uint,
+) -> nvmlReturn_t {
+    with_device(device, |d| lock(d, locks::Locked::Sm, Some((min, max))))
+}
+
+/// `nvmlDeviceResetGpuLockedClocks`.
+#[no_mangle]
+pub extern "C" fn nvmlDeviceResetGpuLockedClocks(device: nvmlDevice_t) -> nvmlReturn_t {
+    with_device(device, |d| lock(d, locks::Locked::Sm, None))
+}
+
+/// `nvmlDeviceSetMemoryLockedClocks`: locks the memory clock within `min`..`max` MHz.
+#[no_mangle]
+pub extern "C" fn nvmlDeviceSetMemoryLockedClocks(
+    device: nvmlDevice_t,
+    min: c_uint,
+    max: c_uint,
+) -> nvmlReturn_t {
+    with_device(device, |d| lock(d, locks::Locked::Memory, Some((min, max))))
+}
+
+/// `nvmlDeviceResetMemoryLockedClocks`.
+#[no_mangle]
+pub extern "C" fn nvmlDeviceResetMemoryLockedClocks(device: nvmlDevice_t) -> nvmlReturn_t {
+    with_device(device, |d| lock(d, locks::Locked::Memory, None))
 }
 
 /// `nvmlDeviceGetApplicationsClock`, MHz: the defaults (the maximum clocks), never changed.

@@ -5,6 +5,8 @@
 //! Once one has run it is busy: warmer and hungrier, and the profile's `throttle` reasons hold
 //! its clocks back (a HW reason halves them, as NVML's documentation says of HW slowdown and
 //! power brake; a SW one takes 15% off), with the temperature or power the reason implies.
+//! A locked SM clock ([`super::locks`]) holds against the SW reasons, as the fleet tools that
+//! lock clocks expect; a HW reason still pulls the clock below it.
 
 use crate::profile::{Device, Faults};
 
@@ -111,13 +113,28 @@ pub fn max_clock_mhz(device: &Device, clock: ClockType) -> u32 {
     }
 }
 
-/// `nvmlDeviceGetClockInfo`, MHz: the maximum, held back by the current reasons.
-pub fn clock_mhz(device: &Device, clock: ClockType, reasons: u64) -> u32 {
+/// `nvmlDeviceGetClockInfo`, MHz: the maximum, held back by the current reasons; with the clock
+/// locked (`locked`, its range), the lock's maximum, which only a HW reason pulls lower.
+pub fn clock_mhz(
+    device: &Device,
+    clock: ClockType,
+    reasons: u64,
+    locked: Option<(u32, u32)>,
+) -> u32 {
     let max = max_clock_mhz(device, clock);
+    let hw = reasons & HW_REASONS != 0;
+    if let Some((_, locked)) = locked {
+        let locked = locked.min(max);
+        return if hw && clock != ClockType::Memory {
+            locked.min(max / 2)
+        } else {
+            locked
+        };
+    }
     if clock == ClockType::Memory {
         return max;
     }
-    if reasons & HW_REASONS != 0 {
+    if hw {
         max / 2
     } else if reasons & SW_REASONS != 0 {
         max * 85 / 100
@@ -250,21 +267,50 @@ mod tests {
     }
 
     #[test]
-    fn throttling_lowers_the_clocks_and_heats_the_board() {
+    fn a_lock_holds_against_the_sw_reasons_and_a_hw_reason_pulls_below_it() {
         let device = Device::default();
-        assert_eq!(clock_mhz(&device, ClockType::Sm, 0), 1980);
-        assert_eq!(clock_mhz(&device, ClockType::Sm, REASON_GPU_IDLE), 1980);
-        assert_eq!(clock_mhz(&device, ClockType::Sm, REASON_SW_THERMAL), 1683);
+        let lock = Some((1755, 1755));
+        assert_eq!(clock_mhz(&device, ClockType::Sm, 0, lock), 1755);
         assert_eq!(
             clock_mhz(
                 &device,
                 ClockType::Sm,
-                REASON_HW_SLOWDOWN | REASON_SW_POWER_CAP
+                REASON_SW_POWER_CAP | REASON_SW_THERMAL,
+                lock
+            ),
+            1755
+        );
+        assert_eq!(
+            clock_mhz(&device, ClockType::Sm, REASON_HW_SLOWDOWN, lock),
+            990
+        );
+        // Never above the maximum, whatever was asked.
+        assert_eq!(clock_mhz(&device, ClockType::Sm, 0, Some((0, 5000))), 1980);
+    }
+
+    #[test]
+    fn throttling_lowers_the_clocks_and_heats_the_board() {
+        let device = Device::default();
+        assert_eq!(clock_mhz(&device, ClockType::Sm, 0, None), 1980);
+        assert_eq!(
+            clock_mhz(&device, ClockType::Sm, REASON_GPU_IDLE, None),
+            1980
+        );
+        assert_eq!(
+            clock_mhz(&device, ClockType::Sm, REASON_SW_THERMAL, None),
+            1683
+        );
+        assert_eq!(
+            clock_mhz(
+                &device,
+                ClockType::Sm,
+                REASON_HW_SLOWDOWN | REASON_SW_POWER_CAP,
+                None
             ),
             990
         );
         assert_eq!(
-            clock_mhz(&device, ClockType::Memory, REASON_HW_SLOWDOWN),
+            clock_mhz(&device, ClockType::Memory, REASON_HW_SLOWDOWN, None),
             2617
         );
         assert_eq!(max_clock_mhz(&device, ClockType::Graphics), 1980);
