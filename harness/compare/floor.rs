@@ -97,12 +97,7 @@ impl History {
             else {
                 continue;
             };
-            let logs: Vec<f64> = result
-                .repetition_medians()
-                .into_iter()
-                .filter(|m| *m > 0.0 && m.is_finite())
-                .map(f64::ln)
-                .collect();
+            let logs = log_medians(result);
             if logs.is_empty() {
                 continue;
             }
@@ -132,6 +127,17 @@ impl History {
             }
         }
     }
+}
+
+/// A result's repetitions as the floors take them: each one's log median (those that are
+/// positive and finite).
+pub(super) fn log_medians(result: &BenchResult) -> Vec<f64> {
+    result
+        .repetition_medians()
+        .into_iter()
+        .filter(|m| *m > 0.0 && m.is_finite())
+        .map(f64::ln)
+        .collect()
 }
 
 /// What a run of `combination` was made on and with, as one comparable string; `None` when the

@@ -75,12 +75,7 @@ pub fn floor(
             {
                 continue;
             }
-            let logs: Vec<f64> = other
-                .repetition_medians()
-                .into_iter()
-                .filter(|m| *m > 0.0 && m.is_finite())
-                .map(f64::ln)
-                .collect();
+            let logs = super::floor::log_medians(other);
             if logs.is_empty() {
                 continue;
             }
