@@ -784,8 +784,8 @@ fn a_bad_target_exits_2_and_says_what_to_give(#[case] target: &str) {
 
 // 8. Search-path hygiene.
 
-/// Run as root (as CI runs), a world-writable entry is the trust rule's error, not the hygiene
-/// warning an ordinary user gets (`tests/trust_cli.rs` shows that one).
+/// A world-writable entry: run as root (as CI runs), the trust rule's error; run as an ordinary
+/// user, the hygiene warning (`tests/trust_cli.rs` shows both with trees of other users).
 #[test]
 fn empty_and_relative_entries_are_warnings_and_a_world_writable_one_an_error_for_root() {
     let open = tempfile::tempdir().expect("temporary directory");
@@ -809,22 +809,40 @@ fn empty_and_relative_entries_are_warnings_and_a_world_writable_one_an_error_for
     for f in [empty, relative] {
         assert_eq!(f["severity"], "warning", "{f}");
     }
-    assert!(findings_of(&run.report, "world_writable_search_path").is_empty());
-    let untrusted = &the(&run.report, "untrusted_search_path", |_| true);
-    assert!(
-        text(untrusted, "message").starts_with(&format!(
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let (present, absent, severity, fix) = match root {
+        true => (
+            "untrusted_search_path",
+            "world_writable_search_path",
+            "error",
+            format!("chmod go-w {}", open_dir.display()),
+        ),
+        false => (
+            "world_writable_search_path",
+            "untrusted_search_path",
+            "warning",
+            format!("chmod o-w {}", open_dir.display()),
+        ),
+    };
+    assert!(findings_of(&run.report, absent).is_empty(), "{absent}");
+    let open_entry = &the(&run.report, present, |_| true);
+    let message = text(open_entry, "message");
+    let expected = match root {
+        true => format!(
             "{} on LD_LIBRARY_PATH: {} can be written by every user",
             open_dir.display(),
             open_dir.display()
-        )),
-        "{untrusted}"
-    );
-    assert_eq!(
-        text(untrusted, "fix"),
-        format!("chmod go-w {}", open_dir.display())
-    );
-    assert_eq!(untrusted["severity"], "error", "{untrusted}");
-    for f in [empty, relative, untrusted] {
+        ),
+        false => format!(
+            "{} on LD_LIBRARY_PATH is world-writable",
+            open_dir.display()
+        ),
+    };
+    assert!(message.starts_with(&expected), "{open_entry}");
+    assert_eq!(text(open_entry, "fix"), fix);
+    assert_eq!(open_entry["severity"], severity, "{open_entry}");
+    for f in [empty, relative, open_entry] {
         assert!(
             has_line(&f["evidence"], &format!("LD_LIBRARY_PATH={value}")),
             "{f}"

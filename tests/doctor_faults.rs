@@ -397,11 +397,18 @@ fn a_library_that_forks_leaves_no_process_behind() {
 #include <stdio.h>
 #include <unistd.h>
 __attribute__((constructor)) static void spawn(void) {{
+    int ready[2];
+    if (pipe(ready) != 0) return;
     if (fork() == 0) {{
         FILE *f = fopen("{}", "w");
         if (f) {{ fprintf(f, "%d", (int)getpid()); fclose(f); }}
+        char done = 1;
+        write(ready[1], &done, 1);
         for (;;) pause();
     }}
+    /* The pid is written before the library's load goes on, however busy the machine. */
+    char done;
+    read(ready[0], &done, 1);
 }}
 "#,
             pid_file.display()

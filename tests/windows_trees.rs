@@ -285,6 +285,14 @@ fn cudnn_for_cuda_11_beside_cuda_12_s_cublas_is_a_mismatch() {
     );
 }
 
+/// `to` as a hard link to `from`, or a copy where the kernel refuses the link (another user's
+/// file under `protected_hardlinks`, another file system).
+fn link_or_copy(from: &Path, to: &Path) {
+    if std::fs::hard_link(from, to).is_err() {
+        std::fs::copy(from, to).unwrap();
+    }
+}
+
 /// A pip tree holding only cuDNN's wheel (real DLLs, hard-linked) and a Windows `PATH`.
 fn cudnn_only_venv(dir: &Path) -> PathBuf {
     let site = dir.join("venv/Lib/site-packages");
@@ -292,7 +300,7 @@ fn cudnn_only_venv(dir: &Path) -> PathBuf {
     std::fs::create_dir_all(&bin).unwrap();
     let from = windows_toolkits().join(WIN_VENV).join("nvidia/cudnn/bin");
     for file in ["cudnn64_8.dll", "cudnn_ops_infer64_8.dll"] {
-        std::fs::hard_link(from.join(file), bin.join(file)).unwrap();
+        link_or_copy(&from.join(file), &bin.join(file));
     }
     site
 }
@@ -352,7 +360,7 @@ fn a_32_bit_zlib_in_the_search_is_error_193() {
     let runtime32 = windows_toolkits()
         .join(WIN_VENV)
         .join("nvidia/cuda_runtime/bin/cudart32_110.dll");
-    std::fs::hard_link(runtime32, zlib.join("zlibwapi.dll")).unwrap();
+    link_or_copy(&runtime32, &zlib.join("zlibwapi.dll"));
     let (_, report) = doctor(&site, &["--dll-directory", zlib.to_str().unwrap()]);
     let wrong = findings(&report, "wrong_machine", "cudnn64_8.dll");
     assert_eq!(wrong.len(), 1, "{wrong:?}");
@@ -374,13 +382,12 @@ fn a_damaged_dll_is_a_problem_of_its_own_and_the_rest_is_read() {
     // Cut in the middle: whole headers, sections that end beyond the file.
     let big = std::fs::read(real.with_file_name("cudnn_adv_infer64_8.dll")).unwrap();
     std::fs::write(bin.join("cudnn_adv_infer64_8.dll"), &big[..2 << 20]).unwrap();
-    std::fs::hard_link(
-        windows_toolkits()
+    link_or_copy(
+        &windows_toolkits()
             .join(WIN_VENV)
             .join("nvidia/cuda_runtime/bin/cudart64_110.dll"),
-        bin.join("cudart64_110.dll"),
-    )
-    .unwrap();
+        &bin.join("cudart64_110.dll"),
+    );
     let output = run_stackbench(&[
         "scan",
         "--no-system",

@@ -139,11 +139,17 @@ pub fn cpu_targets(bench: &str) -> Vec<Target> {
     } else {
         eprintln!("{bench}: no fixture toolkits here (ci/fetch-toolkits builds them)");
     }
-    all.extend(targets(
-        bench,
-        &options(Vec::new(), true, None),
-        &Host::current(),
-    ));
+    // The host's scan can find the fixtures too (a checkout below /home or /opt): a combination
+    // is registered once, under criterion's rule that ids are unique.
+    for target in targets(bench, &options(Vec::new(), true, None), &Host::current()) {
+        match all.iter().any(|t| t.name == target.name) {
+            true => eprintln!(
+                "{bench}/{}: registered once, from the fixtures",
+                target.name
+            ),
+            false => all.push(target),
+        }
+    }
     all
 }
 
