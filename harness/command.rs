@@ -192,9 +192,9 @@ fn relay(stream: Box<dyn Read + Send>, quiet: bool, seen: &Mutex<Seen>) {
         let text = text.trim_end();
         let error = ERROR_PATTERNS
             .into_iter()
-            .chain(crate::build::failure::patterns())
+            .chain(crate::toolchain::failure::patterns())
             .any(|p| text.contains(p));
-        let dirs = crate::build::failure::include_dirs(text);
+        let dirs = crate::toolchain::failure::include_dirs(text);
         if let Ok(mut seen) = seen.lock() {
             if error && seen.error_lines.len() < MAX_ERROR_LINES {
                 seen.error_lines.push(text.to_owned());

@@ -1,7 +1,7 @@
 //! `stackbench doctor`: the scan, live loading of every library in a worker process, and the
 //! findings that explain what will fail and how to fix it.
 
-use crate::build::BuildFacts;
+use crate::toolchain::BuildFacts;
 use crate::compat::ComputeCapability;
 use crate::diagnose::driver::is_under;
 use crate::diagnose::finding::{Finding, Severity};
@@ -176,7 +176,7 @@ pub fn doctor(options: &DoctorOptions, host: &Host) -> DoctorReport {
     )
     .with_windows(&windows, &options.windows)
     .with_host_files(&driver_files, &container, sysroot);
-    let build = crate::build::read(host, &linux_scan.installations);
+    let build = crate::toolchain::read(host, &linux_scan.installations);
     let frameworks = crate::discover::frameworks::read(host, &python_sites(&linux_scan));
     let mut ctx = ctx.with_build(host, &build, &frameworks);
     ctx.verify_hashes = options.verify_hashes;

@@ -11,7 +11,6 @@
 
 pub mod app;
 pub mod bench;
-pub mod build;
 pub mod catalog;
 pub mod check;
 pub mod cli;
@@ -43,4 +42,5 @@ pub mod scan;
 pub mod symlink;
 pub mod timestamp;
 pub mod tolerance;
+pub mod toolchain;
 pub mod trust;

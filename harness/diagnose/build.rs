@@ -4,9 +4,9 @@
 
 use super::finding::{Cause, Finding, Severity};
 use super::Context;
-use crate::build::failure::{self, Missed};
-use crate::build::toolkit::Toolkit;
-use crate::build::BuildFacts;
+use crate::toolchain::failure::{self, Missed};
+use crate::toolchain::toolkit::Toolkit;
+use crate::toolchain::BuildFacts;
 use crate::command::CommandReport;
 
 pub fn check(ctx: &Context) -> Vec<Finding> {
@@ -31,9 +31,9 @@ fn toolkit_findings(facts: &BuildFacts, toolkit: &Toolkit) -> Vec<Finding> {
     for var in &named {
         let var = var.as_str();
         let problem = match toolkit.exists {
-            false => format!("{var} points at {root}, which does not exist"),
+            false => format!("{var} is {root}, and nothing is there"),
             true if toolkit.nvcc.is_none() => format!(
-                "{var} points at {root}, which does not look like a CUDA Toolkit (no bin/nvcc inside)"
+                "{var} is {root}, a directory without bin/nvcc (a runtime or libraries at most, no compiler)"
             ),
             true => continue,
         };
@@ -151,7 +151,7 @@ fn toolkit_findings(facts: &BuildFacts, toolkit: &Toolkit) -> Vec<Finding> {
                     format!("install a host compiler it accepts ({}) and name it: export CUDAHOSTCXX=/usr/bin/g++-N NVCC_CCBIN=/usr/bin/g++-N (or nvcc -ccbin g++-N)", limits.describe()),
                 )
                 .installation(toolkit.root.clone())
-                .evidence(vec![nvcc_line, crate::build::compiler::describe(compiler)]),
+                .evidence(vec![nvcc_line, crate::toolchain::compiler::describe(compiler)]),
             );
         }
     }

@@ -21,7 +21,7 @@ pub fn check(ctx: &Context) -> Vec<Finding> {
 /// toolkits: each build takes another.
 fn conflicting_toolkits(ctx: &Context) -> Option<Finding> {
     let facts = ctx.build?;
-    let named: Vec<(String, &crate::build::toolkit::Toolkit)> = facts
+    let named: Vec<(String, &crate::toolchain::toolkit::Toolkit)> = facts
         .toolkits
         .iter()
         .filter_map(|t| {

@@ -96,7 +96,7 @@ pub struct Context<'a> {
     /// trust rule; `None` below a sysroot, where nothing runs.
     pub user: Option<&'a crate::trust::Identity>,
     /// What a build of CUDA code would find (toolkits, host compiler); `None`: not read.
-    pub build: Option<&'a crate::build::BuildFacts>,
+    pub build: Option<&'a crate::toolchain::BuildFacts>,
     /// PyTorch, JAX and CuPy installs and the CUDA each was built for.
     pub frameworks: &'a [crate::discover::frameworks::Framework],
     /// The host, for its environment variables and files; `None`: not given.
@@ -138,7 +138,7 @@ impl<'a> Context<'a> {
     pub fn with_build(
         mut self,
         host: &'a crate::discover::Host,
-        build: &'a crate::build::BuildFacts,
+        build: &'a crate::toolchain::BuildFacts,
         frameworks: &'a [crate::discover::frameworks::Framework],
     ) -> Context<'a> {
         self.host = Some(host);
