@@ -19,6 +19,20 @@ pub const EXIT_HARNESS: u8 = 2;
 /// Runs the command line `args`; errors are the harness's own failures.
 pub fn run(args: impl IntoIterator<Item = OsString>) -> anyhow::Result<ExitCode> {
     let cli = Cli::try_parse_from(args).unwrap_or_else(|e| e.exit());
+    // A worker dies with its run; a run that starts workers ends them when a signal ends it.
+    match cli.command {
+        Command::CheckWorker
+        | Command::BenchWorker
+        | Command::Probe
+        | Command::Gpu
+        | Command::GpuState { .. }
+        | Command::Clocks { .. }
+        | Command::Node { .. } => crate::lifetime::die_with_parent(),
+        Command::Doctor(_) | Command::Check(_) | Command::Bench(_) => {
+            crate::lifetime::end_workers_on_signals()
+        }
+        _ => {}
+    }
     let findings = match cli.command {
         Command::Scan(args) => {
             let (search, host, report_options) = options::scan(args, cli.color)?;

@@ -26,6 +26,7 @@ pub mod error;
 pub mod gpu;
 pub mod history;
 pub mod kernels;
+pub mod lifetime;
 pub mod merge;
 pub mod model;
 pub mod nccl;

@@ -4,7 +4,8 @@
 //! `nvmlDeviceSetMemoryLockedClocks`; root only), and reset after the run: also when a worker
 //! crashes (the run goes on and resets at its end) and when the run is interrupted (SIGINT,
 //! SIGTERM, SIGHUP: the run's workers are ended, the clocks reset, then the signal ends the run
-//! as it would have). A SIGKILL leaves them locked until `nvidia-smi -rgc -rmc` or a reboot.
+//! as it would have; see [`crate::lifetime`]). A SIGKILL leaves them locked until
+//! `nvidia-smi -rgc -rmc` or a reboot.
 //! The NVML calls are made in a helper process (`stackbench __clocks`) with the driver's NVML,
 //! as the parent's other NVML calls are.
 
@@ -13,10 +14,8 @@ use nvml_wrapper::enum_wrappers::device::Clock;
 use nvml_wrapper::enums::device::GpuLockedClocksSetting;
 use nvml_wrapper::Nvml;
 use serde::{Deserialize, Serialize};
-use std::os::fd::RawFd;
 use std::path::Path;
 use std::process::{Command, ExitCode};
-use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::Duration;
 
 /// How long the helper may take.
@@ -57,8 +56,8 @@ enum Answer {
 /// The locks of a run, reset when dropped or when a signal ends the run.
 pub struct Guard {
     reset: Command,
-    /// The signal pipe's write end, closed on drop so the watcher thread ends.
-    pipe: RawFd,
+    /// The reset a signal runs; unregistered when the guard resets itself.
+    _on_interrupt: crate::lifetime::Registered,
 }
 
 /// The helper command for `action` (`lock` or `reset`) on `devices`, with the driver's NVML.
@@ -102,10 +101,14 @@ pub fn lock(
     }
     let reset = || helper(worker, driver_dir, trust, "reset", devices);
     // Armed before locking: a signal between the two still resets.
-    let pipe = watch_signals(reset())?;
+    let on_signal = reset();
     let guard = Guard {
         reset: reset(),
-        pipe,
+        _on_interrupt: crate::lifetime::on_interrupt(move || {
+            if let Answer::Failed(why) = ask(on_signal) {
+                eprintln!("bench: interrupted; the locked clocks could not be reset ({why}); reset them with `nvidia-smi -rgc -rmc`");
+            }
+        }),
     };
     match ask(helper(worker, driver_dir, trust, "lock", devices)) {
         Answer::Locked(locked) => Ok((guard, locked)),
@@ -122,80 +125,6 @@ impl Drop for Guard {
         if let Answer::Failed(why) = ask(reset) {
             eprintln!("bench: the locked clocks could not be reset ({why}); reset them with `nvidia-smi -rgc -rmc`");
         }
-        restore_signals();
-        // SAFETY: closes our own write end; the watcher's read then ends.
-        unsafe { libc::close(self.pipe) };
-    }
-}
-
-/// The signals that end a run and reset its clocks first.
-const SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
-
-/// The signal pipe's write end, for the handler.
-static SIGNAL_PIPE: AtomicI32 = AtomicI32::new(-1);
-
-/// The handler: writes the signal's number to the pipe (async-signal-safe), nothing else.
-extern "C" fn on_signal(signal: libc::c_int) {
-    let byte = signal as u8;
-    let fd = SIGNAL_PIPE.load(Ordering::Relaxed);
-    // SAFETY: write(2) of one byte from the stack is async-signal-safe.
-    unsafe { libc::write(fd, std::ptr::from_ref(&byte).cast(), 1) };
-}
-
-/// Installs the handler for [`SIGNALS`] and a thread that, on the first of them, runs `reset`
-/// and then ends the process with that signal; gives the pipe's write end.
-fn watch_signals(reset: Command) -> Result<RawFd, LockError> {
-    let mut fds = [0 as RawFd; 2];
-    // SAFETY: pipe2 writes two descriptors into `fds`.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(LockError::Failed(format!(
-            "no pipe for the signal handler: {}",
-            std::io::Error::last_os_error()
-        )));
-    }
-    let (read, write) = (fds[0], fds[1]);
-    SIGNAL_PIPE.store(write, Ordering::Relaxed);
-    let mut reset = Some(reset);
-    std::thread::spawn(move || {
-        let mut byte = 0u8;
-        // SAFETY: reads one byte into `byte` from our own pipe.
-        let got = unsafe { libc::read(read, std::ptr::from_mut(&mut byte).cast(), 1) };
-        // SAFETY: closes our own read end.
-        unsafe { libc::close(read) };
-        if got != 1 {
-            return; // the guard was dropped: the run ended on its own
-        }
-        // The workers first (none may go on measuring at unlocked clocks), then the clocks.
-        crate::process::kill_descendants();
-        if let Some(reset) = reset.take() {
-            if let Answer::Failed(why) = ask(reset) {
-                eprintln!("bench: interrupted; the locked clocks could not be reset ({why}); reset them with `nvidia-smi -rgc -rmc`");
-            }
-        }
-        let signal = libc::c_int::from(byte);
-        // SAFETY: back to the default action, then the signal itself ends the process.
-        unsafe {
-            libc::signal(signal, libc::SIG_DFL);
-            libc::raise(signal);
-        }
-    });
-    for signal in SIGNALS {
-        // SAFETY: a zeroed sigaction with our handler and an empty mask.
-        unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = on_signal as *const () as usize;
-            libc::sigemptyset(&mut action.sa_mask);
-            libc::sigaction(signal, &action, std::ptr::null_mut());
-        }
-    }
-    Ok(write)
-}
-
-/// Puts [`SIGNALS`] back to their default action.
-fn restore_signals() {
-    for signal in SIGNALS {
-        // SAFETY: restores the default disposition.
-        unsafe { libc::signal(signal, libc::SIG_DFL) };
     }
 }
 

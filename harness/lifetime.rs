@@ -1,0 +1,135 @@
+//! How long stackbench's processes live: no worker outlives its run. A worker dies with its
+//! parent (`PR_SET_PDEATHSIG`, so a run killed outright takes its workers along), and a run that
+//! a signal ends (Ctrl-C, a CI or Slurm time limit, `timeout`: SIGINT, SIGTERM, SIGHUP) first
+//! kills its workers and whatever they started, then runs its cleanups (the locked clocks'
+//! reset), then ends as the signal would have ended it. Otherwise a worker on a real GPU would
+//! go on holding its context, and the next run would find the GPU busy.
+
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+/// The signals that end a run.
+const SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+/// A cleanup to run when a signal ends the run.
+type Cleanup = Box<dyn FnOnce() + Send>;
+
+/// The cleanups registered, by id.
+static CLEANUPS: Mutex<Vec<(u64, Cleanup)>> = Mutex::new(Vec::new());
+
+/// The next cleanup's id.
+static NEXT: AtomicU64 = AtomicU64::new(0);
+
+/// The signal pipe's write end, for the handler.
+static SIGNAL_PIPE: AtomicI32 = AtomicI32::new(-1);
+
+/// Makes the calling worker die when its parent does (SIGKILL), and exits at once if the parent
+/// is already gone (the worker was adopted by init before it could ask). Call it first thing in
+/// a worker: the setting survives no change of user, so it is made after the worker became the
+/// user it runs as.
+pub fn die_with_parent() {
+    // SAFETY: prctl(PR_SET_PDEATHSIG) and getppid touch no memory of ours.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
+        if libc::getppid() == 1 {
+            libc::_exit(2);
+        }
+    }
+}
+
+/// Makes a signal that ends this run end its workers first and run its cleanups (see the
+/// module's documentation). Installed once; later calls do nothing.
+pub fn end_workers_on_signals() {
+    static INSTALLED: OnceLock<()> = OnceLock::new();
+    INSTALLED.get_or_init(|| {
+        let mut fds = [0 as RawFd; 2];
+        // SAFETY: pipe2 writes two descriptors into `fds`.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            return; // no pipe, no handler: the default actions stay
+        }
+        let (read, write) = (fds[0], fds[1]);
+        SIGNAL_PIPE.store(write, Ordering::Relaxed);
+        std::thread::spawn(move || watch(read));
+        for signal in SIGNALS {
+            // SAFETY: a zeroed sigaction with our handler and an empty mask.
+            unsafe {
+                let mut action: libc::sigaction = std::mem::zeroed();
+                action.sa_sigaction = on_signal as *const () as usize;
+                libc::sigemptyset(&mut action.sa_mask);
+                libc::sigaction(signal, &action, std::ptr::null_mut());
+            }
+        }
+    });
+}
+
+/// A cleanup registered with [`on_interrupt`]: dropping it unregisters it, unrun.
+pub struct Registered(u64);
+
+/// Registers `cleanup` to run if a signal ends the run (after its workers are killed); the
+/// handler is installed if it was not.
+pub fn on_interrupt(cleanup: impl FnOnce() + Send + 'static) -> Registered {
+    end_workers_on_signals();
+    let id = NEXT.fetch_add(1, Ordering::Relaxed);
+    CLEANUPS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push((id, Box::new(cleanup)));
+    Registered(id)
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        CLEANUPS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|(id, _)| *id != self.0);
+    }
+}
+
+/// The handler: writes the signal's number to the pipe (async-signal-safe), nothing else.
+extern "C" fn on_signal(signal: libc::c_int) {
+    let byte = signal as u8;
+    let fd = SIGNAL_PIPE.load(Ordering::Relaxed);
+    // SAFETY: write(2) of one byte from the stack is async-signal-safe.
+    unsafe { libc::write(fd, std::ptr::from_ref(&byte).cast(), 1) };
+}
+
+/// The watcher: on the first signal, the workers, then the cleanups, then the signal again
+/// with its default action.
+fn watch(read: RawFd) {
+    let mut byte = 0u8;
+    // SAFETY: reads one byte into `byte` from our own pipe.
+    if unsafe { libc::read(read, std::ptr::from_mut(&mut byte).cast(), 1) } != 1 {
+        return;
+    }
+    crate::process::kill_descendants();
+    let cleanups = std::mem::take(&mut *CLEANUPS.lock().unwrap_or_else(|e| e.into_inner()));
+    for (_, cleanup) in cleanups {
+        cleanup();
+    }
+    let signal = libc::c_int::from(byte);
+    // SAFETY: back to the default action, then the signal itself ends the process.
+    unsafe {
+        libc::signal(signal, libc::SIG_DFL);
+        libc::raise(signal);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cleanup_dropped_is_never_run() {
+        let kept = on_interrupt(|| {});
+        let dropped = on_interrupt(|| panic!("unregistered"));
+        let ids = |list: &Vec<(u64, Cleanup)>| list.iter().map(|(id, _)| *id).collect::<Vec<_>>();
+        let before = ids(&CLEANUPS.lock().unwrap());
+        assert!(before.contains(&kept.0) && before.contains(&dropped.0));
+        let gone = dropped.0;
+        drop(dropped);
+        assert!(!ids(&CLEANUPS.lock().unwrap()).contains(&gone));
+        drop(kept);
+    }
+}
