@@ -1,7 +1,6 @@
 //! `stackbench doctor`: the scan, live loading of every library in a worker process, and the
 //! findings that explain what will fail and how to fix it.
 
-use crate::toolchain::BuildFacts;
 use crate::compat::ComputeCapability;
 use crate::diagnose::driver::is_under;
 use crate::diagnose::finding::{Finding, Severity};
@@ -13,6 +12,7 @@ use crate::gpu::{self, GpuInfo};
 use crate::model::{HostInfo, Installation, Library, Problem, ScanReport, SearchRoot};
 use crate::probe::{self, ProbeRequest};
 use crate::resolve::SearchContext;
+use crate::toolchain::BuildFacts;
 use crate::trust::{Decision, Policy};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};

@@ -18,7 +18,8 @@
 //!   [`COMMAND_TIMEOUT`] to finish; `$?` is restored before the next command, so `$ echo $?`
 //!   shows the status of the command before it.
 //! - A command that exits non-zero must be followed, in its block, by `$ echo $?` (and the status
-//!   line it prints): every reader sees the exit status.
+//!   line it prints): every reader sees the exit status. The session runs with `pipefail`, so a
+//!   pipeline fails when any of its commands fails: `check ... | head -1` cannot hide an exit 1.
 //!
 //! # Where a page runs
 //!
@@ -551,7 +552,8 @@ impl Session {
         let mut stdin = bash.stdin.take().expect("bash's stdin");
         writeln!(
             stdin,
-            "__docs_status=0\n\
+            "set -o pipefail\n\
+             __docs_status=0\n\
              cargo() {{\n\
              \x20 if [ \"$1\" = run ] && [ \"$2\" = --release ] && [ \"$3\" = -- ]; then\n\
              \x20   shift 3; stackbench \"$@\"\n\

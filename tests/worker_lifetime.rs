@@ -65,7 +65,8 @@ fn a_check_cut_off_while_a_kernel_hangs_leaves_no_worker(#[case] signal: libc::c
     let mut check = run.spawn().unwrap();
     // Until a worker runs (the parent alone is one process of the profile).
     assert!(
-        wait_for(Duration::from_secs(120), || processes_of(&profile).len() >= 2),
+        wait_for(Duration::from_secs(120), || processes_of(&profile).len()
+            >= 2),
         "no worker started"
     );
     // Into the hung launch: the worker is busy, not between checks.
@@ -78,7 +79,9 @@ fn a_check_cut_off_while_a_kernel_hangs_leaves_no_worker(#[case] signal: libc::c
         Some(signal),
         "{status:?}"
     );
-    let gone = wait_for(Duration::from_secs(10), || processes_of(&profile).is_empty());
+    let gone = wait_for(Duration::from_secs(10), || {
+        processes_of(&profile).is_empty()
+    });
     let left = processes_of(&profile);
     for pid in &left {
         // SAFETY: kill(2) of a process this test started; nothing may be left for the next.
@@ -93,8 +96,11 @@ fn a_check_cut_off_while_a_kernel_hangs_leaves_no_worker(#[case] signal: libc::c
 #[test]
 fn a_doctor_ended_while_a_library_hangs_leaves_nothing_the_library_started() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755))
-        .unwrap();
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
     let lib = dir.path().join("lib");
     std::fs::create_dir(&lib).unwrap();
     std::fs::copy(common::real_cudart(), lib.join("libcudart.so.12")).unwrap();

@@ -4,10 +4,10 @@
 
 use super::finding::{Cause, Finding, Severity};
 use super::Context;
+use crate::command::CommandReport;
 use crate::toolchain::failure::{self, Missed};
 use crate::toolchain::toolkit::Toolkit;
 use crate::toolchain::BuildFacts;
-use crate::command::CommandReport;
 
 pub fn check(ctx: &Context) -> Vec<Finding> {
     let Some(facts) = ctx.build else {

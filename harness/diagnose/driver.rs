@@ -172,6 +172,32 @@ fn too_new_for(ctx: &Context, copy: &Path) -> Option<String> {
     })
 }
 
+/// On a host with no NVIDIA hardware at all, no driver is expected: a build container, a CI
+/// runner or a login node builds CUDA code without one. There a driver missing altogether (no
+/// copy of it anywhere on the host) is a note, and
+/// the findings that matter on such a host (a build's) decide the exit status. It takes sysfs
+/// listing PCI functions and none of them NVIDIA's, on this machine's own root and outside WSL
+/// (whose GPU is no PCI function there). sysfs is not namespaced, so a container on a GPU host
+/// started without `--gpus` still sees the host's GPUs and keeps the error and its fix.
+pub fn explain_expected_absence(ctx: &Context, findings: &mut [Finding]) {
+    let Some(facts) = ctx.driver_files.filter(|_| !ctx.sysroot) else {
+        return;
+    };
+    let no_nvidia_hardware = facts.nvidia_pci.as_ref().is_some_and(Vec::is_empty) && !facts.wsl_gpu;
+    if !no_nvidia_hardware {
+        return;
+    }
+    // A driver's library somewhere on the host (found, not reachable) says CUDA is meant to run
+    // here: that finding stands.
+    let nothing_installed =
+        |f: &&mut Finding| f.cause == Cause::NoDriver && f.candidates.is_empty();
+    for finding in findings.iter_mut().filter(nothing_installed) {
+        finding.severity = Severity::Info;
+        finding.message = "no NVIDIA GPU on this host (no PCI device of NVIDIA's, vendor 0x10de, in /sys/bus/pci/devices) and no driver: none is needed to build CUDA code here, and CUDA programs run only on a host with a GPU".into();
+        finding.fix = "nothing to do on this host; on a GPU host, install the NVIDIA driver".into();
+    }
+}
+
 /// The one "no driver" finding; every rule that meets the missing driver adds its evidence to it.
 pub fn no_driver_evidence(evidence: String) -> Finding {
     Finding::new(

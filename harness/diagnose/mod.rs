@@ -347,6 +347,7 @@ fn every_rule(ctx: &Context) -> Vec<Finding> {
     findings.extend(forward::check(ctx));
     findings.extend(container::check(ctx));
     container::explain_missing_driver(ctx, &mut findings);
+    driver::explain_expected_absence(ctx, &mut findings);
     findings.extend(windows::check(ctx.windows, ctx.windows_search));
     findings.extend(build::check(ctx));
     findings.extend(environment::check(ctx));

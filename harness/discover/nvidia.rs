@@ -119,6 +119,11 @@ pub struct DriverFacts {
     /// module, through the Windows driver and `/usr/lib/wsl/lib`.
     #[serde(default, skip_serializing_if = "crate::check::model::is_false")]
     pub wsl_gpu: bool,
+    /// NVIDIA's PCI functions as sysfs lists them (GPUs, NVSwitches and their other functions:
+    /// vendor `0x10de`); `None` where sysfs lists no PCI function at all (not mounted, or
+    /// below a sysroot, where it is no part of an image).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvidia_pci: Option<Vec<PathBuf>>,
 }
 
 impl DriverFacts {
@@ -162,7 +167,27 @@ pub fn read(host: &Host) -> DriverFacts {
         fabric_manager: fabric,
         device_nodes: device_nodes(host),
         wsl_gpu: host.real(WSL_GPU).is_some(),
+        nvidia_pci: nvidia_pci(host),
     }
+}
+
+/// Where sysfs lists the PCI functions, each a directory holding its `vendor`.
+const PCI_DEVICES: &str = "/sys/bus/pci/devices";
+
+/// NVIDIA's PCI vendor id, as sysfs writes it.
+const NVIDIA_VENDOR: &str = "0x10de";
+
+/// The PCI functions of NVIDIA's that sysfs lists; `None` when it lists none of anyone's.
+fn nvidia_pci(host: &Host) -> Option<Vec<PathBuf>> {
+    let all = host.entries(PCI_DEVICES);
+    if all.is_empty() {
+        return None;
+    }
+    let nvidia = |dir: &PathBuf| {
+        host.read(dir.join("vendor"))
+            .is_some_and(|v| String::from_utf8_lossy(&v).trim() == NVIDIA_VENDOR)
+    };
+    Some(all.into_iter().filter(nvidia).collect())
 }
 
 /// WSL 2's GPU device.

@@ -696,3 +696,24 @@ pub fn screenshot(page: &Path, png: &Path) -> Screenshot {
             .collect(),
     }
 }
+
+/// Whether this host has NVIDIA hardware as `doctor` decides it (a PCI function of NVIDIA's,
+/// vendor 0x10de, in sysfs): where it has none, a driver missing altogether is a note, not an
+/// error, and findings and exit statuses that follow from it differ.
+pub fn nvidia_hardware_here() -> bool {
+    std::fs::read_dir("/sys/bus/pci/devices")
+        .map(|entries| {
+            entries.flatten().any(|e| {
+                std::fs::read_to_string(e.path().join("vendor")).is_ok_and(|v| v.trim() == "0x10de")
+            })
+        })
+        .unwrap_or(false)
+}
+
+/// The severity `doctor` gives a driver missing altogether on this host.
+pub fn no_driver_severity() -> &'static str {
+    match nvidia_hardware_here() {
+        true => "error",
+        false => "info",
+    }
+}
