@@ -1,6 +1,7 @@
 //! `check` on a simulated node of several GPUs (tests/simgpu's `[node]` profile): every GPU
 //! checked and keyed, the copy matrices measured within 5% of the simulator's model and
-//! verified, and each fault a real node shows caught by its finding, root cause first; a
+//! verified, and each fault a real node shows caught by its finding, root cause first (a copy
+//! that arrives changed among them, NCCL's collectives over it failing too); a
 //! healthy node, a PCIe-only node and a single GPU are told nothing.
 
 mod common;
@@ -174,6 +175,64 @@ fn five_faults_of_an_8_gpu_node_each_give_their_finding_naming_the_right_gpus() 
         copy(&node, "ce", 1.into(), 2.into(), false)["verified"],
         true
     );
+}
+
+/// A route that flips bits (the simulator's `corrupt_copy = [[0, 1]]`: bit 2 of byte 1000 and
+/// of every 4096th after it): every copy from GPU 0 to GPU 1, by copy engine and by SM stores,
+/// one way and both, fails verification at byte 1000, and one finding, first, names both GPUs;
+/// the other way and the host's copies verify; NCCL's collectives, whose output on GPU 1 holds
+/// GPU 0's data, fail theirs; `check --devices all` exits 1.
+#[test]
+fn copies_that_arrive_changed_fail_the_check_naming_both_gpus_and_the_first_byte() {
+    let run = run_simulated(
+        &["check", "--devices", "all", "--timeout", "120"],
+        &hgx(2, "corrupt_copy = [[0, 1]]"),
+    );
+    let (report, node) = (&run.report, &run.report["node"]);
+    assert_eq!(run.code, Some(1));
+    assert_eq!(causes(node), ["copy_corrupted"], "{}", node["findings"]);
+    let corrupted = finding(node, "copy_corrupted");
+    let message = corrupted["message"].as_str().unwrap_or_default();
+    assert_eq!(corrupted["severity"], "error");
+    assert!(
+        message.starts_with("data copied from GPU 0 (")
+            && message.contains(" to GPU 1 (")
+            && message.contains("first at byte offset 1000"),
+        "{corrupted}"
+    );
+    assert_eq!(corrupted["evidence"].as_array().map(Vec::len), Some(4));
+    for engine in ["ce", "sm"] {
+        for both in [false, true] {
+            let there = copy(node, engine, 0.into(), 1.into(), both);
+            assert_eq!(there["verified"], false, "{there}");
+            assert_eq!(there["first_wrong_byte"], 1000, "{there}");
+            assert!(there["gbs"].is_f64(), "measured all the same: {there}");
+            let back = copy(node, engine, 1.into(), 0.into(), both);
+            assert_eq!(back["verified"], true, "{back}");
+            assert!(back.get("first_wrong_byte").is_none(), "{back}");
+        }
+    }
+    for d in 0..2u64 {
+        assert_eq!(
+            copy(node, "ce", Value::Null, d.into(), false)["verified"],
+            true
+        );
+        assert_eq!(
+            copy(node, "ce", d.into(), Value::Null, false)["verified"],
+            true
+        );
+    }
+    for id in [
+        "nccl.all_reduce",
+        "nccl.all_gather",
+        "nccl.reduce_scatter",
+        "nccl.broadcast",
+    ] {
+        let result = common::check_result(report, id);
+        assert_eq!(result["status"], "fail", "{result}");
+        let reason = result["reason"].as_str().unwrap_or_default();
+        assert!(reason.contains("GPU 1 (rank 1)"), "{result}");
+    }
 }
 
 #[test]

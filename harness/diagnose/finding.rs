@@ -134,6 +134,8 @@ pub enum Cause {
     PeerAccessDenied,
     /// A pair of GPUs copies far below its peer pairs.
     P2pDegraded,
+    /// Bytes copied between GPUs, or between a GPU and the host, arrived changed.
+    CopyCorrupted,
     /// NCCL moves data between GPUs through host memory or a network transport where the
     /// topology says they reach each other over NVLink or PCIe peer to peer.
     NcclTransportFallback,

@@ -520,24 +520,21 @@ impl Transfer {
         }
     }
 
-    /// Whether the target holds the source's pattern, read back once its stream drained.
-    fn verify(&self, node: &Node, pool: &Pool) -> Result<bool, String> {
+    /// The first byte at which the target differs from the source's pattern, read back once
+    /// its stream drained; `None` when every byte arrived unchanged.
+    fn verify(&self, node: &Node, pool: &Pool) -> Result<Option<u64>, String> {
         let gpu = node.current(self.on)?;
         // SAFETY: the GPU's own stream.
         call("cuStreamSynchronize", unsafe {
             sys::cuStreamSynchronize(gpu.streams[self.lane])
         })?;
         let words = self.bytes / 4;
-        let same = |back: &[u32]| {
-            back.iter()
-                .enumerate()
-                .all(|(at, w)| *w == pattern(self.from, at))
-        };
         match self.to {
             End::Host => {
                 let host = &pool.of(self.on)?.host_dst;
                 // SAFETY: `words` u32 of pinned memory, no copy in flight.
-                Ok(same(unsafe { std::slice::from_raw_parts(host.ptr, words) }))
+                let back = unsafe { std::slice::from_raw_parts(host.ptr, words) };
+                Ok(first_difference(back, self.from))
             }
             End::Gpu(i) => {
                 let mut back = vec![0u32; words];
@@ -545,10 +542,18 @@ impl Transfer {
                 call("cuMemcpyDtoH", unsafe {
                     sys::cuMemcpyDtoH_v2(back.as_mut_ptr().cast(), pool.of(i)?.dst.ptr, self.bytes)
                 })?;
-                Ok(same(&back))
+                Ok(first_difference(&back, self.from))
             }
         }
     }
+}
+
+/// The offset of the first byte of `back` that differs from the pattern `from` sends.
+fn first_difference(back: &[u32], from: End) -> Option<u64> {
+    let (at, word) = (back.iter().enumerate()).find(|(at, w)| **w != pattern(from, *at))?;
+    let sent = pattern(from, at).to_le_bytes();
+    let byte = (word.to_le_bytes().iter().zip(sent)).position(|(got, sent)| *got != sent)?;
+    Some((at * 4 + byte) as u64)
 }
 
 /// Times `transfers` at once (each on its own stream, all released by one event), `repeat`
@@ -660,7 +665,7 @@ pub fn measure(node: &Node, request: &NodeRequest, report: &mut NodeReport) {
                     t.clear(node, &pool)?;
                 }
                 let timed = time(node, &pool, &transfers, request.repeat)?;
-                let verified: Result<Vec<bool>, String> =
+                let verified: Result<Vec<Option<u64>>, String> =
                     transfers.iter().map(|t| t.verify(node, &pool)).collect();
                 Ok((timed, verified?))
             })(),
@@ -670,9 +675,9 @@ pub fn measure(node: &Node, request: &NodeRequest, report: &mut NodeReport) {
                 End::Host => None,
                 End::Gpu(i) => Some(i),
             };
-            let (gbs, verified, error) = match &outcome {
+            let (gbs, first_wrong_byte, error) = match &outcome {
                 Ok((timed, verified)) => (Some(timed[at].0), verified[at], None),
-                Err(e) => (None, false, Some(e.clone())),
+                Err(e) => (None, None, Some(e.clone())),
             };
             report.copies.push(Copy {
                 engine,
@@ -680,7 +685,8 @@ pub fn measure(node: &Node, request: &NodeRequest, report: &mut NodeReport) {
                 dst: end(t.to),
                 both_ways,
                 gbs,
-                verified,
+                verified: gbs.is_some() && first_wrong_byte.is_none(),
+                first_wrong_byte,
                 peak_gbs: None,
                 error,
             });

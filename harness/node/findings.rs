@@ -1,4 +1,5 @@
-//! The node's findings, root cause first: a fabric that is not ready explains the peer access
+//! The node's findings, root cause first: copies that arrive changed before anything (no
+//! figure that crossed them means anything); a fabric that is not ready explains the peer access
 //! it denies; an inactive NVLink or a slow GPU explains its slow pairs. Each has its evidence
 //! and one fix. A node of one GPU, or a PCIe-only node without NVLink, is never told about
 //! NVLinks.
@@ -10,7 +11,8 @@ use crate::diagnose::finding::{Cause, Finding, Severity};
 /// Every finding of `report`, in the order a person should read them.
 pub fn findings(report: &NodeReport) -> Vec<Finding> {
     let fabric = fabric_not_ready(report);
-    let mut found: Vec<Finding> = fabric.iter().cloned().collect();
+    let mut found = copy_corrupted(report);
+    found.extend(fabric.iter().cloned());
     found.extend(nvlink_inactive(report));
     found.extend(peer_access_denied(report, fabric.is_some()));
     let slow = slow_devices(report);
@@ -32,6 +34,56 @@ fn gpu_of(report: &NodeReport, index: u32) -> String {
     report
         .device(index)
         .map_or_else(|| format!("GPU {index}"), gpu)
+}
+
+/// One finding per route whose copies arrived changed (silent data corruption, the worst a
+/// node can do: every result that crossed it is suspect), naming both ends and the first byte
+/// that differed, each corrupted copy its evidence.
+fn copy_corrupted(report: &NodeReport) -> Vec<Finding> {
+    let end =
+        |index: Option<u32>| index.map_or_else(|| "the host".to_owned(), |i| gpu_of(report, i));
+    let mut routes: Vec<(Option<u32>, Option<u32>)> = Vec::new();
+    for copy in report
+        .copies
+        .iter()
+        .filter(|c| c.first_wrong_byte.is_some())
+    {
+        if !routes.contains(&(copy.src, copy.dst)) {
+            routes.push((copy.src, copy.dst));
+        }
+    }
+    routes
+        .into_iter()
+        .map(|(src, dst)| {
+            let copies: Vec<_> = (report.copies.iter())
+                .filter(|c| (c.src, c.dst) == (src, dst))
+                .filter_map(|c| Some((c, c.first_wrong_byte?)))
+                .collect();
+            let first = copies.iter().map(|(_, at)| *at).min().unwrap_or_default();
+            let evidence = copies
+                .iter()
+                .map(|(c, at)| {
+                    let how = match c.engine {
+                        Engine::Ce => "copy engine",
+                        Engine::Sm => "SM stores",
+                    };
+                    let ways = if c.both_ways { "both ways" } else { "one way" };
+                    format!("{how}, {ways}: first byte changed at offset {at}")
+                })
+                .collect();
+            Finding::new(
+                Severity::Error,
+                Cause::CopyCorrupted,
+                format!(
+                    "data copied from {} to {} arrives changed (first at byte offset {first}): silent corruption on that route, so results that crossed it cannot be trusted",
+                    end(src),
+                    end(dst)
+                ),
+                "drain the node and run NVIDIA's field diagnostics on both ends (`dcgmi diag -r 3`); look for uncorrected ECC, row remapping and NVLink CRC/replay errors (`nvidia-smi -q -d ECC,ROW_REMAPPER`, `nvidia-smi nvlink -e`); reseat or replace the GPU, link or riser named".to_owned(),
+            )
+            .evidence(evidence)
+        })
+        .collect()
 }
 
 /// GPUs whose fabric registration has not completed, or completed with an error.

@@ -113,6 +113,9 @@ pub struct Copy {
     pub gbs: Option<f64>,
     /// The bytes arrived unchanged, every repetition.
     pub verified: bool,
+    /// Where they did not: the offset of the first byte that arrived changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_wrong_byte: Option<u64>,
     /// The link's nominal peak per direction where NVML gives it (active NVLinks x 25 GB/s for
     /// NVLink 4... from the links' versions), GB/s.
     pub peak_gbs: Option<f64>,

@@ -32,6 +32,26 @@ pub fn slow_link(profile: &Profile, a: usize, b: usize) -> f64 {
         .product()
 }
 
+/// Whether `faults.corrupt_copy` corrupts what moves from device `src` to device `dst`.
+pub fn corrupts(profile: &Profile, src: usize, dst: usize) -> bool {
+    src != dst && profile.faults.corrupt_copy.contains(&(src, dst))
+}
+
+/// The byte of a corrupted transfer whose bit is flipped first, when it holds that many.
+pub const FIRST_FLIPPED: usize = 1000;
+
+/// A corrupted transfer as `faults.corrupt_copy` leaves it: bit 2 flipped in the byte at
+/// [`FIRST_FLIPPED`] (the last byte of a shorter one) and in every 4096th byte after it, as a
+/// failing link or copy engine leaves scattered bits wrong.
+pub fn flip_bits(bytes: &mut [u8]) {
+    let Some(last) = bytes.len().checked_sub(1) else {
+        return;
+    };
+    for at in (FIRST_FLIPPED.min(last)..bytes.len()).step_by(4096) {
+        bytes[at] ^= 0x04;
+    }
+}
+
 /// Whether NVLink `link` of device `d` exists and is up.
 pub fn link_up(profile: &Profile, d: usize, link: u32) -> bool {
     profile.node.nvswitch

@@ -179,6 +179,11 @@ pub struct Faults {
     /// Device pairs `[a, b]` between which the driver refuses peer access (both ways), though
     /// the topology allows it and NVML says so.
     pub peer_access_denied: Vec<(usize, usize)>,
+    /// Ordered pairs `[src, dst]`: what moves from device `src` to device `dst` arrives with
+    /// bits flipped ([`crate::node::flip_bits`]): peer copies (over a link or staged through
+    /// the host), a kernel on `src` storing into `dst`'s memory, and NCCL's collectives, whose
+    /// output on `dst` holds data from `src`.
+    pub corrupt_copy: Vec<(usize, usize)>,
     /// `[device, factor]`: every modelled duration of that device (kernels, copies, memsets,
     /// library work) is multiplied by `factor`.
     pub slow_device: Vec<(usize, f64)>,
@@ -293,6 +298,10 @@ impl Profile {
             device("faults.peer_access_denied", a)?;
             device("faults.peer_access_denied", b)?;
         }
+        for &(a, b) in &faults.corrupt_copy {
+            device("faults.corrupt_copy", a)?;
+            device("faults.corrupt_copy", b)?;
+        }
         for &(d, factor) in &faults.slow_device {
             device("faults.slow_device", d)?;
             positive("faults.slow_device", factor)?;
@@ -386,6 +395,7 @@ mod tests {
         assert!(error(&format!("{fault}nccl_hang = \"allreduce\"")).contains("nccl_hang"));
         assert!(error(&format!("{fault}slow_link = [[0, 9, 2.0]]")).contains("faults.slow_link"));
         assert!(error(&format!("{fault}slow_device = [[0, 0.0]]")).contains("slow_device"));
+        assert!(error(&format!("{fault}corrupt_copy = [[0, 4]]")).contains("corrupt_copy"));
         assert!(error("[node]\nnuma_node = [0, 1]\n").contains("node.numa_node"));
         assert!(error("[node]\ngpus = 3\n[[device]]\n[[device]]\n").contains("node.gpus"));
         assert!(error("[node]\nnvlinks = 3\n").contains("nvlinks"));

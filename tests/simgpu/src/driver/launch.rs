@@ -7,7 +7,8 @@
 //! its context has enabled peer access to; any other address is illegal. Its time is the
 //! longer of the roofline's and the time its bytes to and from peer memory take over the link
 //! ([`crate::node::link_gbs`] with access enabled, divided by the pair's `slow_link` factor; the
-//! slowest such link when it reached several peers).
+//! slowest such link when it reached several peers). A kernel reaching the memory of a device
+//! that `faults.corrupt_copy` pairs with its own leaves that memory with bits flipped.
 //!
 //! A launch identical to the last one on its device (same function, grid, block, shared memory
 //! and parameter bytes) whose memory has not been written since that one ended is not run
@@ -243,6 +244,7 @@ impl Inner {
         }
         let counts = result?;
         self.perturb(pending);
+        self.corrupt_peer_stores(gpu, &touched);
         let profile = &self.profile;
         let link = (touched.iter().filter_map(|(_, peer, _)| *peer))
             .map(|on| {
@@ -261,6 +263,19 @@ impl Inner {
             })
             .collect();
         Ok((counts, link, Some(touched)))
+    }
+
+    /// `faults.corrupt_copy`: the peer memory a kernel on `gpu` reached, on a device it
+    /// corrupts what it sends to, has bits flipped as a copy's bytes would
+    /// ([`node::flip_bits`], from the allocation's start).
+    fn corrupt_peer_stores(&mut self, gpu: usize, touched: &[(bool, Option<usize>, u64)]) {
+        for (_, peer, base) in touched {
+            let corrupted = peer.is_some_and(|on| node::corrupts(&self.profile, gpu, on));
+            if let Some(alloc) = self.memory.find(*base, 1).filter(|_| corrupted) {
+                // SAFETY: the allocation is live and holds `len` bytes; the kernel has ended.
+                node::flip_bits(unsafe { std::slice::from_raw_parts_mut(alloc.data(), alloc.len) });
+            }
+        }
     }
 
     /// Whether every allocation in `touched` is still there, unwritten since.

@@ -3,7 +3,8 @@
 //! the SMs for a copy within a device (or with pinned memory) and a memset, on a copy engine
 //! for a copy between the host and the device (`[node] pcie_gbs`) and between two devices (at
 //! the rate [`crate::node`] gives, by peer access enabled from the device of the stream to the
-//! other one).
+//! other one). A copy between two devices that `faults.corrupt_copy` pairs arrives with bits
+//! flipped ([`crate::node::flip_bits`]).
 //!
 //! A copy or memset identical to the last one of its kind on its device, whose allocations have
 //! not been written since, would write what is already there, so it is not done again (it is
@@ -71,7 +72,18 @@ impl Inner {
             let alloc = self.memory.write(dst, bytes).ok_or(Code::ILLEGAL_ADDRESS)?;
             // SAFETY: both ranges lie within live allocations (or the staged bytes) for
             // `bytes`; they may overlap, hence `copy`.
-            unsafe { std::ptr::copy(from, alloc.data().add((dst - alloc.base) as usize), bytes) };
+            let to = unsafe { alloc.data().add((dst - alloc.base) as usize) };
+            // SAFETY: as above.
+            unsafe { std::ptr::copy(from, to, bytes) };
+            if let Source::Device(address) = src {
+                let on = |at: u64| self.memory.find(at, bytes).and_then(|a| a.gpu);
+                if (on(*address).zip(on(dst)))
+                    .is_some_and(|(a, b)| node::corrupts(&self.profile, a, b))
+                {
+                    // SAFETY: the `bytes` just written, within the live allocation.
+                    node::flip_bits(unsafe { std::slice::from_raw_parts_mut(to, bytes) });
+                }
+            }
             let after = known.and_then(|(op, _)| {
                 let at = [self.state(op.1, bytes)?, self.state(dst, bytes)?];
                 Some(Done { op, at })

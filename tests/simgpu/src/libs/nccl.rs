@@ -51,7 +51,10 @@
 //! `faults.nccl_hang` (`all_reduce`, `all_gather`, `reduce_scatter`, `broadcast`): that
 //! collective is enqueued and never completes on any rank, as a kernel waiting for a peer that
 //! never comes; `faults.wrong_results` naming the call (`ncclAllReduce`, ...): every rank's
-//! output has the second-highest bit of its first, middle and last elements flipped.
+//! output has the second-highest bit of its first, middle and last elements flipped;
+//! `faults.corrupt_copy = [[src, dst]]` with both in the communicator: the output of the rank on
+//! `dst` arrives with bits flipped as a corrupted copy's ([`crate::node::flip_bits`]), unless it
+//! is a broadcast's root.
 
 pub mod collective;
 pub mod comm;

@@ -19,10 +19,12 @@
 use super::comm::{state, Clique, Comm, State, CHANNELS, MATCHED};
 use super::debug::{self, TUNING};
 use super::reference::{self, Shape};
+use super::types::Function;
 use super::{model, NcclResult, INVALID_ARGUMENT, INVALID_USAGE, UNHANDLED_CUDA_ERROR};
 use crate::driver::collective::{self, Collective, Rank};
 use crate::driver::errors::Code;
 use crate::driver::library::DeviceMemory;
+use crate::node;
 use std::cell::RefCell;
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -185,7 +187,7 @@ fn launch_matched(state: &mut State, clique: u64) {
 /// What must agree between the ranks of one collective.
 fn agreement(shape: &Shape) -> impl PartialEq + std::fmt::Debug {
     let op = shape.function.reduces().then_some(shape.op);
-    let root = (shape.function == super::types::Function::Broadcast).then_some(shape.root);
+    let root = (shape.function == Function::Broadcast).then_some(shape.root);
     (shape.function, shape.datatype, shape.count, op, root)
 }
 
@@ -221,6 +223,16 @@ fn launch(clique: &Clique, comms: &[Comm], round: &[Queued]) -> Result<(), NcclR
     let faults = &clique.profile.faults;
     let hang = faults.nccl_hang == shape.function.fault_name();
     let wrong = faults.wrong_results == shape.function.call();
+    // `faults.corrupt_copy`: a rank whose output holds data from a device that corrupts what
+    // it sends to the rank's (every rank but a broadcast's root receives from the others).
+    let corrupted: Vec<bool> = (comms.iter().enumerate())
+        .map(|(r, comm)| {
+            let receives = !(shape.function == Function::Broadcast && shape.root == r);
+            receives
+                && (clique.devices.iter())
+                    .any(|&src| node::corrupts(&clique.profile, src, comm.device))
+        })
+        .collect();
     let inputs: Vec<(u64, usize)> = (round.iter().enumerate())
         .map(|(r, q)| {
             let len = if shape.reads(r) {
@@ -235,8 +247,12 @@ fn launch(clique: &Clique, comms: &[Comm], round: &[Queued]) -> Result<(), NcclR
     let seconds = model::seconds(&shape, clique.ring.bus_gbs);
     let ranks = (round.iter().zip(comms).enumerate())
         .map(|(r, (q, comm))| {
-            let (result, inputs, order) =
-                (result.clone(), inputs.clone(), clique.ring.order.clone());
+            let (result, inputs, order, corrupted) = (
+                result.clone(),
+                inputs.clone(),
+                clique.ring.order.clone(),
+                corrupted.clone(),
+            );
             let recv = q.call.recv;
             let body = move |memory: &mut DeviceMemory<'_>| {
                 let mut result = result.lock().unwrap_or_else(PoisonError::into_inner);
@@ -257,6 +273,9 @@ fn launch(clique: &Clique, comms: &[Comm], round: &[Queued]) -> Result<(), NcclR
                                 .iter_mut()
                                 .for_each(|o| perturb(o, shape.datatype.size()));
                         }
+                        (outputs.iter_mut().zip(&corrupted))
+                            .filter(|(_, corrupted)| **corrupted)
+                            .for_each(|(o, _)| node::flip_bits(o));
                         outputs
                     })
                 });
