@@ -24,7 +24,6 @@ const HEALTHY: &str = "[node]\ngpus = 8\nnvswitch = true\n";
 /// The same node with the link between GPUs 2 and 5 taking 1.5 times as long.
 const SLOW_LINK: &str =
     "[node]\ngpus = 8\nnvswitch = true\n\n[faults]\nslow_link = [[2, 5, 1.5]]\n";
-const GPUS: f64 = 8.0;
 /// The profile's bus: 18 NVLinks x 25 GB/s, bytes per second.
 const BUS: f64 = 18.0 * 25e9;
 const SLOWDOWN: f64 = 1.5;
@@ -34,17 +33,20 @@ const LATENCY: f64 = 8e-6;
 const LARGEST: u64 = 16 << 20;
 const COLLECTIVES: [&str; 4] = ["all_reduce", "all_gather", "reduce_scatter", "broadcast"];
 
-/// nccl-tests' bus factor of `collective` over [`GPUS`].
+/// nccl-tests' bus factor of `collective` over eight GPUs, worked by hand from the summary of
+/// nccl-tests' `doc/PERFORMANCE.md` (github.com/NVIDIA/nccl-tests): all-reduce 2(n-1)/n =
+/// 14/8, all-gather and reduce-scatter (n-1)/n = 7/8, broadcast 1.
 fn bus_factor(collective: &str) -> f64 {
     match collective {
-        "all_reduce" => 2.0 * (GPUS - 1.0) / GPUS,
-        "all_gather" | "reduce_scatter" => (GPUS - 1.0) / GPUS,
-        _ => 1.0,
+        "all_reduce" => 1.75,
+        "all_gather" | "reduce_scatter" => 0.875,
+        "broadcast" => 1.0,
+        other => panic!("no bus factor for {other}"),
     }
 }
 
 /// The model's busbw of `collective` at `size` bytes on a ring whose slowest link moves `bus`
-/// bytes a second, GB/s.
+/// bytes a second, GB/s: nccl-tests' busbw is what the slowest link carries over the time.
 fn model_busbw(collective: &str, size: u64, bus: f64) -> f64 {
     let bus_bytes = bus_factor(collective) * size as f64;
     bus_bytes / (LATENCY + bus_bytes / bus) / 1e9

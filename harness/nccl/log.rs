@@ -66,11 +66,9 @@ impl DebugLog {
 pub enum Transport {
     /// `P2P/...`: peer to peer over NVLink or PCIe (CUMEM, IPC, direct pointers).
     P2p,
-    /// `NVLS`: NVLink SHARP through the NVSwitches.
-    Nvls,
     /// `SHM/...`: staged through host shared memory.
     Shm,
-    /// `NET/...`, `COLLNET/...`: through a network transport (sockets, IB).
+    /// `NET/...`: through a network transport (sockets, IB).
     Net,
     /// Anything else NCCL names.
     Other,
@@ -80,9 +78,8 @@ impl Transport {
     fn of(via: &str) -> Transport {
         match via.split('/').next().unwrap_or_default() {
             "P2P" => Transport::P2p,
-            "NVLS" => Transport::Nvls,
             "SHM" => Transport::Shm,
-            "NET" | "COLLNET" => Transport::Net,
+            "NET" => Transport::Net,
             _ => Transport::Other,
         }
     }
@@ -303,7 +300,7 @@ garbage without the marker
     #[test]
     fn fallbacks_are_shm_and_network() {
         assert!(Transport::Shm.is_fallback() && Transport::Net.is_fallback());
-        assert!(!Transport::P2p.is_fallback() && !Transport::Nvls.is_fallback());
+        assert!(!Transport::P2p.is_fallback() && !Transport::Other.is_fallback());
     }
 
     proptest::proptest! {

@@ -15,18 +15,22 @@
 //! Every rank's part of a collective starts when the last rank's stream reaches it, and lasts
 //!
 //! ```text
-//! slowdown x (LATENCY + bus_bytes / (bus_gbs x 1e9)) x (1 + noise x z)
+//! slowdown x (LATENCY + edge_bytes / (bus_gbs x 1e9)) x (1 + noise x z)
 //! ```
 //!
 //! with `LATENCY` = 8 µs, `slowdown` and `noise` the rank's device's (`z` a standard normal drawn
 //! per rank and call; no ramp, no throttling, no `run_sigma`/`boot_sigma`: links do not move
-//! with the SM clock), and, for `n` ranks and `size` bytes as nccl-tests counts them:
+//! with the SM clock), and `edge_bytes` what each edge of the ring carries, counted from the
+//! ring algorithm's steps for `n` ranks and `count` elements per call ([`model::edge_bytes`]):
 //!
-//! - all-reduce: `bus_bytes = 2 (n - 1) / n x size`, `size = count x type size`;
-//! - all-gather: `(n - 1) / n x size`, `size` = the whole output, `n x sendcount x type size`;
-//! - reduce-scatter: `(n - 1) / n x size`, `size` = the whole input, `n x recvcount x type size`;
-//! - broadcast: `bus_bytes = size = count x type size`;
-//! - one rank: `bus_bytes = 0` (nothing crosses a link).
+//! - all-reduce: `2 (n - 1)` steps of `count x type size / n` (a reduce-scatter, then an
+//!   all-gather, around the ring);
+//! - all-gather and reduce-scatter: `n - 1` steps of `count x type size`, one rank's part each;
+//! - broadcast: `count x type size`, pipelined down the chain from the root;
+//! - one rank: nothing crosses a link.
+//!
+//! The harness turns times into bus bandwidth with nccl-tests' factors instead (its own
+//! reading of `doc/PERFORMANCE.md`); the two meet only where both are right.
 //!
 //! `bus_gbs` is the rate of the ring's slowest edge, and the ring holds the communicator's
 //! slowest pair ([`topology::ring`]). An edge from device `a` to `b` goes by the transport NCCL

@@ -10,39 +10,38 @@ pub const LATENCY: f64 = 8e-6;
 /// The largest size (`count x type size`) NCCL's tuning gives to the LL protocol here.
 pub const LL_MAX_BYTES: usize = 64 << 10;
 
-/// Bytes as nccl-tests' `size` counts them: all-gather's whole output, reduce-scatter's whole
-/// input, else one rank's buffer.
-pub fn size(shape: &Shape) -> f64 {
-    let element = shape.datatype.size() as f64;
-    match shape.function {
-        Function::AllGather | Function::ReduceScatter => {
-            (shape.nranks * shape.count) as f64 * element
-        }
-        Function::AllReduce | Function::Broadcast => shape.count as f64 * element,
-    }
-}
-
-/// nccl-tests' bus factor: bus bytes per byte of [`size`] (0 for one rank).
-pub fn bus_factor(function: Function, nranks: usize) -> f64 {
-    if nranks < 2 {
+/// The bytes each edge of the ring carries, counted from the ring algorithm's steps (not from
+/// nccl-tests' size and bus factor, which the harness uses: the two must agree). With `n` ranks
+/// and `count` elements per call:
+///
+/// - all-reduce: a reduce-scatter then an all-gather around the ring, `2 (n - 1)` steps, each
+///   moving one `n`-th of the buffer;
+/// - all-gather: `n - 1` steps, each passing one rank's `count` elements on;
+/// - reduce-scatter: `n - 1` steps, each passing a partial sum of one rank's `count` elements;
+/// - broadcast: the root's `count` elements down the chain, pipelined, once over every edge;
+/// - one rank: nothing crosses a link.
+pub fn edge_bytes(shape: &Shape) -> f64 {
+    let n = shape.nranks;
+    if n < 2 {
         return 0.0;
     }
-    let n = nranks as f64;
-    match function {
-        Function::AllReduce => 2.0 * (n - 1.0) / n,
-        Function::AllGather | Function::ReduceScatter => (n - 1.0) / n,
-        Function::Broadcast => 1.0,
+    let bytes = (shape.count * shape.datatype.size()) as f64;
+    let steps = (n - 1) as f64;
+    match shape.function {
+        Function::AllReduce => 2.0 * steps * bytes / n as f64,
+        Function::AllGather | Function::ReduceScatter => steps * bytes,
+        Function::Broadcast => bytes,
     }
 }
 
-/// `LATENCY + bus_bytes / bus_bandwidth`, seconds, on a ring whose slowest edge moves
-/// `bus_gbs` GB/s.
+/// `LATENCY + edge_bytes / edge rate`, seconds, on a ring whose slowest edge moves `bus_gbs`
+/// GB/s (every edge works at once, so the slowest one sets the time).
 pub fn seconds(shape: &Shape, bus_gbs: f64) -> f64 {
-    let bus_bytes = bus_factor(shape.function, shape.nranks) * size(shape);
-    if bus_bytes == 0.0 {
+    let bytes = edge_bytes(shape);
+    if bytes == 0.0 {
         return LATENCY;
     }
-    LATENCY + bus_bytes / (bus_gbs * 1e9)
+    LATENCY + bytes / (bus_gbs * 1e9)
 }
 
 /// NCCL's protocol for the collective: `LL` up to [`LL_MAX_BYTES`], else `SIMPLE`.
@@ -72,7 +71,7 @@ mod tests {
     use crate::libs::nccl::types::{DataType, RedOp};
 
     #[test]
-    fn an_eight_gpu_all_reduce_follows_nccl_tests_bus_factor() {
+    fn each_edge_carries_what_the_ring_s_steps_move() {
         let shape = Shape {
             function: Function::AllReduce,
             datatype: DataType::Float32,
@@ -81,7 +80,8 @@ mod tests {
             nranks: 8,
             root: 0,
         };
-        let expected = LATENCY + 1.75 * 4.0 * f64::from(1 << 20) / 450e9;
+        // 14 steps of 4 MiB / 8 each.
+        let expected = LATENCY + 14.0 * f64::from(1 << 19) / 450e9;
         assert!((seconds(&shape, 450.0) - expected).abs() < 1e-15);
         assert_eq!(protocol(&shape), "SIMPLE");
         assert_eq!(
@@ -93,8 +93,14 @@ mod tests {
             count: 16,
             ..shape
         };
-        assert_eq!(size(&gather), 8.0 * 64.0);
+        // 7 steps of one rank's 64 bytes.
+        assert_eq!(edge_bytes(&gather), 7.0 * 64.0);
         assert_eq!(kernel(&gather), "ncclDevKernel_AllGather_RING_LL");
+        let broadcast = Shape {
+            function: Function::Broadcast,
+            ..shape
+        };
+        assert_eq!(edge_bytes(&broadcast), 4.0 * f64::from(1 << 20));
         assert_eq!(seconds(&Shape { nranks: 1, ..shape }, 1.0), LATENCY);
     }
 }
