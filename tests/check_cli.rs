@@ -661,15 +661,6 @@ int cuGetErrorString(int error, const char **text) {
     assert_eq!(launch["details"]["error_code"], 222);
 }
 
-/// Whether the loader finds a `libcuda.so.1` on this host (a GPU machine), per `ldconfig -p`.
-fn host_has_a_driver() -> bool {
-    std::process::Command::new("/sbin/ldconfig")
-        .arg("-p")
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).contains("libcuda.so.1 "))
-        .unwrap_or(false)
-}
-
 /// A user combination of CUDA 12.9's real runtime, NVRTC and cuDNN with a cuBLAS built here that
 /// crashes or hangs when asked its version: the bad library costs only its own checks, and the
 /// fresh worker after it sets up again what later checks need (cudnn.versions needs the

@@ -159,21 +159,19 @@ fn without_a_driver_quick_exits_2_saying_what_is_missing() {
         .output()
         .expect("run stackbench");
     let line = String::from_utf8_lossy(&output.stdout);
-    let host_has_a_driver = std::process::Command::new("/sbin/ldconfig")
-        .arg("-p")
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).contains("libcuda.so.1 "))
-        .unwrap_or(false);
-    if host_has_a_driver {
-        // A GPU host: the loader finds its own driver, which quick then checks.
-        assert_ne!(output.status.code(), Some(2), "{line}");
-        return;
+    if common::host_has_a_driver() {
+        // A GPU host (the nightly GPU runner): the loader finds the host's own driver, and
+        // quick checks the host's GPUs with it; a GPU runner is healthy or says why not.
+        assert_eq!(output.status.code(), Some(0), "{line}");
+        assert!(line.starts_with("healthy: "), "{line}");
+        assert!(!line.contains("SIMULATED"), "the host's own GPUs: {line}");
+    } else {
+        assert_eq!(output.status.code(), Some(2), "{line}");
+        assert!(
+            line.starts_with(
+                "could not run: driver.library: no libcuda.so.1: NVIDIA driver not installed"
+            ),
+            "{line}"
+        );
     }
-    assert_eq!(output.status.code(), Some(2), "{line}");
-    assert!(
-        line.starts_with(
-            "could not run: driver.library: no libcuda.so.1: NVIDIA driver not installed"
-        ),
-        "{line}"
-    );
 }

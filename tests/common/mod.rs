@@ -717,3 +717,12 @@ pub fn no_driver_severity() -> &'static str {
         false => "info",
     }
 }
+
+/// Whether the loader finds a `libcuda.so.1` on this host (a GPU machine), per `ldconfig -p`.
+pub fn host_has_a_driver() -> bool {
+    std::process::Command::new("/sbin/ldconfig")
+        .arg("-p")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).contains("libcuda.so.1 "))
+        .unwrap_or(false)
+}
