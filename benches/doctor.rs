@@ -5,12 +5,13 @@
 //! and `doctor --sysroot` of an unpacked CUDA runtime container image, the whole process with the
 //! image's environment (target: under 1 s); and the trust rule's cost (issue 27): the rule alone
 //! over every fixture installation, and a full `doctor` of the fixtures with the rule off
-//! (`--load-untrusted`) beside the one with it on.
+//! (`--load-untrusted`) beside the one with it on; and what `--build` adds (issue 42): `doctor`
+//! of the CUDA 13.0 compiler wheels with and without compiling and linking the probe.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
 
-use common::{fixture, image, stackbench_bin, toolkits, VENV_CU12};
+use common::{build_fixtures, fixture, image, stackbench_bin, toolkits, VENV_CU12};
 use criterion::{criterion_group, criterion_main, Criterion};
 use stackbench::discover::{Host, Options};
 use stackbench::doctor::{doctor, DoctorOptions};
@@ -29,6 +30,7 @@ fn bench(c: &mut Criterion) {
         worker: stackbench_bin(),
         windows: Default::default(),
         verify_hashes: false,
+        build: false,
         program: None,
         command: Vec::new(),
         command_timeout: Duration::from_secs(600),
@@ -53,6 +55,24 @@ fn bench(c: &mut Criterion) {
     );
     group.bench_function("all fixture toolkits, --no-load", |b| {
         b.iter(|| doctor(&offline, &Host::default()))
+    });
+    let wheels = build_fixtures().join("venv-nvcc-cu13-nvvm/lib/python3.11/site-packages");
+    let read_only = DoctorOptions {
+        discover: Options {
+            roots: vec![wheels],
+            system: false,
+        },
+        ..options(true)
+    };
+    let compiled = DoctorOptions {
+        build: true,
+        ..read_only.clone()
+    };
+    group.bench_function("CUDA 13.0 compiler wheels", |b| {
+        b.iter(|| doctor(&read_only, &Host::default()))
+    });
+    group.bench_function("CUDA 13.0 compiler wheels, --build", |b| {
+        b.iter(|| doctor(&compiled, &Host::default()))
     });
     group.finish();
 }

@@ -206,6 +206,11 @@ pub struct DoctorArgs {
     /// its size (slow: cuDNN's libraries are hundreds of MB).
     #[arg(long, help_heading = "What to check")]
     pub verify_hashes: bool,
+    /// Compile and link a small probe (a kernel, cuda.h, -lcuda) with each toolkit's nvcc, as
+    /// the toolkit's owner, in a private temporary directory, at most 120 s a step: only then
+    /// does a toolkit say "can compile: yes".
+    #[arg(long, conflicts_with_all = ["no_load", "sysroot"], help_heading = "What to check")]
+    pub build: bool,
     /// The PATH a native Windows program runs with, as Windows writes it (`C:\a;C:\b`); drive
     /// paths are read under /mnt/<drive>, where WSL mounts them.
     #[arg(long, value_name = "PATH", help_heading = "Windows trees")]

@@ -97,6 +97,8 @@ pub struct DoctorOptions {
     pub windows: crate::diagnose::windows::WindowsSearch,
     /// Check wheel files' SHA-256 against their RECORD, not only their size.
     pub verify_hashes: bool,
+    /// Compile and link a probe with each toolkit (`--build`).
+    pub build: bool,
     /// Explain this one program (an executable or a shared object) rather than the host.
     pub program: Option<PathBuf>,
     /// Run this command and explain the CUDA libraries it loads or fails to load.
@@ -176,7 +178,10 @@ pub fn doctor(options: &DoctorOptions, host: &Host) -> DoctorReport {
     )
     .with_windows(&windows, &options.windows)
     .with_host_files(&driver_files, &container, sysroot);
-    let build = crate::toolchain::read(host, &linux_scan.installations);
+    let mut build = crate::toolchain::read(host, &linux_scan.installations);
+    if options.build && !sysroot {
+        build.probe();
+    }
     let frameworks = crate::discover::frameworks::read(host, &python_sites(&linux_scan));
     let mut ctx = ctx.with_build(host, &build, &frameworks);
     ctx.verify_hashes = options.verify_hashes;

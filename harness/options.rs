@@ -315,6 +315,7 @@ pub fn doctor(
         worker,
         windows,
         verify_hashes: args.verify_hashes,
+        build: args.build,
         program: args.program,
         command: args.command,
         command_timeout,

@@ -13,8 +13,19 @@ use std::path::{Path, PathBuf};
 
 const SITE: &str = "lib/python3.11/site-packages";
 
+/// CUDA 13.0's nvcc, crt, runtime and nvvm wheels of one release: a toolkit that compiles.
 fn cu13() -> PathBuf {
+    build_fixtures().join("venv-nvcc-cu13-nvvm").join(SITE)
+}
+
+/// The same without `nvidia-nvvm` (installed with `--no-deps`): no cicc.
+fn cu13_without_nvvm() -> PathBuf {
     build_fixtures().join("venv-nvcc-cu13").join(SITE)
+}
+
+/// The same with the `nvidia-nvvm` an unpinned install takes, 13.5.37, beside nvcc 13.0.88.
+fn cu13_with_newer_nvvm() -> PathBuf {
+    build_fixtures().join("venv-nvcc-cu13-nvvm135").join(SITE)
 }
 
 fn cu12() -> PathBuf {
@@ -550,11 +561,228 @@ fn markdown_has_a_row_per_toolkit_saying_whether_it_can_compile() {
             .to_owned()
     };
     assert!(
-        row(&cu13()).contains("can compile: yes (nvcc 13.0"),
+        row(&cu13()).contains("can compile: looks complete, not compiled (nvcc 13.0"),
         "{text}"
     );
     assert!(
         row(&cu12()).contains("can compile: no (no nvcc (ptxas only))"),
         "{text}"
     );
+}
+
+/// `doctor --no-system --root ROOT` in the terminal's words, with `extra`.
+fn doctor_text(root: &Path, extra: &[&str]) -> (i32, String) {
+    let home = tempfile::tempdir().expect("HOME");
+    let output = isolated_stackbench(home.path())
+        .args(["doctor", "--no-system", "--color", "never", "--root"])
+        .arg(root)
+        .args(extra)
+        .output()
+        .expect("run doctor");
+    (
+        output.status.code().expect("exit code"),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+    )
+}
+
+/// The CUDA 13.0 wheels with the nvvm of their release: plain doctor, which only reads files,
+/// says they look complete and were not compiled; `--build` compiles a probe (a kernel,
+/// `cuda.h`, a driver call) with their nvcc, and only then says "can compile: yes". Nothing is
+/// an error: doctor exits 0 on this host without a GPU. Mutation: `probe::run` reporting
+/// `compiled: true` without running nvcc fails the three tests after this one.
+#[test]
+fn the_cuda_13_wheels_with_their_nvvm_compile_a_probe_and_only_then_say_yes() {
+    let (code, text) = doctor_text(&cu13(), &[]);
+    assert_eq!(code, 0, "{text}");
+    assert!(
+        text.contains("can compile: looks complete, not compiled (nvcc 13.0"),
+        "{text}"
+    );
+    let (code, report) = doctor(&[cu13()], &[], &["--build"]);
+    assert_eq!(code, 0, "{}", report["findings"]);
+    let probe = &toolkit(&report, &cu13())["probe"];
+    assert_eq!(probe["compiled"], true, "{probe}");
+    assert!(toolkit(&report, &cu13())["cicc"]
+        .as_str()
+        .is_some_and(|c| c.ends_with("nvvm/bin/cicc")));
+    // The link needs a libcuda.so: the host's driver's development link where there is one.
+    match probe["linked"].as_bool() {
+        Some(true) => assert!(probe.get("failure").is_none(), "{probe}"),
+        _ => assert!(
+            probe["failure"]["line"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("-lcuda"),
+            "{probe}"
+        ),
+    }
+    for cause in ["no_nvvm", "nvvm_mismatch", "build_probe_failed"] {
+        assert!(
+            findings_of(&report, cause).is_empty(),
+            "{}",
+            report["findings"]
+        );
+    }
+    let (_, text) = doctor_text(&cu13(), &["--build"]);
+    assert!(
+        text.contains("can compile: yes (a probe compiled in "),
+        "{text}"
+    );
+}
+
+/// nvcc 13.0.88 with nvidia-nvvm 13.5.37 (what an unpinned install takes): the files already
+/// show it cannot compile, and the fix pins nvvm to nvcc's release; `--build` shows ptxas
+/// rejecting cicc's PTX.
+#[test]
+fn an_nvvm_newer_than_nvcc_cannot_compile_and_the_fix_pins_it() {
+    let (code, report) = doctor(&[cu13_with_newer_nvvm()], &[], &[]);
+    assert_eq!(code, 0, "warnings only: {}", report["findings"]);
+    let mismatch = findings_of(&report, "nvvm_mismatch");
+    assert_eq!(mismatch.len(), 1, "{}", report["findings"]);
+    let message = mismatch[0]["message"].as_str().unwrap();
+    assert!(
+        message.contains("nvidia-nvvm 13.5.37 is newer than nvcc 13.0"),
+        "{message}"
+    );
+    assert!(
+        mismatch[0]["fix"]
+            .as_str()
+            .unwrap()
+            .starts_with("pip install \"nvidia-nvvm==13.0.*\""),
+        "{}",
+        mismatch[0]
+    );
+    let (_, text) = doctor_text(&cu13_with_newer_nvvm(), &[]);
+    assert!(
+        text.contains("can compile: no (nvidia-nvvm 13.5.37 is newer"),
+        "{text}"
+    );
+    let (_, report) = doctor(&[cu13_with_newer_nvvm()], &[], &["--build"]);
+    let probe = &toolkit(&report, &cu13_with_newer_nvvm())["probe"];
+    assert_eq!(probe["compiled"], false, "{probe}");
+    assert_eq!(probe["failure"]["step"], "compile");
+    assert_eq!(probe["failure"]["tool"], "ptxas", "{probe}");
+    assert!(
+        probe["failure"]["line"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Unsupported .version 9.5; current version is '9.0'"),
+        "{probe}"
+    );
+    let evidence = mismatch_evidence(&report);
+    assert!(evidence.contains("probe compile: ptxas"), "{evidence}");
+}
+
+fn mismatch_evidence(report: &Value) -> String {
+    findings_of(report, "nvvm_mismatch")
+        .first()
+        .map(|f| f["evidence"].to_string())
+        .unwrap_or_default()
+}
+
+/// nvcc without nvidia-nvvm (`pip install --no-deps`, as images that copy wheels do): plain
+/// doctor already says it cannot compile, naming cicc and nvvm, and `--build` shows the shell
+/// failing to find cicc.
+#[test]
+fn without_nvvm_plain_doctor_says_it_cannot_compile_and_names_cicc() {
+    let root = cu13_without_nvvm();
+    let (_, report) = doctor(std::slice::from_ref(&root), &[], &[]);
+    let missing = findings_of(&report, "no_nvvm");
+    assert_eq!(missing.len(), 1, "{}", report["findings"]);
+    assert!(
+        missing[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("has no cicc (nvvm/bin/cicc)"),
+        "{}",
+        missing[0]
+    );
+    assert!(
+        missing[0]["fix"]
+            .as_str()
+            .unwrap()
+            .contains("nvidia-nvvm==13.0.*"),
+        "{}",
+        missing[0]
+    );
+    let (_, text) = doctor_text(&root, &[]);
+    assert!(
+        text.contains("can compile: no (no nvvm/bin/cicc beside nvcc"),
+        "{text}"
+    );
+    let (_, report) = doctor(std::slice::from_ref(&root), &[], &["--build"]);
+    let probe = &toolkit(&report, &root)["probe"];
+    assert_eq!(probe["compiled"], false, "{probe}");
+    assert_eq!(probe["failure"]["tool"], "cicc", "{probe}");
+    assert!(
+        probe["failure"]["line"]
+            .as_str()
+            .unwrap_or_default()
+            .ends_with("cicc: not found"),
+        "{probe}"
+    );
+}
+
+/// The working wheels with `cuda_runtime.h` taken away (a tree of hard links): the files look
+/// complete (`cuda.h` is there), and only the probe shows the compile failing, naming the
+/// header and the wheel that ships it.
+#[test]
+fn a_header_missing_is_found_by_the_probe_and_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let site = dir.path().join(SITE);
+    link_tree(&cu13(), &site);
+    std::fs::remove_file(site.join("nvidia/cu13/include/cuda_runtime.h")).unwrap();
+    let (_, report) = doctor(std::slice::from_ref(&site), &[], &["--build"]);
+    let failed = findings_of(&report, "build_probe_failed");
+    assert_eq!(failed.len(), 1, "{}", report["findings"]);
+    let message = failed[0]["message"].as_str().unwrap();
+    assert!(
+        message.contains("could not compile a probe: compile: host compiler")
+            && message.contains("cuda_runtime.h: No such file or directory"),
+        "{message}"
+    );
+    assert!(
+        failed[0]["fix"]
+            .as_str()
+            .unwrap()
+            .contains("pip install nvidia-cuda-runtime"),
+        "{}",
+        failed[0]
+    );
+}
+
+/// `to` made a tree of hard links to the files of `from` (copies where the kernel refuses).
+fn link_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap().flatten() {
+        let (source, target) = (entry.path(), to.join(entry.file_name()));
+        let kind = entry.file_type().unwrap();
+        if kind.is_dir() {
+            link_tree(&source, &target);
+        } else if kind.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(&source).unwrap(), &target).unwrap();
+        } else if std::fs::hard_link(&source, &target).is_err() {
+            std::fs::copy(&source, &target).unwrap();
+        }
+    }
+}
+
+/// A host with no toolkit at all (an empty image read with `--sysroot`) says in one line that it
+/// cannot build CUDA code, and what to install.
+#[test]
+fn a_host_without_nvcc_says_it_cannot_build_and_what_to_install() {
+    let image = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let output = isolated_stackbench(home.path())
+        .args(["doctor", "--color", "never", "--sysroot"])
+        .arg(image.path())
+        .output()
+        .expect("run doctor");
+    let text = String::from_utf8_lossy(&output.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("building CUDA code: "))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(line.contains("this host cannot: it has no nvcc"), "{text}");
+    assert!(text.contains("nvidia-nvvm==13.0.88"), "{text}");
 }

@@ -836,3 +836,32 @@ fn an_installation_of_two_users_is_loaded_by_neither() {
     assert_eq!(probe["not_loaded"]["kind"], "mixed", "{probe}");
     assert!(probe["loads"].as_array().unwrap().is_empty(), "{probe}");
 }
+
+/// `doctor --build` on another user's CUDA 13 wheels (a copy of the fixture given to them): the
+/// probe is compiled by their nvcc as they, never as root, in a directory made over to them, and
+/// compiles. Mutation: leaving out `user.apply` in `probe::run` fails the `ran_as` assertion.
+#[test]
+fn the_build_probe_of_another_users_toolkit_runs_as_that_user() {
+    if !as_root("the_build_probe_of_another_users_toolkit_runs_as_that_user") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    chmod(dir.path(), 0o755);
+    let venv = dir.path().join("venv");
+    let copied = Command::new("cp")
+        .arg("-a")
+        .arg(build_fixtures().join("venv-nvcc-cu13-nvvm"))
+        .arg(&venv)
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    chown_all(&venv, OWNER);
+    let site = venv.join("lib/python3.11/site-packages");
+    let (_, report) = doctor(&site, None, &[], &["--build"]);
+    let toolkit = (report["build"]["toolkits"].as_array().unwrap().iter())
+        .find(|t| t["root"] == site.display().to_string())
+        .unwrap_or_else(|| panic!("{}", report["build"]));
+    let probe = &toolkit["probe"];
+    assert_eq!(probe["ran_as"], format!(" as uid {OWNER}"), "{probe}");
+    assert_eq!(probe["compiled"], true, "{probe}");
+}

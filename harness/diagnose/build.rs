@@ -7,7 +7,7 @@ use super::Context;
 use crate::command::CommandReport;
 use crate::toolchain::failure::{self, Missed};
 use crate::toolchain::toolkit::Toolkit;
-use crate::toolchain::BuildFacts;
+use crate::toolchain::{BuildFacts, WHEELS_THAT_COMPILE};
 
 pub fn check(ctx: &Context) -> Vec<Finding> {
     let Some(facts) = ctx.build else {
@@ -73,8 +73,8 @@ fn toolkit_findings(facts: &BuildFacts, toolkit: &Toolkit) -> Vec<Finding> {
                 Cause::NoCompiler,
                 format!("{wheels} in {root} ships ptxas but no nvcc: nothing here can compile CUDA C++ (pip's CUDA 12 nvcc wheel holds ptxas, the crt headers and libnvvm only)"),
                 match &elsewhere {
-                    Some(other) => format!("use the toolkit at {} (it has nvcc), or `pip install nvidia-cuda-nvcc nvidia-cuda-crt` (CUDA 13's wheel ships bin/nvcc)", other.root.display()),
-                    None => "`pip install nvidia-cuda-nvcc nvidia-cuda-crt nvidia-cuda-runtime` (CUDA 13's wheels ship bin/nvcc), or install NVIDIA's toolkit (`apt install cuda-nvcc-12-9` or the runfile)".into(),
+                    Some(other) => format!("use the toolkit at {} (it has nvcc), or `{WHEELS_THAT_COMPILE}` (CUDA 13's wheels ship bin/nvcc)", other.root.display()),
+                    None => format!("`{WHEELS_THAT_COMPILE}` (CUDA 13's wheels ship bin/nvcc), or install NVIDIA's toolkit (`apt install cuda-nvcc-12-9` or the runfile)"),
                 },
             )
             .installation(toolkit.root.clone())
@@ -129,6 +129,8 @@ fn toolkit_findings(facts: &BuildFacts, toolkit: &Toolkit) -> Vec<Finding> {
         ),
         _ => {}
     }
+    findings.extend(nvvm_findings(toolkit, &nvcc_line));
+    findings.extend(probe_finding(facts, toolkit, &nvcc_line));
     if facts.libcuda_for(toolkit).is_none() {
         findings.push(
             Finding::new(
@@ -156,6 +158,86 @@ fn toolkit_findings(facts: &BuildFacts, toolkit: &Toolkit) -> Vec<Finding> {
         }
     }
     findings
+}
+
+/// nvcc without its cicc, or with the cicc of a newer release: every compile fails, in cicc or
+/// in ptxas. The fix pins `nvidia-nvvm` to nvcc's release, which nvcc's wheel does not.
+fn nvvm_findings(toolkit: &Toolkit, nvcc_line: &str) -> Option<Finding> {
+    let root = toolkit.root.display();
+    let release = toolkit.nvcc_version.as_deref().unwrap_or("?");
+    let pip = !toolkit.nvcc_wheels.is_empty();
+    let pin = toolkit
+        .nvvm_pin()
+        .unwrap_or_else(|| "pip install nvidia-nvvm".into());
+    let mut evidence = vec![nvcc_line.to_owned()];
+    evidence.extend(probe_failure(toolkit).map(|f| format!("probe {}", f.describe())));
+    let (cause, message, fix) = match (&toolkit.cicc, toolkit.nvvm_newer_than_nvcc()) {
+        (None, _) => {
+            evidence.insert(1, "nvvm/bin/cicc beside bin/nvcc: absent".into());
+            (
+                Cause::NoNvvm,
+                format!("nvcc {release} in {root} has no cicc (nvvm/bin/cicc), which it runs for every kernel: each compile stops with \"cicc: not found\""),
+                match pip {
+                    true => format!("{pin}   (the nvvm of nvcc's own release: nvcc's wheel does not pin it, and a newer one fails in ptxas)"),
+                    false => format!("reinstall the toolkit's nvvm component of CUDA {release} (`apt install cuda-nvvm-X-Y`, or NVIDIA's runfile)"),
+                },
+            )
+        }
+        (Some(_), Some(newer)) => (
+            Cause::NvvmMismatch,
+            format!("in {root}, {newer}: each compile fails in ptxas"),
+            format!("{pin}   (the nvvm of nvcc's own release), or move nvcc, nvidia-cuda-crt and nvidia-cuda-runtime to nvvm's release together"),
+        ),
+        (Some(_), None) => return None,
+    };
+    Some(
+        Finding::new(Severity::Warning, cause, message, fix)
+            .installation(toolkit.root.clone())
+            .evidence(evidence),
+    )
+}
+
+/// The probe's failing step, when `doctor --build` ran it and it failed.
+fn probe_failure(toolkit: &Toolkit) -> Option<&crate::toolchain::probe::StepFailure> {
+    toolkit.probe.as_ref()?.failure.as_ref()
+}
+
+/// A probe that failed for a reason the files did not show (they showed nothing missing, no
+/// compiler refused, something to link against), quoting its step.
+fn probe_finding(facts: &BuildFacts, toolkit: &Toolkit, nvcc_line: &str) -> Option<Finding> {
+    let failure = probe_failure(toolkit)?;
+    let refused = (facts.host_compiler.as_ref())
+        .zip(toolkit.host_limits.as_ref())
+        .and_then(|(c, l)| l.refuses(c.kind, c.major));
+    let explained = match failure.step.as_str() {
+        "compile" => !toolkit.missing().is_empty() || refused.is_some(),
+        _ => facts.libcuda_for(toolkit).is_none(),
+    };
+    if explained {
+        return None;
+    }
+    let fix = match failure::missing_header(&failure.line) {
+        Some(header) => format!(
+            "install {header}'s package beside nvcc, of nvcc's release: `pip install {}` (CUDA 13 wheels) or the toolkit's matching component",
+            failure::header_package(header)
+        ),
+        None => "reinstall nvcc, its nvvm (cicc) and the runtime headers of one CUDA release, then run `doctor --build` again".into(),
+    };
+    Some(
+        Finding::new(
+            Severity::Warning,
+            Cause::BuildProbeFailed,
+            format!(
+                "the toolkit at {} could not {} a probe: {}",
+                toolkit.root.display(),
+                failure.step,
+                failure.describe()
+            ),
+            fix,
+        )
+        .installation(toolkit.root.clone())
+        .evidence(vec![nvcc_line.to_owned(), facts.summary(toolkit)]),
+    )
 }
 
 /// Another toolkit to point a build at, when there is one.
@@ -245,7 +327,7 @@ pub fn explain_failure(ctx: &Context, run: &CommandReport) -> Vec<Finding> {
                     "install the driver's `libcuda.so` or a toolkit's lib64/stubs/libcuda.so and build with LIBRARY_PATH=<its directory> (a GPU host's driver package provides it)".to_string()
                 }
                 (_, _, Some((fix, _))) => fix.clone(),
-                (_, _, None) => "install a CUDA toolkit with nvcc and headers (`pip install nvidia-cuda-nvcc nvidia-cuda-crt nvidia-cuda-runtime nvidia-cuda-profiler-api`, or NVIDIA's toolkit), then export CUDA_HOME=<its root> PATH=<its root>/bin:$PATH".to_string(),
+                (_, _, None) => format!("install a CUDA toolkit with nvcc and headers (`{WHEELS_THAT_COMPILE} nvidia-cuda-profiler-api==13.0.85 nvidia-curand`, or NVIDIA's toolkit), then export CUDA_HOME=<its root> PATH=<its root>/bin:$PATH"),
             };
             let mut lines = vec![line];
             lines.extend(evidence.iter().cloned());
@@ -273,6 +355,14 @@ fn point_at(facts: &BuildFacts, best: &Toolkit, finds: failure::Finds) -> (Strin
         .iter()
         .map(|h| format!("{h} (`pip install {}`)", failure::header_package(h)))
         .collect();
+    // PyCUDA's build also compiles its cuRAND wrapper, against curand.h.
+    let curand = (best.include_dir.as_ref()).is_some_and(|d| d.join("curand.h").is_file());
+    if finds == failure::Finds::NvccOnPath && !curand {
+        lacks.push(format!(
+            "the cuRAND headers PyCUDA's build includes (`pip install {}`)",
+            failure::header_package("curand.h")
+        ));
+    }
     if facts.libcuda_for(best).is_none() {
         lacks.push(
             "a libcuda.so to link -lcuda against (the driver's, or a toolkit's stubs/libcuda.so)"

@@ -120,6 +120,12 @@ pub enum Cause {
     SeveralNvccOnPath,
     /// `LD_LIBRARY_PATH` holds CUDA libraries of different majors.
     MixedCudaSearchPath,
+    /// nvcc without the cicc it runs for device code (pip's `nvidia-nvvm` not installed).
+    NoNvvm,
+    /// An `nvidia-nvvm` of a newer CUDA release than nvcc: ptxas rejects what its cicc writes.
+    NvvmMismatch,
+    /// `doctor --build`'s probe did not compile or link, for a reason no file showed.
+    BuildProbeFailed,
     /// `CUDA_VISIBLE_DEVICES` hides every GPU.
     NoVisibleDevices,
     /// A framework (PyTorch, JAX, CuPy) built for a CUDA the host's driver cannot run.

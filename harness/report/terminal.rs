@@ -1018,6 +1018,15 @@ impl Terminal {
     /// the CUDA each was built for.
     fn building(&self, out: &mut String, report: &DoctorReport) {
         let build = &report.build;
+        let host_scanned = (report.searched.iter()).any(|s| s.source != crate::model::Source::Root);
+        if host_scanned && !build.has_nvcc() {
+            let line = format!(
+                "{}: {}",
+                self.paint(BOLD, "building CUDA code"),
+                build.no_compiler_line()
+            );
+            let _ = writeln!(out, "\n{}", wrap(&line, "    "));
+        }
         if !build.toolkits.is_empty() {
             let compiler = build.host_compiler_line();
             let heading = format!(

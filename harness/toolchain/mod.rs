@@ -7,6 +7,7 @@
 pub mod compiler;
 pub mod failure;
 pub mod host_config;
+pub mod probe;
 pub mod toolkit;
 
 use crate::discover::Host;
@@ -14,6 +15,10 @@ use crate::model::Installation;
 use compiler::HostCompiler;
 use serde::{Deserialize, Serialize};
 use toolkit::Toolkit;
+
+/// CUDA 13.0's compiler as pip wheels of one release, nvvm pinned (nvcc's wheel does not pin
+/// it): the set `tests/doctor_build.rs` compiles with.
+pub const WHEELS_THAT_COMPILE: &str = "pip install nvidia-cuda-nvcc==13.0.88 nvidia-cuda-crt==13.0.88 nvidia-cuda-runtime==13.0.96 nvidia-nvvm==13.0.88";
 
 /// What a build on this host would find.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -58,10 +63,25 @@ pub fn read(host: &Host, installations: &[Installation]) -> BuildFacts {
 }
 
 impl BuildFacts {
-    /// Why a toolkit cannot build CUDA code, or nothing when it can: nvcc, headers and a host
-    /// compiler its `host_config.h` accepts.
+    /// Compiles and links the probe with every toolkit that has nvcc (`doctor --build`).
+    pub fn probe(&mut self) {
+        for at in 0..self.toolkits.len() {
+            let toolkit = &self.toolkits[at];
+            let libcuda = self.libcuda_for(toolkit);
+            let probe = probe::run(toolkit, self.host_compiler.as_ref(), libcuda.as_deref());
+            self.toolkits[at].probe = probe;
+        }
+    }
+
+    /// Why a toolkit cannot build CUDA code, or nothing when it can: nvcc, cicc and headers
+    /// present, a host compiler its `host_config.h` accepts and, where a probe was compiled, a
+    /// probe that compiled.
     pub fn cannot_compile(&self, toolkit: &Toolkit) -> Vec<String> {
         let mut why = toolkit.missing();
+        let failed = (toolkit.probe.as_ref())
+            .filter(|p| !p.compiled)
+            .and_then(|p| p.failure.as_ref());
+        why.extend(failed.map(|f| format!("the probe: {}", f.describe())));
         if !why.is_empty() {
             return why;
         }
@@ -95,6 +115,16 @@ impl BuildFacts {
         toolkit.link_stub.clone().or(self.system_libcuda.clone())
     }
 
+    /// Whether some toolkit here has nvcc at all.
+    pub fn has_nvcc(&self) -> bool {
+        self.toolkits.iter().any(|t| t.nvcc.is_some())
+    }
+
+    /// One line for a host with no nvcc anywhere: it cannot build CUDA code, and what to install.
+    pub fn no_compiler_line(&self) -> String {
+        format!("this host cannot: it has no nvcc, so no CUDA source build (pip install pycuda, a PyTorch extension) can work; install CUDA 13.0's compiler: `{WHEELS_THAT_COMPILE}`, or NVIDIA's toolkit (`apt install cuda-toolkit-13-0`)")
+    }
+
     /// The toolkit to point a build at: one that can compile, newest nvcc first; else one with
     /// nvcc.
     pub fn best(&self) -> Option<&Toolkit> {
@@ -116,8 +146,9 @@ impl BuildFacts {
             })
     }
 
-    /// One line per toolkit: `can compile: yes (nvcc 13.0, cuda.h 13.0, g++ 12.2.0)` or
-    /// `no (why)`, and whether `-lcuda` links.
+    /// One line per toolkit: `can compile: yes (a probe compiled in 1.6 s; nvcc 13.0, cuda.h
+    /// 13.0, g++ 12.2.0)` where a probe compiled, `looks complete, not compiled (...)` where only
+    /// its files were read, or `no (why)`; and whether `-lcuda` links.
     pub fn summary(&self, toolkit: &Toolkit) -> String {
         let why = self.cannot_compile(toolkit);
         let compile = match why.is_empty() {
@@ -139,13 +170,33 @@ impl BuildFacts {
                 if !toolkit.missing_headers.is_empty() {
                     parts.push(format!("without {}", toolkit.missing_headers.join(", ")));
                 }
-                format!("yes ({})", parts.join(", "))
+                match &toolkit.probe {
+                    Some(p) => format!(
+                        "yes (a probe compiled{} in {:.1} s; {})",
+                        p.ran_as,
+                        p.millis as f64 / 1000.0,
+                        parts.join(", ")
+                    ),
+                    None => format!(
+                        "looks complete, not compiled ({}; `doctor --build` compiles a probe)",
+                        parts.join(", ")
+                    ),
+                }
             }
             false => format!("no ({})", why.join("; ")),
         };
-        let link = match self.libcuda_for(toolkit) {
-            Some(path) => format!("yes ({})", path.display()),
-            None => "no (no stubs/libcuda.so, no libcuda.so in the linker's directories)".into(),
+        let probed = toolkit.probe.as_ref().filter(|p| p.compiled);
+        let link = match (probed, self.libcuda_for(toolkit)) {
+            (Some(p), _) if !p.linked => format!(
+                "no ({})",
+                p.failure.as_ref().map_or(String::new(), |f| f.line.clone())
+            ),
+            (Some(_), Some(path)) => format!("yes (the probe linked against {})", path.display()),
+            (Some(_), None) => "yes (the probe linked)".into(),
+            (None, Some(path)) => format!("yes ({})", path.display()),
+            (None, None) => {
+                "no (no stubs/libcuda.so, no libcuda.so in the linker's directories)".into()
+            }
         };
         format!("can compile: {compile}; links -lcuda: {link}")
     }

@@ -1,6 +1,7 @@
 //! One toolkit as a build sees it: its nvcc and that nvcc's version, its headers (`cuda.h`'s
-//! `CUDA_VERSION`, `cuda_runtime_api.h`), the link stub `libcuda.so` and the host-compiler
-//! limits of its `crt/host_config.h`, in the layouts NVIDIA ships (runfile, conda, pip wheels).
+//! `CUDA_VERSION`, `cuda_runtime_api.h`), the `cicc` nvcc runs (and in pip's layout its
+//! `nvidia-nvvm` wheel's release), the link stub `libcuda.so` and the host-compiler limits of
+//! its `crt/host_config.h`, in the layouts NVIDIA ships (runfile, conda, pip wheels).
 
 use super::host_config::HostLimits;
 use crate::discover::Host;
@@ -36,6 +37,17 @@ pub struct Toolkit {
     pub nvcc_version_source: Option<String>,
     /// `ptxas` without `nvcc`: `nvidia-cuda-nvcc-cu12` as shipped.
     pub ptxas_only: Option<PathBuf>,
+    /// The front end nvcc runs for device code, `nvvm/bin/cicc` beside its `bin/` (in pip's
+    /// layout a wheel of its own, `nvidia-nvvm`); absent where there is no nvcc.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cicc: Option<PathBuf>,
+    /// The `nvidia-nvvm` wheel installed there (`13.5.37`), whose cicc must not be newer than
+    /// nvcc: ptxas rejects PTX of a newer ISA ("Unsupported .version").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvvm_wheel: Option<String>,
+    /// What compiling and linking a probe with this toolkit showed (`doctor --build`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe: Option<super::probe::Probe>,
     /// The nvcc wheels installed there (`nvidia-cuda-nvcc-cu12 12.9.86`).
     pub nvcc_wheels: Vec<String>,
     /// The directory holding `cuda.h`.
@@ -161,7 +173,13 @@ pub fn read(
         .as_ref()
         .and_then(|d| host.read(d.join("cuda.h")))
         .and_then(|bytes| cuda_h_version(&String::from_utf8_lossy(&bytes)));
-    let nvcc_wheels = nvcc_wheels(host, &root);
+    let nvcc_wheels = wheels_named(host, &root, "nvidia-cuda-nvcc");
+    let nvvm_wheel = wheels_named(host, &root, "nvidia-nvvm")
+        .first()
+        .and_then(|w| w.rsplit(' ').next().map(str::to_owned));
+    let cicc = (nvcc.as_deref())
+        .and_then(|n| n.parent()?.parent().map(|top| top.join("nvvm/bin/cicc")))
+        .filter(|c| host.is_file(c));
     let (nvcc_version, nvcc_version_source) = match nvcc.as_deref().filter(|_| run) {
         Some(nvcc) => match ask_nvcc(nvcc) {
             Some(v) => (Some(v), Some("nvcc --version".to_string())),
@@ -189,6 +207,9 @@ pub fn read(
             None => Vec::new(),
         },
         ptxas_only: nvcc.is_none().then(|| first("bin/ptxas")).flatten(),
+        cicc,
+        nvvm_wheel,
+        probe: None,
         library_version: installation.and_then(|i| i.cuda_version.clone()),
         root,
         named_by,
@@ -226,8 +247,9 @@ fn ask_nvcc(nvcc: &Path) -> Option<String> {
     nvcc_release(&crate::trust::output_if_trusted(nvcc, &["--version"], NVCC_TIMEOUT).ok()?)
 }
 
-/// The nvcc wheels in a site-packages (`nvidia-cuda-nvcc-cu12 12.9.86`).
-fn nvcc_wheels(host: &Host, root: &Path) -> Vec<String> {
+/// The wheels in a site-packages whose name starts with `prefix` (`nvidia-cuda-nvcc-cu12
+/// 12.9.86`).
+fn wheels_named(host: &Host, root: &Path, prefix: &str) -> Vec<String> {
     let Some(real) = host.real(root) else {
         return Vec::new();
     };
@@ -235,7 +257,7 @@ fn nvcc_wheels(host: &Host, root: &Path) -> Vec<String> {
         .iter()
         .filter_map(|d| std::fs::read_to_string(d.join("METADATA")).ok())
         .filter_map(|text| crate::discover::metadata::name_and_version(&text))
-        .filter(|(name, _)| name.starts_with("nvidia-cuda-nvcc"))
+        .filter(|(name, _)| name.starts_with(prefix))
         .map(|(name, version)| format!("{name} {version}"))
         .collect()
 }
@@ -267,7 +289,30 @@ impl Toolkit {
         if self.include_dir.is_none() {
             why.push("no include/cuda.h".to_string());
         }
+        if self.nvcc.is_some() && self.cicc.is_none() {
+            why.push("no nvvm/bin/cicc beside nvcc (\"cicc: not found\" at every compile)".into());
+        }
+        if let Some(newer) = self.nvvm_newer_than_nvcc() {
+            why.push(newer);
+        }
         why
+    }
+
+    /// The `nvidia-nvvm` wheel when it is of a newer CUDA release than nvcc: its cicc writes
+    /// PTX of an ISA nvcc's ptxas does not know.
+    pub fn nvvm_newer_than_nvcc(&self) -> Option<String> {
+        let nvvm = self.nvvm_wheel.as_deref()?;
+        let nvcc = crate::compat::CudaVersion::parse(self.nvcc_version.as_deref()?)?;
+        let release = crate::compat::CudaVersion::parse(nvvm)?;
+        (release > nvcc).then(|| {
+            format!("nvidia-nvvm {nvvm} is newer than nvcc {nvcc} (its ptxas rejects the PTX cicc writes: \"Unsupported .version\")")
+        })
+    }
+
+    /// The pip line that gives this toolkit's nvcc the `nvidia-nvvm` of its own release.
+    pub fn nvvm_pin(&self) -> Option<String> {
+        let nvcc = crate::compat::CudaVersion::parse(self.nvcc_version.as_deref()?)?;
+        Some(format!("pip install \"nvidia-nvvm=={nvcc}.*\""))
     }
 
     /// Whether its nvcc, headers and libraries name different CUDA versions.
