@@ -208,7 +208,8 @@ pub struct DoctorArgs {
     pub verify_hashes: bool,
     /// Compile and link a small probe (a kernel, cuda.h, -lcuda) with each toolkit's nvcc, as
     /// the toolkit's owner, in a private temporary directory, at most 120 s a step: only then
-    /// does a toolkit say "can compile: yes".
+    /// does a toolkit say "can compile: yes" (also done for a COMMAND that builds: pip install,
+    /// setup.py, make, cmake, ninja, nvcc).
     #[arg(long, conflicts_with_all = ["no_load", "sysroot"], help_heading = "What to check")]
     pub build: bool,
     /// The PATH a native Windows program runs with, as Windows writes it (`C:\a;C:\b`); drive

@@ -179,7 +179,8 @@ pub fn doctor(options: &DoctorOptions, host: &Host) -> DoctorReport {
     .with_windows(&windows, &options.windows)
     .with_host_files(&driver_files, &container, sysroot);
     let mut build = crate::toolchain::read(host, &linux_scan.installations);
-    if options.build && !sysroot {
+    let builds = crate::toolchain::failure::is_a_build(&options.command);
+    if (options.build || builds) && !sysroot {
         build.probe();
     }
     let frameworks = crate::discover::frameworks::read(host, &python_sites(&linux_scan));

@@ -420,6 +420,18 @@ fn a_real_pycuda_source_build_under_doctor_is_explained_with_the_toolkit_to_use(
     assert_eq!(headers.len(), 1, "{}", report["findings"]);
     let message = headers[0]["message"].as_str().unwrap();
     assert!(message.contains("found no cuda.h"), "{message}");
+    // A build under doctor has each toolkit's probe compiled too: the wheels can compile.
+    let probe = &toolkit(&report, &cu13())["probe"];
+    assert_eq!(probe["compiled"], true, "{probe}");
+    // PyCUDA's fix names every part its build needs that the toolkit lacks, cuRAND's headers too.
+    assert!(
+        headers[0]["fix"]
+            .as_str()
+            .unwrap()
+            .contains("nvidia-curand"),
+        "{}",
+        headers[0]
+    );
     assert!(
         message.contains(&format!("the toolkit to use is {}", cu13_root.display())),
         "{message}"

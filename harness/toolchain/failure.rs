@@ -155,6 +155,20 @@ pub enum Finds {
     CudaHome,
 }
 
+/// Whether `command` is a build that may compile CUDA code: it runs nvcc, a build tool (make,
+/// cmake, ninja, a `setup.py`), or pip installing or building something (a source build happens
+/// inside `pip install` whenever no wheel fits).
+pub fn is_a_build(command: &[String]) -> bool {
+    let names = |w: &String| w.rsplit('/').next().unwrap_or(w).to_owned();
+    let words: Vec<String> = command.iter().map(names).collect();
+    let has = |w: &str| words.iter().any(|x| x == w);
+    let pip = words.iter().any(|w| w.starts_with("pip"));
+    ["nvcc", "make", "cmake", "ninja", "setup.py"]
+        .iter()
+        .any(|w| has(w))
+        || (pip && (has("install") || has("wheel")))
+}
+
 /// How the build run as `command` finds its toolkit.
 pub fn finds_toolkit_by(command: &[String], lines: &[String]) -> Finds {
     let said = |what: &str| {
@@ -205,6 +219,27 @@ mod tests {
             missing_header("fatal error: Python.h: No such file or directory"),
             None
         );
+    }
+
+    #[test]
+    fn builds_are_told_from_other_commands_by_their_words() {
+        let words = |text: &str| text.split(' ').map(String::from).collect::<Vec<_>>();
+        for build in [
+            "/venv/bin/python -m pip install pycuda",
+            "pip3 wheel .",
+            "python3 setup.py build_ext",
+            "/usr/local/cuda/bin/nvcc -c k.cu",
+            "cmake --build build",
+        ] {
+            assert!(is_a_build(&words(build)), "{build}");
+        }
+        for other in [
+            "python3 -c import torch",
+            "pip list",
+            "./train --install-dir x",
+        ] {
+            assert!(!is_a_build(&words(other)), "{other}");
+        }
     }
 
     #[test]
