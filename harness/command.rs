@@ -130,23 +130,12 @@ pub fn run(
         }
     };
     let seen = Arc::new(Mutex::new(Seen::default()));
-    let relays: Vec<_> = [
-        child
-            .stdout
-            .take()
-            .map(|s| Box::new(s) as Box<dyn Read + Send>),
-        child
-            .stderr
-            .take()
-            .map(|s| Box::new(s) as Box<dyn Read + Send>),
-    ]
-    .into_iter()
-    .flatten()
-    .map(|stream| {
-        let seen = Arc::clone(&seen);
-        std::thread::spawn(move || relay(stream, quiet, &seen))
-    })
-    .collect();
+    let relays: Vec<_> = (crate::process::output_streams(&mut child).into_iter())
+        .map(|stream| {
+            let seen = Arc::clone(&seen);
+            std::thread::spawn(move || relay(stream, quiet, &seen))
+        })
+        .collect();
     let status = crate::process::exit_within(&mut child, timeout);
     report.seconds = started.elapsed().as_secs_f64();
     report.timed_out = status.is_none();

@@ -33,6 +33,13 @@ pub fn output_within(mut command: Command, timeout: Duration) -> Option<String> 
     status.filter(|s| s.success()).map(|_| out)
 }
 
+/// A child's piped standard output and error, each a reader a thread can own.
+pub fn output_streams(child: &mut Child) -> Vec<Box<dyn Read + Send>> {
+    let out = (child.stdout.take()).map(|s| Box::new(s) as Box<dyn Read + Send>);
+    let err = (child.stderr.take()).map(|s| Box::new(s) as Box<dyn Read + Send>);
+    out.into_iter().chain(err).collect()
+}
+
 /// Waits up to `timeout` for a child started with `process_group(0)` to exit; one that runs
 /// longer is killed with its process group and reaped, and gives `None`.
 pub fn exit_within(child: &mut Child, timeout: Duration) -> Option<ExitStatus> {

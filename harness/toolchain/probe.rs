@@ -211,26 +211,15 @@ fn run_step(mut command: Command) -> Result<(), (String, String)> {
         .process_group(0)
         .spawn()
         .map_err(|e| (format!("not run: {e}"), String::new()))?;
-    let readers: Vec<_> = [
-        child
-            .stdout
-            .take()
-            .map(|s| Box::new(s) as Box<dyn Read + Send>),
-        child
-            .stderr
-            .take()
-            .map(|s| Box::new(s) as Box<dyn Read + Send>),
-    ]
-    .into_iter()
-    .flatten()
-    .map(|stream| {
-        std::thread::spawn(move || {
-            let mut text = String::new();
-            let _ = stream.take(OUTPUT_LIMIT).read_to_string(&mut text);
-            text
+    let readers: Vec<_> = (crate::process::output_streams(&mut child).into_iter())
+        .map(|stream| {
+            std::thread::spawn(move || {
+                let mut text = String::new();
+                let _ = stream.take(OUTPUT_LIMIT).read_to_string(&mut text);
+                text
+            })
         })
-    })
-    .collect();
+        .collect();
     let status = crate::process::exit_within(&mut child, STEP_TIMEOUT);
     let output: String = (readers.into_iter())
         .filter_map(|r| r.join().ok())
