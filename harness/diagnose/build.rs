@@ -160,8 +160,8 @@ fn toolkit_findings(facts: &BuildFacts, toolkit: &Toolkit) -> Vec<Finding> {
     findings
 }
 
-/// nvcc without its cicc, or with the cicc of a newer release: every compile fails, in cicc or
-/// in ptxas. The fix pins `nvidia-nvvm` to nvcc's release, which nvcc's wheel does not.
+/// nvcc without its cicc (where its `nvcc.profile` puts it), or with the cicc of a newer
+/// release: every compile fails, in cicc or in ptxas. The fix pins `nvidia-nvvm` to nvcc's release, which nvcc's wheel does not.
 fn nvvm_findings(toolkit: &Toolkit, nvcc_line: &str) -> Option<Finding> {
     let root = toolkit.root.display();
     let release = toolkit.nvcc_version.as_deref().unwrap_or("?");
@@ -171,9 +171,10 @@ fn nvvm_findings(toolkit: &Toolkit, nvcc_line: &str) -> Option<Finding> {
         .unwrap_or_else(|| "pip install nvidia-nvvm".into());
     let mut evidence = vec![nvcc_line.to_owned()];
     evidence.extend(probe_failure(toolkit).map(|f| format!("probe {}", f.describe())));
-    let (cause, message, fix) = match (&toolkit.cicc, toolkit.nvvm_newer_than_nvcc()) {
-        (None, _) => {
-            evidence.insert(1, "nvvm/bin/cicc beside bin/nvcc: absent".into());
+    let (cause, message, fix) = match (&toolkit.cicc_missing, toolkit.nvvm_newer_than_nvcc()) {
+        (Some(missing), _) => {
+            let place = missing.display();
+            evidence.insert(1, format!("{place} (nvcc.profile's cicc): absent"));
             (
                 Cause::NoNvvm,
                 format!("nvcc {release} in {root} has no cicc (nvvm/bin/cicc), which it runs for every kernel: each compile stops with \"cicc: not found\""),
@@ -183,12 +184,12 @@ fn nvvm_findings(toolkit: &Toolkit, nvcc_line: &str) -> Option<Finding> {
                 },
             )
         }
-        (Some(_), Some(newer)) => (
+        (None, Some(newer)) => (
             Cause::NvvmMismatch,
             format!("in {root}, {newer}: each compile fails in ptxas"),
             format!("{pin}   (the nvvm of nvcc's own release), or move nvcc, nvidia-cuda-crt and nvidia-cuda-runtime to nvvm's release together"),
         ),
-        (Some(_), None) => return None,
+        (None, None) => return None,
     };
     Some(
         Finding::new(Severity::Warning, cause, message, fix)

@@ -37,10 +37,14 @@ pub struct Toolkit {
     pub nvcc_version_source: Option<String>,
     /// `ptxas` without `nvcc`: `nvidia-cuda-nvcc-cu12` as shipped.
     pub ptxas_only: Option<PathBuf>,
-    /// The front end nvcc runs for device code, `nvvm/bin/cicc` beside its `bin/` (in pip's
-    /// layout a wheel of its own, `nvidia-nvvm`); absent where there is no nvcc.
+    /// The front end nvcc runs for device code, where nvcc's own `nvcc.profile` puts it
+    /// (`nvvm/bin/cicc` beside its `bin/`; in pip's layout a wheel of its own, `nvidia-nvvm`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cicc: Option<PathBuf>,
+    /// Where `nvcc.profile` puts cicc when nothing is there. Unknown (and not judged) for an
+    /// nvcc with no profile beside it, such as a distribution's wrapper script.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cicc_missing: Option<PathBuf>,
     /// The `nvidia-nvvm` wheel installed there (`13.5.37`), whose cicc must not be newer than
     /// nvcc: ptxas rejects PTX of a newer ISA ("Unsupported .version").
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -177,9 +181,9 @@ pub fn read(
     let nvvm_wheel = wheels_named(host, &root, "nvidia-nvvm")
         .first()
         .and_then(|w| w.rsplit(' ').next().map(str::to_owned));
-    let cicc = (nvcc.as_deref())
-        .and_then(|n| n.parent()?.parent().map(|top| top.join("nvvm/bin/cicc")))
-        .filter(|c| host.is_file(c));
+    let cicc_expected = nvcc.as_deref().and_then(|n| cicc_path(host, n));
+    let cicc = cicc_expected.clone().filter(|c| host.is_file(c));
+    let cicc_missing = cicc_expected.filter(|c| !host.is_file(c));
     let (nvcc_version, nvcc_version_source) = match nvcc.as_deref().filter(|_| run) {
         Some(nvcc) => match ask_nvcc(nvcc) {
             Some(v) => (Some(v), Some("nvcc --version".to_string())),
@@ -208,6 +212,7 @@ pub fn read(
         },
         ptxas_only: nvcc.is_none().then(|| first("bin/ptxas")).flatten(),
         cicc,
+        cicc_missing,
         nvvm_wheel,
         probe: None,
         library_version: installation.and_then(|i| i.cuda_version.clone()),
@@ -222,6 +227,35 @@ pub fn read(
         link_stub,
         host_limits,
     }
+}
+
+/// Where `nvcc`'s `nvcc.profile` (beside it) says cicc lies: its `CICC_PATH` (CUDA 13), else
+/// the nvvm directory its `PATH` line adds (`$(TOP)/$(_NVVM_BRANCH_)/bin`, CUDA 12 and before);
+/// `None` without a profile.
+fn cicc_path(host: &Host, nvcc: &Path) -> Option<PathBuf> {
+    let here = nvcc.parent()?;
+    let text = host.read(here.join("nvcc.profile"))?;
+    let text = String::from_utf8_lossy(&text);
+    let value = |key: &str| {
+        text.lines().find_map(|l| {
+            let (k, v) = l.split_once('=')?;
+            (k.trim().trim_end_matches('+').trim() == key).then(|| v.trim().to_owned())
+        })
+    };
+    let here_text = here.display().to_string();
+    let top = value("TOP")?.replace("$(_HERE_)", &here_text);
+    let dir = match value("CICC_PATH") {
+        Some(dir) => dir,
+        None => value("PATH")?
+            .split(':')
+            .find(|p| p.contains("NVVM") || p.contains("nvvm"))?
+            .to_owned(),
+    };
+    let dir = dir
+        .replace("$(TOP)", &top)
+        .replace("$(_HERE_)", &here_text)
+        .replace("$(_NVVM_BRANCH_)", "nvvm");
+    Some(PathBuf::from(dir.trim()).join("cicc"))
 }
 
 /// `#define CUDA_VERSION 12090` as `12.9`.
@@ -289,7 +323,7 @@ impl Toolkit {
         if self.include_dir.is_none() {
             why.push("no include/cuda.h".to_string());
         }
-        if self.nvcc.is_some() && self.cicc.is_none() {
+        if self.cicc_missing.is_some() {
             why.push("no nvvm/bin/cicc beside nvcc (\"cicc: not found\" at every compile)".into());
         }
         if let Some(newer) = self.nvvm_newer_than_nvcc() {
@@ -337,6 +371,22 @@ impl Toolkit {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cicc_is_where_nvcc_profile_puts_it_and_unknown_without_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        let host = Host::default();
+        assert_eq!(cicc_path(&host, &bin.join("nvcc")), None);
+        let cuda13 = "TOP = $(_HERE_)/..\n\nCICC_PATH        = $(TOP)/nvvm/bin\nPATH += $(CICC_PATH):$(_HERE_):\n";
+        std::fs::write(bin.join("nvcc.profile"), cuda13).unwrap();
+        let expected = bin.join("../nvvm/bin/cicc");
+        assert_eq!(cicc_path(&host, &bin.join("nvcc")), Some(expected.clone()));
+        let cuda12 = "TOP              = $(_HERE_)/..\nPATH            += $(TOP)/$(_NVVM_BRANCH_)/bin:$(_HERE_):\n";
+        std::fs::write(bin.join("nvcc.profile"), cuda12).unwrap();
+        assert_eq!(cicc_path(&host, &bin.join("nvcc")), Some(expected));
+    }
 
     #[test]
     fn versions_are_read_as_nvidia_writes_them() {
