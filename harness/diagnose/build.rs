@@ -207,11 +207,10 @@ fn probe_failure(toolkit: &Toolkit) -> Option<&crate::toolchain::probe::StepFail
 /// compiler refused, something to link against), quoting its step.
 fn probe_finding(facts: &BuildFacts, toolkit: &Toolkit, nvcc_line: &str) -> Option<Finding> {
     let failure = probe_failure(toolkit)?;
-    let refused = (facts.host_compiler.as_ref())
-        .zip(toolkit.host_limits.as_ref())
-        .and_then(|(c, l)| l.refuses(c.kind, c.major));
     let explained = match failure.step.as_str() {
-        "compile" => !toolkit.missing().is_empty() || refused.is_some(),
+        "compile" => {
+            !toolkit.missing().is_empty() || facts.host_compiler_refused(toolkit).is_some()
+        }
         _ => facts.libcuda_for(toolkit).is_none(),
     };
     if explained {

@@ -91,14 +91,15 @@ impl BuildFacts {
                     .clone()
                     .unwrap_or_else(|| "no host compiler".into()),
             ),
-            Some(c) => why.extend(
-                toolkit
-                    .host_limits
-                    .as_ref()
-                    .and_then(|l| l.refuses(c.kind, c.major)),
-            ),
+            Some(_) => why.extend(self.host_compiler_refused(toolkit)),
         }
         why
+    }
+
+    /// Why `toolkit`'s `host_config.h` refuses the host compiler, when it does.
+    pub fn host_compiler_refused(&self, toolkit: &Toolkit) -> Option<String> {
+        let compiler = self.host_compiler.as_ref()?;
+        (toolkit.host_limits.as_ref())?.refuses(compiler.kind, compiler.major)
     }
 
     /// The host compiler in words, or why there is none.
