@@ -193,22 +193,44 @@ fn parent(pid: u32) -> Option<u32> {
 
 /// Kills every process that descends from this one (its workers, whatever they started),
 /// as a run that is ending on a signal must: none may outlive it holding a GPU.
+///
+/// All are stopped before any is killed: a worker killed first would hand its children to init
+/// before the scan reached them, and they would no longer look like ours. A stopped process
+/// cannot fork, so the scans end once one finds nothing new.
 pub fn kill_descendants() {
     let me = std::process::id();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return;
-    };
-    for pid in entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-    {
-        if pid != me && descends_from(pid, me) {
-            if let Ok(pid) = i32::try_from(pid) {
-                // SAFETY: kill(2) touches no memory.
-                unsafe { libc::kill(pid, libc::SIGKILL) };
-            }
+    let mut stopped = std::collections::BTreeSet::new();
+    for _ in 0..64 {
+        let found: Vec<i32> = descendants(me)
+            .into_iter()
+            .filter(|pid| !stopped.contains(pid))
+            .collect();
+        if found.is_empty() {
+            break;
+        }
+        for pid in found {
+            // SAFETY: kill(2) touches no memory.
+            unsafe { libc::kill(pid, libc::SIGSTOP) };
+            stopped.insert(pid);
         }
     }
+    for pid in stopped {
+        // SAFETY: kill(2) touches no memory; SIGKILL ends a stopped process too.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+}
+
+/// The processes that descend from `ancestor`, itself left out.
+fn descendants(ancestor: u32) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| *pid != ancestor && descends_from(*pid, ancestor))
+        .filter_map(|pid| i32::try_from(pid).ok())
+        .collect()
 }
 
 #[cfg(test)]
