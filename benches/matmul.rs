@@ -12,13 +12,12 @@ mod support;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use stackbench::bench::protocol::{Implementation, Workload};
 use stackbench::tolerance::Precision;
-use std::time::Duration;
 
 const SIZES: [u64; 4] = [1024, 2048, 4096, 8192];
 
 fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("matmul");
-    group.measurement_time(Duration::from_secs(3));
+    support::gpu_times(&mut group);
     let configurations = [
         Precision::F32,
         Precision::Tf32,
@@ -35,7 +34,7 @@ fn bench(c: &mut Criterion) {
     let configurations: Vec<_> = configurations.collect();
     for mut target in support::gpu_targets("matmul") {
         for (implementation, precision, label) in &configurations {
-            for size in SIZES {
+            for size in support::sizes(&SIZES, 8192) {
                 let workload = Workload::Matmul {
                     implementation: *implementation,
                     precision: *precision,

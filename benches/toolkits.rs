@@ -45,9 +45,16 @@ fn bench(c: &mut Criterion) {
     let mut load = c.benchmark_group("load");
     load.sample_size(10)
         .measurement_time(Duration::from_secs(5));
-    for target in &loads {
+    for target in &support::loadable("load", loads) {
         load.bench_function(&target.name, |b| {
-            b.iter_custom(|iters| (0..iters).map(|_| support::load_once(target)).sum())
+            b.iter_custom(|iters| {
+                (0..iters)
+                    .map(|_| {
+                        support::load_once(target)
+                            .unwrap_or_else(|why| panic!("load/{}: {why}", target.name))
+                    })
+                    .sum()
+            })
         });
     }
     load.finish();

@@ -11,15 +11,14 @@ mod support;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use stackbench::bench::protocol::Workload;
-use std::time::Duration;
 
 const SIZES: [u64; 5] = [1 << 20, 1 << 22, 1 << 24, 1 << 26, 1 << 28];
 
 fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("vector_add");
-    group.measurement_time(Duration::from_secs(3));
+    support::gpu_times(&mut group);
     for mut target in support::gpu_targets("vector_add") {
-        for elements in SIZES {
+        for elements in support::sizes(&SIZES, 1 << 26) {
             let workload = Workload::VectorAdd { elements };
             let id = format!("{}/{elements}", target.name);
             if let Err(why) = support::prepare(&mut target.client, &workload) {

@@ -11,7 +11,7 @@
 #![allow(dead_code)]
 
 #[path = "../../tests/common/mod.rs"]
-mod common;
+pub mod common;
 
 use stackbench::bench::client::Client;
 use stackbench::bench::plan::Depth;
@@ -24,6 +24,35 @@ use std::time::Duration;
 
 /// How long one worker command may take.
 const TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Whether criterion was given `--quick` (`cargo bench --bench matmul -- --quick`): then the
+/// GPU benchmarks also take one size each, the one `stackbench bench --quick` measures, and
+/// shorter warm-ups and measurements, so that every configuration has a figure in minutes.
+pub fn quick() -> bool {
+    std::env::args().any(|arg| arg == "--quick")
+}
+
+/// The sizes to measure: all of `sizes`, or with [`quick`] only `standard`.
+pub fn sizes(sizes: &[u64], standard: u64) -> Vec<u64> {
+    match quick() {
+        true => vec![standard],
+        false => sizes.to_vec(),
+    }
+}
+
+/// A GPU benchmark group's times: 3 s of measurement after criterion's warm-up, or with
+/// [`quick`] 1 s after a 1 s warm-up and at most 20 samples.
+pub fn gpu_times<M: criterion::measurement::Measurement>(
+    group: &mut criterion::BenchmarkGroup<'_, M>,
+) {
+    match quick() {
+        true => group
+            .warm_up_time(Duration::from_secs(1))
+            .measurement_time(Duration::from_secs(1))
+            .sample_size(20),
+        false => group.measurement_time(Duration::from_secs(3)),
+    };
+}
 
 /// One combination and its worker.
 pub struct Target {
@@ -113,7 +142,11 @@ pub fn gpu_targets(bench: &str) -> Vec<Target> {
             let simulated = self::options(vec![sim.toolkit_dir], false, Some(sim.driver_dir));
             all.extend(targets(bench, &simulated, &Host::default()));
         }
-        None => eprintln!("{bench}: no simulated GPU here (ci/sim lays it out)"),
+        // On a GPU host the simulator is nothing a user misses.
+        None if gpu.devices.is_empty() => {
+            eprintln!("{bench}: no simulated GPU here either (ci/sim lays it out)")
+        }
+        None => {}
     }
     all.into_iter()
         .filter(|t| match &t.no_gpu {
@@ -126,16 +159,24 @@ pub fn gpu_targets(bench: &str) -> Vec<Target> {
         .collect()
 }
 
+/// The combinations found below `roots` (no host scan), with `driver_dir`'s driver.
+pub fn targets_below(bench: &str, roots: Vec<PathBuf>, driver_dir: PathBuf) -> Vec<Target> {
+    targets(
+        bench,
+        &options(roots, false, Some(driver_dir)),
+        &Host::default(),
+    )
+}
+
 /// Every combination for CPU-side benchmarks: the fixture toolkits' (when built) and the host's.
 pub fn cpu_targets(bench: &str) -> Vec<Target> {
     let mut all = Vec::new();
     if common::toolkits_location().join(".complete").is_file() {
-        let fixtures = options(
+        all.extend(targets_below(
+            bench,
             vec![common::toolkits()],
-            false,
-            Some(common::fixture(common::DRIVER_AMD64)),
-        );
-        all.extend(targets(bench, &fixtures, &Host::default()));
+            common::fixture(common::DRIVER_AMD64),
+        ));
     } else {
         eprintln!("{bench}: no fixture toolkits here (ci/fetch-toolkits builds them)");
     }
@@ -193,8 +234,25 @@ pub fn time(client: &mut Client, workload: &Workload, iterations: u64) -> Durati
     }
 }
 
-/// One fresh worker's time to open every library of the target's combination.
-pub fn load_once(target: &Target) -> Duration {
+/// The targets whose libraries all load, for the `load` benchmark; a line on stderr for each
+/// of the others, with why (a venv whose cudart cannot find a dependency is a host's, not a
+/// reason to end the benchmark run).
+pub fn loadable(bench: &str, targets: Vec<Target>) -> Vec<Target> {
+    targets
+        .into_iter()
+        .filter(|t| match load_once(t) {
+            Ok(_) => true,
+            Err(why) => {
+                eprintln!("{bench}/{}: not registered: {why}", t.name);
+                false
+            }
+        })
+        .collect()
+}
+
+/// One fresh worker's time to open every library of the target's combination, or why they did
+/// not all open.
+pub fn load_once(target: &Target) -> Result<Duration, String> {
     let settings = suite::Settings {
         depth: Depth::Full,
         arch: &target.arch,
@@ -205,8 +263,5 @@ pub fn load_once(target: &Target) -> Duration {
         worker: &target.worker,
         timeout: TIMEOUT,
     };
-    match suite::load_once(&target.combination, &settings) {
-        Ok(ns) => Duration::from_secs_f64(ns / 1e9),
-        Err(why) => panic!("load/{}: {why}", target.name),
-    }
+    suite::load_once(&target.combination, &settings).map(|ns| Duration::from_secs_f64(ns / 1e9))
 }
