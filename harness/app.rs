@@ -66,12 +66,22 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> anyhow::Result<ExitCode>
         }
         Command::Bench(args) => {
             let (bench_options, out) = options::bench(args, cli.color)?;
-            let progress = crate::progress::Reporter::for_stderr();
-            let report = bench::bench(&bench_options, &Host::current(), &progress)?;
-            let written = write_bench_files(&report, &out.results)?;
+            let report = match &out.from {
+                Some(path) => {
+                    let mut report = saved_bench(path)?;
+                    bench::shares::reassess(&mut report);
+                    report
+                }
+                None => {
+                    let progress = crate::progress::Reporter::for_stderr();
+                    let report = bench::bench(&bench_options, &Host::current(), &progress)?;
+                    let written = write_bench_files(&report, &out.results)?;
+                    eprintln!("bench: wrote {}", written.display());
+                    report
+                }
+            };
             let bytes = report::exporter_for(&out.report).bench(&report)?;
             output::write(&out.report.destination, &bytes)?;
-            eprintln!("bench: wrote {}", written.display());
             report.fails(out.allow_skip)
         }
         Command::Compare(args) => {
@@ -180,6 +190,18 @@ fn saved_check(path: &std::path::Path) -> anyhow::Result<check::model::CheckRepo
         compare::load::Run::Check(report) => Ok(report),
         other => anyhow::bail!(
             "--from {}: a {} run, not a check run; give the JSON file `stackbench check --format json` wrote",
+            path.display(),
+            other.kind()
+        ),
+    }
+}
+
+/// The bench run saved in `path` as JSON, for `bench --from`.
+fn saved_bench(path: &std::path::Path) -> anyhow::Result<bench::model::BenchReport> {
+    match compare::load::read(path)? {
+        compare::load::Run::Bench(report) => Ok(report),
+        other => anyhow::bail!(
+            "--from {}: a {} run, not a bench run; give a JSON file `stackbench bench` wrote",
             path.display(),
             other.kind()
         ),

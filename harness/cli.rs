@@ -324,6 +324,17 @@ pub struct BenchArgs {
     /// A short run: one size per benchmark, batch mode only, shorter time limits.
     #[arg(long, help_heading = "What to run")]
     pub quick: bool,
+    /// Run nothing: report the bench run saved in FILE (a JSON file `bench` wrote) in
+    /// --format, its shares computed again as this stackbench computes them (a file without
+    /// theoretical peaks gets those of the GPU it names), with the exit status that run had;
+    /// writes no files.
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with_all = ["roots", "driver_dir", "combinations", "config", "target", "quick", "repeat", "filter", "lock_clocks"],
+        help_heading = "What to run"
+    )]
+    pub from: Option<PathBuf>,
     /// Run each combination's benchmarks N times, each in fresh worker processes, interleaved
     /// with the other combinations' (A B C A B C): compare needs the variation between runs.
     /// Default: 3 with --quick, else 5.

@@ -190,6 +190,8 @@ pub struct BenchOutput {
     pub report: ReportOptions,
     /// Skipped benchmarks do not make the exit status 1.
     pub allow_skip: bool,
+    /// `--from FILE`: report this saved run again instead of running.
+    pub from: Option<PathBuf>,
 }
 
 /// `bench`'s options.
@@ -228,6 +230,7 @@ pub fn bench(
             results: args.results,
             report,
             allow_skip: args.allow_skip,
+            from: args.from,
         },
     ))
 }

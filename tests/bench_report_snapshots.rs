@@ -9,6 +9,7 @@
 //! and a diff of `tests/snapshots/`.
 
 use stackbench::bench::model::*;
+use stackbench::bench::{shares, theoretical};
 use stackbench::cli::Format;
 use stackbench::error::OutputError;
 use stackbench::gpu::{Gpu, GpuInfo};
@@ -174,7 +175,7 @@ fn cu12_rows() -> Vec<BenchResult> {
         ),
         2_000_000.0,
         Some((500.0, "TFLOP/s")),
-        Some(100.0),
+        None, // cuBLAS is the ceiling: no share of itself
     );
     bf16.verified = Some(verification("bf16", true, 3e-3, 2e-2));
     bf16.reason = Some("CUPTI cross-check: no CUPTI in this combination".into());
@@ -233,6 +234,19 @@ fn cu11_rows() -> Vec<BenchResult> {
     rows
 }
 
+/// The example GPU's theoretical peaks: a compute capability 9.0 card of 132 SMs at 1980 MHz
+/// with 5120 bits of memory at 2619 MHz.
+fn example_spec() -> Spec {
+    theoretical::peaks(&theoretical::DeviceFacts {
+        name: "Example GPU (test data)".into(),
+        cc: stackbench::compat::ComputeCapability::parse("9.0"),
+        multiprocessors: Some(132),
+        clock_mhz: Some(1980),
+        memory_clock_mhz: Some(2619),
+        memory_bus_bits: Some(5120),
+    })
+}
+
 fn report() -> BenchReport {
     BenchReport {
         schema: BENCH_SCHEMA.into(),
@@ -289,6 +303,7 @@ fn report() -> BenchReport {
                     copy_gbps: Some(2000.0),
                     gemm_tflops: BTreeMap::from([("bf16".into(), 500.0)]),
                 },
+                spec: Some(example_spec()),
                 l2_bytes: Some(50 << 20),
                 gpu_unavailable: None,
                 simulated: false,
@@ -300,12 +315,19 @@ fn report() -> BenchReport {
                 driver_cuda_version: Some("13.0".into()),
                 libraries: Vec::new(),
                 peaks: Peaks::default(),
+                spec: None,
                 l2_bytes: None,
                 gpu_unavailable: Some(NO_GPU.into()),
                 simulated: false,
             },
         ],
-        benchmarks: cu12_rows().into_iter().chain(cu11_rows()).collect(),
+        benchmarks: (cu12_rows().into_iter())
+            .map(|mut r| {
+                r.pct_of_spec = shares::pct_of_spec(&r, &example_spec());
+                r
+            })
+            .chain(cu11_rows())
+            .collect(),
         findings: Vec::new(),
     }
 }

@@ -104,7 +104,7 @@ fn a_sw_throttle_moves_an_unlocked_run_and_not_a_locked_one() {
     );
     assert_eq!(
         report["clocks_locked"],
-        serde_json::json!([{"index": 0, "sm_mhz": 1980, "memory_mhz": 2617}])
+        serde_json::json!([{"index": 0, "sm_mhz": 1980, "memory_mhz": 2619}])
     );
     // A HW reason still pulls a locked clock below its lock: half of it.
     let (locked_slowdown, _) = vector_add("throttle = [\"hw_slowdown\"]", true);
@@ -137,7 +137,7 @@ fn compare_tells_a_locked_run_from_an_unlocked_one() {
     assert_eq!(clocks[0]["old"], "not locked");
     assert_eq!(
         clocks[0]["new"],
-        "locked at SM 1980 MHz, memory 2617 MHz on GPU 0"
+        "locked at SM 1980 MHz, memory 2619 MHz on GPU 0"
     );
 }
 

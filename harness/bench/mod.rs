@@ -21,8 +21,10 @@ pub mod node;
 pub mod plan;
 pub mod protocol;
 pub mod repeat;
+pub mod shares;
 pub mod stats;
 pub mod suite;
+pub mod theoretical;
 pub mod worker;
 
 use crate::check::{self, CheckError};

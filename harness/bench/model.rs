@@ -24,7 +24,7 @@ pub const BENCH_SCHEMA: &str = "stackbench.bench/v1";
 /// did not read its GPUs' state. 4 adds the run's `clocks_locked` and each result's
 /// `telemetry.sm_clock_mhz_mean`: a file without them measured unlocked, and cannot be judged
 /// in cycles.
-pub const BENCH_SCHEMA_MINOR: u32 = 4;
+pub const BENCH_SCHEMA_MINOR: u32 = 5;
 
 /// Whether a number is zero (serde: left out when it is).
 fn is_zero(n: &u32) -> bool {
@@ -118,6 +118,9 @@ pub struct CombinationRun {
     pub libraries: Vec<LibraryVersion>,
     /// The card's own limits, measured in this combination's run.
     pub peaks: Peaks,
+    /// The card's theoretical peaks (absent where no device came up, and in files before them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec: Option<Spec>,
     /// The device's L2 cache, bytes (`CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE`): vector adds whose
     /// working set fits in a small multiple of it are not set against the DRAM copy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -146,6 +149,23 @@ pub struct Peaks {
     pub copy_gbps: Option<f64>,
     /// The best cuBLAS rate per precision (`bf16`), TFLOP/s.
     pub gemm_tflops: BTreeMap<String, f64>,
+}
+
+/// The card's theoretical peaks ([`crate::bench::theoretical`]): what it can do at most.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Spec {
+    /// DRAM bandwidth, GB/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_gbps: Option<f64>,
+    /// Dense compute per precision (`bf16`), TFLOP/s (TOPS for `int8`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tflops: BTreeMap<String, f64>,
+    /// What they were computed from: `Hopper (sm_90): 132 SMs at 1980 MHz; memory: ...`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub basis: String,
+    /// Why there is no compute peak: `no theoretical peak: unknown architecture (...)`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub missing: Option<String>,
 }
 
 /// Whether a benchmark needs the GPU.
@@ -358,6 +378,9 @@ pub struct BenchResult {
     pub throughput: Option<Throughput>,
     /// The throughput as a percentage of the card's ceiling measured in the same run.
     pub pct_of_peak: Option<f64>,
+    /// The throughput as a percentage of the card's theoretical peak (`% of spec`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pct_of_spec: Option<f64>,
     /// The working set stayed in L2 between runs (a batch-mode vector add within twice the L2):
     /// its rate is the cache's, and has no percentage of the DRAM copy.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -519,6 +542,7 @@ impl BenchResult {
             host_median_ns: None,
             throughput: None,
             pct_of_peak: None,
+            pct_of_spec: None,
             in_l2: false,
             verified: None,
             cupti: None,

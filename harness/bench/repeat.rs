@@ -156,6 +156,7 @@ fn row(repetitions: &[&BenchResult]) -> Option<BenchResult> {
         host_median_ns: median_of(measured.iter().filter_map(|r| r.host_median_ns).collect()),
         throughput,
         pct_of_peak: median_of(measured.iter().filter_map(|r| r.pct_of_peak).collect()),
+        pct_of_spec: median_of(measured.iter().filter_map(|r| r.pct_of_spec).collect()),
         telemetry: telemetry(&measured),
         stopped_by,
         samples_ns: samples,
@@ -197,6 +198,7 @@ pub fn merge(
     let combinations: Vec<CombinationRun> = runs.iter().map(|(c, _)| c.clone()).collect();
     let mut combination = combinations.first()?.clone();
     combination.peaks = peaks(&combinations);
+    combination.spec = combinations.iter().find_map(|c| c.spec.clone());
     Some((combination, rows))
 }
 

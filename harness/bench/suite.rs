@@ -9,11 +9,14 @@ use super::model::{
 };
 use super::plan::{self, Depth, Planned};
 use super::protocol::{Command, Implementation, Limits, Measurement, Reply, Workload};
+use super::shares::{pct_of_peak, pct_of_spec};
 use super::stats;
+use super::theoretical;
 use crate::check::combination::Combination;
 use crate::check::model::CheckResult;
 use crate::check::protocol::{CheckRequest, Component};
 use crate::check::spec::{self, Side as CheckSide};
+use crate::compat::ComputeCapability;
 use crate::devices::DeviceKey;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -176,17 +179,20 @@ pub fn run(
         report(result, &mut results);
     }
     let peaks = peaks(&results);
+    let spec = listed(&setup, settings.device).map(|d| theoretical::peaks(&device_facts(d)));
     let l2_bytes = l2_bytes(&setup, settings.device);
     let key = settings.keyed.then(|| device_key(&setup, settings.device));
     for result in &mut results {
         result.in_l2 = in_l2(result, l2_bytes);
         result.pct_of_peak = pct_of_peak(result, &peaks);
+        result.pct_of_spec = spec.as_ref().and_then(|s| pct_of_spec(result, s));
         if result.side == super::model::Side::Gpu {
             result.device = key.clone();
         }
     }
     let run = CombinationRun {
         peaks,
+        spec,
         l2_bytes,
         ..combination_run(combination, &setup, gpu_unavailable)
     };
@@ -209,6 +215,7 @@ pub fn combination_run(
         driver_cuda_version: detail(setup, "driver.version", "driver_cuda"),
         libraries: libraries(combination, setup),
         peaks: Peaks::default(),
+        spec: None,
         l2_bytes: None,
         gpu_unavailable,
         simulated: crate::check::model::CombinationReport::ran_simulated(setup),
@@ -293,6 +300,21 @@ fn listed(setup: &[CheckResult], ordinal: u32) -> Option<&serde_json::Value> {
         .as_array()?
         .iter()
         .find(|d| d["ordinal"].as_u64() == Some(u64::from(ordinal)))
+}
+
+/// What `driver.devices` listed of a device, as far as its theoretical peak needs it.
+fn device_facts(listed: &serde_json::Value) -> theoretical::DeviceFacts {
+    let number = |key: &str| listed[key].as_u64().and_then(|n| u32::try_from(n).ok());
+    theoretical::DeviceFacts {
+        name: listed["name"].as_str().unwrap_or_default().to_owned(),
+        cc: listed["compute_capability"]
+            .as_str()
+            .and_then(ComputeCapability::parse),
+        multiprocessors: number("multiprocessors"),
+        clock_mhz: number("clock_khz").map(|khz| khz / 1000),
+        memory_clock_mhz: number("memory_clock_khz").map(|khz| khz / 1000),
+        memory_bus_bits: number("memory_bus_bits"),
+    }
 }
 
 /// The L2 size of device `ordinal`, as `driver.devices` listed it.
@@ -444,25 +466,6 @@ fn peaks(results: &[BenchResult]) -> Peaks {
     peaks
 }
 
-/// A result's throughput as a percentage of its ceiling: vector add of the copy's bandwidth
-/// (DRAM: not where the working set stayed in L2), a matmul of the best cuBLAS rate in its
-/// precision.
-fn pct_of_peak(result: &BenchResult, peaks: &Peaks) -> Option<f64> {
-    if result.in_l2 {
-        return None;
-    }
-    let value = result.throughput.as_ref()?.value;
-    let peak = match result.benchmark.as_str() {
-        "vector_add" => peaks.copy_gbps,
-        "matmul" => peaks
-            .gemm_tflops
-            .get(result.parameters.precision.as_deref()?)
-            .copied(),
-        _ => None,
-    }?;
-    (peak > 0.0).then(|| 100.0 * value / peak)
-}
-
 /// The library load time of `combination`: each sample a fresh worker that opens every library
 /// and asks its version (the `*.load` checks), the sum of their times.
 pub fn load_time(combination: &Combination, settings: &Settings) -> BenchResult {
@@ -562,17 +565,7 @@ mod tests {
         assert_eq!(peaks.copy_gbps, Some(3000.0));
         assert_eq!(peaks.gemm_tflops["bf16"], 800.0);
         let pct: Vec<Option<f64>> = results.iter().map(|r| pct_of_peak(r, &peaks)).collect();
-        assert_eq!(
-            pct,
-            [
-                None,
-                Some(95.0),
-                Some(87.5),
-                Some(100.0),
-                Some(100.0),
-                Some(20.0)
-            ]
-        );
+        assert_eq!(pct, [None, Some(95.0), None, None, None, Some(20.0)]);
     }
 
     #[test]

@@ -117,18 +117,19 @@ impl Exporter for Markdown {
         }
         out.push_str("## Combinations\n\n");
         out.push_str(
-            "| combination | CUDA | driver's CUDA | libraries | ceilings | GPU benchmarks |\n",
+            "| combination | CUDA | driver's CUDA | libraries | ceilings | theoretical peaks | GPU benchmarks |\n",
         );
-        out.push_str("| --- | --- | --- | --- | --- | --- |\n");
+        out.push_str("| --- | --- | --- | --- | --- | --- | --- |\n");
         for c in &report.combinations {
             let _ = writeln!(
                 out,
-                "| {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} |",
                 code(&c.name),
                 escape(c.cuda_version.as_deref().unwrap_or("-")),
                 escape(c.driver_cuda_version.as_deref().unwrap_or("-")),
                 escape(&bench::libraries(c)),
                 bench::peaks(c),
+                escape(&bench::spec(c)),
                 match (&c.gpu_unavailable, c.simulated) {
                     (Some(why), _) => escape(why),
                     (None, true) => format!("ran on the **{}**", super::SIMULATED_GPU),
@@ -152,11 +153,11 @@ impl Exporter for Markdown {
             };
             let _ = writeln!(
                 out,
-                "| benchmark | combination | size | variant | {gpu}median | IQR | noise | rate | % of peak | verified | stopped by | throttled |",
+                "| benchmark | combination | size | variant | {gpu}median | IQR | noise | rate | % of peak | % of spec | verified | stopped by | throttled |",
             );
             let _ = writeln!(
                 out,
-                "| --- | --- | --- | --- | {rule}--- | --- | --- | --- | --- | --- | --- | --- |",
+                "| --- | --- | --- | --- | {rule}--- | --- | --- | --- | --- | --- | --- | --- | --- |",
             );
             for r in measured {
                 let gpu = if multi {
@@ -171,13 +172,14 @@ impl Exporter for Markdown {
                 };
                 let _ = writeln!(
                     out,
-                    "| {} | {} | {} | {} | {gpu}{median} | {iqr} | {} | {rate} | {} | {} | {} | {} |",
+                    "| {} | {} | {} | {} | {gpu}{median} | {iqr} | {} | {rate} | {} | {} | {} | {} | {} |",
                     r.benchmark,
                     code(&r.combination),
                     bench::size(r),
                     bench::variant(r),
                     bench::noise(r),
                     bench::of_peak(r),
+                    bench::of_spec(r),
                     bench::verified(r),
                     bench::stopped(r),
                     bench::throttled(r)

@@ -209,6 +209,10 @@ impl Exporter for Terminal {
             let libraries = format!("  libraries: {}", bench::libraries(c));
             let _ = writeln!(out, "{}", self.paint(DIM, &wrap(&libraries, "    ")));
             let _ = writeln!(out, "  ceilings: {}", bench::peaks(c));
+            if c.spec.is_some() {
+                let spec = format!("  theoretical peaks: {}", bench::spec(c));
+                let _ = writeln!(out, "{}", wrap(&spec, "    "));
+            }
             let rows: Vec<Vec<String>> = report
                 .benchmarks
                 .iter()
@@ -226,6 +230,7 @@ impl Exporter for Terminal {
                             bench::noise(r),
                             bench::figure(r),
                             bench::of_peak(r),
+                            bench::of_spec(r),
                             bench::verified(r).to_owned(),
                             bench::stopped(r).to_owned(),
                             bench::throttled(r),
@@ -244,6 +249,7 @@ impl Exporter for Terminal {
                         "noise",
                         "figure",
                         "of peak",
+                        "of spec",
                         "verified",
                         "stopped by",
                         "throttled",

@@ -205,6 +205,10 @@ pub fn devices(s: &mut Session) -> Checked {
             )
         };
         let cc = ComputeCapability::new(major as u32, minor as u32);
+        let attribute = |attribute| {
+            // SAFETY: `dev` came from cuDeviceGet.
+            unsafe { device::get_attribute(dev, attribute) }.ok()
+        };
         let uuid = format_uuid(&uuid.bytes.map(|b| b as u8));
         let bus_id = pci_bus_id(dev);
         listed.push(json!({
@@ -215,6 +219,10 @@ pub fn devices(s: &mut Session) -> Checked {
             "compute_capability": format!("{major}.{minor}"),
             "memory_bytes": memory,
             "l2_bytes": l2,
+            "multiprocessors": attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT),
+            "clock_khz": attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CLOCK_RATE),
+            "memory_clock_khz": attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE),
+            "memory_bus_bits": attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH),
         }));
         if ordinal as u32 == s.request.device {
             chosen = Some((dev, name, cc, uuid, memory));

@@ -64,7 +64,13 @@ pub struct Device {
     pub memory_gib: u64,
     pub multiprocessors: u32,
     pub l2_mib: u64,
+    /// The bandwidth copies and kernels reach, GB/s (a real card reaches about 90% of what
+    /// its memory clock and bus give).
     pub memory_bandwidth_gbs: f64,
+    /// The memory clock the driver reports, MHz (`CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE`).
+    pub memory_clock_mhz: u32,
+    /// The memory bus the driver reports, bits (`CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH`).
+    pub memory_bus_bits: u32,
     pub fp32_tflops: f64,
     pub tf32_tflops: f64,
     pub fp16_tflops: f64,
@@ -102,6 +108,8 @@ impl Default for Device {
             multiprocessors: 132,
             l2_mib: 50,
             memory_bandwidth_gbs: 3350.0,
+            memory_clock_mhz: 2619,
+            memory_bus_bits: 5120,
             fp32_tflops: 67.0,
             tf32_tflops: 495.0,
             fp16_tflops: 989.0,

@@ -161,7 +161,7 @@ fn the_default_host_is_one_healthy_h100_like_gpu() {
             );
             assert_eq!(value(|v| nvmlDeviceGetClockInfo(device, 1, v)), 1980);
             assert_eq!(value(|v| nvmlDeviceGetMaxClockInfo(device, 1, v)), 1980);
-            assert_eq!(value(|v| nvmlDeviceGetClockInfo(device, 2, v)), 2617);
+            assert_eq!(value(|v| nvmlDeviceGetClockInfo(device, 2, v)), 2619);
             assert_eq!(value(|v| nvmlDeviceGetTemperature(device, 0, v)), 45);
             assert_eq!(value(|v| nvmlDeviceGetPowerUsage(device, v)), 72_000);
             assert_eq!(

@@ -253,7 +253,7 @@ fn other_processes_are_listed_as_nvml_wrapper_reads_them() {
             assert_eq!(memory.used, held);
             assert_eq!(memory.free, memory.total - held);
             assert_eq!(device.applications_clock(Clock::SM).unwrap(), 1980);
-            assert_eq!(device.applications_clock(Clock::Memory).unwrap(), 2617);
+            assert_eq!(device.applications_clock(Clock::Memory).unwrap(), 2619);
         }
         pids.sort_unstable();
         pids.dedup();

@@ -1,5 +1,5 @@
 //! `cuDeviceGetAttribute`'s answers: the profile's (compute capability, multiprocessors, L2,
-//! SM clock, host NUMA node), the device's PCI address ([`crate::state::pci`]), and the limits every GPU since
+//! SM clock, memory clock and bus, host NUMA node), the device's PCI address ([`crate::state::pci`]), and the limits every GPU since
 //! Volta shares (1024 threads per block, warp of 32, 48 KiB of static shared memory per block),
 //! with what this simulator does not provide (managed memory, cooperative launches, memory
 //! pools, 64-bit stream memory operations) answered as absent.
@@ -35,8 +35,8 @@ pub(super) fn value(device: &Device, index: usize, numa: u32, attribute: i32) ->
         32 => 1,                             // ECC_ENABLED
         33 => pci.bus as i32,                // PCI_BUS_ID
         34 => pci.device as i32,             // PCI_DEVICE_ID
-        36 => 2_619_000,                     // MEMORY_CLOCK_RATE, kHz (HBM3)
-        37 => 5120,                          // GLOBAL_MEMORY_BUS_WIDTH
+        36 => khz(device.memory_clock_mhz),  // MEMORY_CLOCK_RATE, kHz
+        37 => device.memory_bus_bits as i32, // GLOBAL_MEMORY_BUS_WIDTH
         38 => (device.l2_mib * 1024 * 1024).min(i32::MAX as u64) as i32, // L2_CACHE_SIZE
         39 => 2048,                          // MAX_THREADS_PER_MULTIPROCESSOR
         40 => 2,                             // ASYNC_ENGINE_COUNT

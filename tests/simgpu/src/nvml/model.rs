@@ -97,18 +97,10 @@ impl ClockType {
     }
 }
 
-/// The memory clock, MHz, that gives the profile's bandwidth on an HBM3 stack's 5120-bit bus
-/// at double data rate (3350 GB/s -> 2617 MHz).
-fn memory_clock_mhz(device: &Device) -> u32 {
-    (device.memory_bandwidth_gbs * 1000.0 / 1280.0)
-        .round()
-        .max(1.0) as u32
-}
-
 /// `nvmlDeviceGetMaxClockInfo`, MHz.
 pub fn max_clock_mhz(device: &Device, clock: ClockType) -> u32 {
     match clock {
-        ClockType::Memory => memory_clock_mhz(device),
+        ClockType::Memory => device.memory_clock_mhz,
         ClockType::Graphics | ClockType::Sm | ClockType::Video => device.sm_clock_mhz,
     }
 }
@@ -311,7 +303,7 @@ mod tests {
         );
         assert_eq!(
             clock_mhz(&device, ClockType::Memory, REASON_HW_SLOWDOWN, None),
-            2617
+            2619
         );
         assert_eq!(max_clock_mhz(&device, ClockType::Graphics), 1980);
         assert_eq!(temperature_c(REASON_GPU_IDLE, 0), 45);

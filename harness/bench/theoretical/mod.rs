@@ -1,0 +1,210 @@
+//! Theoretical peaks: what a card can do at most, from what its driver says of it (the SM
+//! count, the clocks, the memory bus) and its architecture's rates per SM per clock. Every GPU
+//! figure is also given as a share of these (`% of spec`), as nvbench and vendor sheets give
+//! them, beside the share of the best figure measured in the same run.
+
+pub mod arch;
+pub mod products;
+
+use super::model::Spec;
+use crate::compat::ComputeCapability;
+
+/// What the driver said of one device, as far as a peak needs it (`driver.devices`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DeviceFacts {
+    pub name: String,
+    pub cc: Option<ComputeCapability>,
+    pub multiprocessors: Option<u32>,
+    /// The SM clock at its highest, MHz (`CU_DEVICE_ATTRIBUTE_CLOCK_RATE`).
+    pub clock_mhz: Option<u32>,
+    /// The memory clock at its highest, MHz (`CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE`).
+    pub memory_clock_mhz: Option<u32>,
+    /// `CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH`, bits.
+    pub memory_bus_bits: Option<u32>,
+}
+
+impl DeviceFacts {
+    /// What a run's GPU list says of a device: its name, compute capability and memory clock
+    /// (files before schema minor 5 kept no SM count, clock or bus: a known product's
+    /// datasheet gives those).
+    pub fn of_gpu(gpu: &crate::gpu::Gpu) -> DeviceFacts {
+        DeviceFacts {
+            name: gpu.name.clone(),
+            cc: ComputeCapability::parse(&gpu.compute_capability),
+            memory_clock_mhz: gpu.memory_clock_mhz,
+            ..DeviceFacts::default()
+        }
+    }
+}
+
+/// The theoretical peaks of `device`. Memory: two transfers per memory clock across the bus
+/// (as nvbench and CUDA's `deviceQuery` compute it), or a known product's datasheet figure.
+/// Compute: SMs × clock × the architecture's rate; a known product at the clocks its datasheet
+/// assumes. An architecture without known rates has none: never a guess.
+pub fn peaks(device: &DeviceFacts) -> Spec {
+    let product = device.cc.and_then(|cc| products::named(&device.name, cc));
+    let mut basis = Vec::new();
+    let memory_gbps = match (device.memory_clock_mhz, device.memory_bus_bits) {
+        (Some(mhz), Some(bits)) if mhz > 0 && bits > 0 => {
+            basis.push(format!(
+                "memory: {bits}-bit bus at {mhz} MHz, double data rate"
+            ));
+            Some(2.0 * f64::from(mhz) * 1e6 * f64::from(bits) / 8.0 / 1e9)
+        }
+        _ => product.map(|p| {
+            basis.push(format!("memory: the {} datasheet", p.label));
+            p.memory_gbps
+        }),
+    };
+    let mut spec = Spec {
+        memory_gbps,
+        ..Spec::default()
+    };
+    let Some(cc) = device.cc else {
+        spec.missing = Some("no theoretical peak: the compute capability is unknown".into());
+        spec.basis = basis.join("; ");
+        return spec;
+    };
+    let Some(architecture) = arch::of(cc) else {
+        spec.missing = Some(format!(
+            "no theoretical peak: unknown architecture (compute capability {cc})"
+        ));
+        spec.basis = basis.join("; ");
+        return spec;
+    };
+    let sms = device.multiprocessors.or(product.map(|p| p.sms));
+    let clocks = match product {
+        Some(p) => Some((p.boost_mhz, p.tensor_mhz)),
+        None => device.clock_mhz.map(|mhz| (mhz, mhz)),
+    };
+    let (Some(sms), Some((boost, tensor))) = (sms.filter(|n| *n > 0), clocks) else {
+        spec.missing = Some("no theoretical peak: the driver gave no SM count or clock".into());
+        spec.basis = basis.join("; ");
+        return spec;
+    };
+    let rates = arch::rates_of(architecture, &device.name);
+    for (precision, per_clock) in rates.each() {
+        let mhz = match precision {
+            "f64" | "f32" => boost,
+            _ => tensor,
+        };
+        let tflops = f64::from(sms) * f64::from(mhz) * 1e6 * f64::from(per_clock) / 1e12;
+        spec.tflops.insert(precision.to_owned(), tflops);
+    }
+    let clock = match product {
+        Some(p) if p.tensor_mhz != p.boost_mhz => format!(
+            "{boost} MHz (CUDA cores) and {tensor} MHz (tensor cores), the clocks of the {} \
+             datasheet",
+            p.label
+        ),
+        Some(p) => format!("{boost} MHz, the clock of the {} datasheet", p.label),
+        None => format!("{boost} MHz"),
+    };
+    basis.insert(0, format!("{}: {sms} SMs at {clock}", architecture.name));
+    spec.basis = basis.join("; ");
+    spec
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn device(name: &str, cc: (u32, u32), sms: u32, mhz: u32) -> DeviceFacts {
+        DeviceFacts {
+            name: name.into(),
+            cc: Some(ComputeCapability::new(cc.0, cc.1)),
+            multiprocessors: Some(sms),
+            clock_mhz: Some(mhz),
+            ..DeviceFacts::default()
+        }
+    }
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() <= 1e-9 * b.abs().max(1.0)
+    }
+
+    #[test]
+    fn an_unnamed_hopper_card_is_its_sms_times_its_clock_times_hopper_s_rates() {
+        let spec = peaks(&device("a card no table names", (9, 0), 100, 1500));
+        assert!(close(spec.tflops["f32"], 38.4), "{spec:?}");
+        assert!(close(spec.tflops["bf16"], 614.4), "{spec:?}");
+        assert!(close(spec.tflops["fp8"], 1228.8), "{spec:?}");
+        assert_eq!(spec.missing, None);
+        assert!(
+            spec.basis
+                .starts_with("Hopper (sm_90): 100 SMs at 1500 MHz"),
+            "{}",
+            spec.basis
+        );
+    }
+
+    #[test]
+    fn every_known_product_reproduces_its_datasheet_from_the_architecture_s_rates() {
+        for product in &products::PRODUCTS {
+            let architecture = arch::of(product.cc).expect(product.label);
+            let rates = architecture.rates.each();
+            for (precision, datasheet) in product.datasheet {
+                let per_clock = rates
+                    .iter()
+                    .find(|(p, _)| p == precision)
+                    .map(|(_, r)| f64::from(*r))
+                    .unwrap_or_else(|| panic!("{}: no {precision} rate", product.label));
+                let mhz = match *precision {
+                    "f64" | "f32" => product.boost_mhz,
+                    _ => product.tensor_mhz,
+                };
+                let computed = f64::from(product.sms) * f64::from(mhz) * per_clock / 1e6;
+                // Within 2%: NVIDIA rounds to whole TFLOP/s (H100 SXM5's FP64 "34" is 33.45),
+                // and L40S's BF16 362.05 is 1.2% under its own FP8 and TF32 figures' clock.
+                let off = (computed / datasheet - 1.0).abs();
+                assert!(
+                    off < 0.02,
+                    "{} {precision}: {computed:.1} computed, {datasheet} on the datasheet",
+                    product.label
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_known_product_takes_its_datasheet_s_clocks() {
+        let h100 = peaks(&device("NVIDIA H100 80GB HBM3", (9, 0), 132, 1980));
+        assert!((h100.tflops["bf16"] - 989.4).abs() < 0.1, "{h100:?}");
+        assert!((h100.tflops["f32"] - 66.9).abs() < 0.1, "{h100:?}");
+        assert!(h100.basis.contains("H100 SXM5 datasheet"), "{}", h100.basis);
+    }
+
+    #[test]
+    fn an_unknown_architecture_has_no_compute_peak_and_says_so() {
+        let spec = peaks(&device("stackbench simulated GPU", (15, 0), 132, 1980));
+        assert!(spec.tflops.is_empty());
+        assert_eq!(
+            spec.missing.as_deref(),
+            Some("no theoretical peak: unknown architecture (compute capability 15.0)")
+        );
+    }
+
+    #[test]
+    fn geforce_parts_halve_the_fp32_accumulating_tensor_rates() {
+        let rtx4090 = peaks(&device("NVIDIA GeForce RTX 4090", (8, 9), 128, 2520));
+        let l40s = peaks(&device("NVIDIA RTX 6000 Ada Generation", (8, 9), 128, 2520));
+        assert!((rtx4090.tflops["bf16"] - 165.2).abs() < 0.1, "{rtx4090:?}");
+        assert!(close(l40s.tflops["bf16"], 2.0 * rtx4090.tflops["bf16"]));
+        assert!(close(l40s.tflops["int8"], rtx4090.tflops["int8"]));
+        assert!(close(l40s.tflops["f32"], rtx4090.tflops["f32"]));
+    }
+
+    #[test]
+    fn memory_bandwidth_is_two_transfers_per_clock_across_the_bus() {
+        let mut h100 = device("NVIDIA H100 80GB HBM3", (9, 0), 132, 1980);
+        h100.memory_clock_mhz = Some(2619);
+        h100.memory_bus_bits = Some(5120);
+        let spec = peaks(&h100);
+        assert!((spec.memory_gbps.unwrap() - 3352.3).abs() < 0.1, "{spec:?}");
+        // Without the bus, a known product's datasheet; an unknown one has none.
+        h100.memory_bus_bits = None;
+        assert_eq!(peaks(&h100).memory_gbps, Some(3350.0));
+        let unknown = device("a card no table names", (9, 0), 100, 1500);
+        assert_eq!(peaks(&unknown).memory_gbps, None);
+    }
+}

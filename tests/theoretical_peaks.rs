@@ -1,0 +1,136 @@
+//! Every GPU figure against what the card can do: `bench` on a simulated card that no table
+//! names (compute capability 9.0, 100 SMs at 1500 MHz, memory 5120 bits at 1600 MHz) states
+//! the theoretical peaks Hopper's rates give it, sets each figure against them, and leaves no
+//! cuBLAS row at 100% of a ceiling it is itself; on an architecture without known rates it
+//! says so and guesses nothing.
+
+mod common;
+
+use common::{bench_rows, run_simulated};
+
+/// The held-out card: its achieved rates (the simulator's model) below its theoretical ones.
+const HELD_OUT: &str = r#"
+[[device]]
+name = "stackbench held-out card"
+compute_capability = "9.0"
+multiprocessors = 100
+sm_clock_mhz = 1500
+memory_clock_mhz = 1600
+memory_bus_bits = 5120
+memory_bandwidth_gbs = 1800.0
+fp32_tflops = 33.0
+tf32_tflops = 240.0
+fp16_tflops = 470.0
+bf16_tflops = 470.0
+seed = 7
+"#;
+
+/// `bench --quick` of the copy and the cuBLAS GEMMs (the simulator runs no SASS, and NVRTC
+/// compiles SASS for a 9.0 card).
+fn bench(toml: &str) -> serde_json::Value {
+    let args = [
+        "bench", "--quick", "--filter", "copy/", "--filter", "cublas/",
+    ];
+    run_simulated(&args, toml).report
+}
+
+#[test]
+fn a_card_no_table_names_is_set_against_its_sms_clock_and_architecture() {
+    let report = bench(HELD_OUT);
+    let spec = &report["combinations"][0]["spec"];
+    assert_eq!(spec["tflops"]["f32"], 38.4, "{spec}");
+    assert_eq!(spec["tflops"]["bf16"], 614.4, "{spec}");
+    assert_eq!(spec["memory_gbps"], 2048.0, "{spec}");
+    let basis = spec["basis"].as_str().unwrap();
+    assert!(
+        basis.starts_with("Hopper (sm_90): 100 SMs at 1500 MHz"),
+        "{basis}"
+    );
+    let gemms = bench_rows(&report, "matmul");
+    assert_eq!(gemms.len(), 4, "f32, tf32, f16, bf16");
+    for row in gemms {
+        assert_eq!(row["status"], "measured", "{row}");
+        // The run's ceiling is this row itself: no share of it.
+        assert!(row["pct_of_peak"].is_null(), "{row}");
+        let precision = row["parameters"]["precision"].as_str().unwrap();
+        let rate = row["throughput"]["value"].as_f64().unwrap();
+        let peak = spec["tflops"][precision].as_f64().unwrap();
+        let share = row["pct_of_spec"].as_f64().unwrap();
+        assert!((share - 100.0 * rate / peak).abs() < 1e-9, "{row}");
+        assert!(share > 0.0 && share < 100.0, "{precision}: {share}%");
+    }
+    let copy = &bench_rows(&report, "copy")[0];
+    let share = copy["pct_of_spec"].as_f64().unwrap();
+    // 1800 GB/s modelled of 2048 in theory: 88%, less the copy's latency.
+    assert!(share > 80.0 && share < 88.0, "copy at {share}% of spec");
+}
+
+#[test]
+fn an_architecture_without_known_rates_has_no_compute_peak_and_says_why() {
+    // The default simulated device: compute capability 15.0.
+    let report = bench("");
+    let spec = &report["combinations"][0]["spec"];
+    assert_eq!(
+        spec["missing"], "no theoretical peak: unknown architecture (compute capability 15.0)",
+        "{spec}"
+    );
+    assert!(spec["tflops"].is_null(), "{spec}");
+    for row in bench_rows(&report, "matmul") {
+        assert!(row["pct_of_spec"].is_null(), "{row}");
+    }
+    // The memory's peak is the driver's bus and clock, whatever the architecture.
+    assert!(bench_rows(&report, "copy")[0]["pct_of_spec"]
+        .as_f64()
+        .is_some());
+}
+
+/// The real runs committed under `results/`, by their JSON files.
+fn committed_runs() -> Vec<std::path::PathBuf> {
+    let results = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("results");
+    let mut runs: Vec<_> = std::fs::read_dir(results)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy();
+            name.starts_with("bench-") && name.ends_with(".json")
+        })
+        .collect();
+    runs.sort();
+    runs
+}
+
+#[test]
+fn the_committed_h100_runs_read_against_the_h100_s_datasheet_and_no_cublas_row_is_its_own_ceiling()
+{
+    let runs = committed_runs();
+    assert!(!runs.is_empty());
+    for run in runs {
+        let output = std::process::Command::new(common::stackbench_bin())
+            .args(["bench", "--format", "json", "--from"])
+            .arg(&run)
+            .output()
+            .unwrap();
+        let report: serde_json::Value = serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|e| panic!("{}: {e}", run.display()));
+        for combination in report["combinations"].as_array().unwrap() {
+            let spec = &combination["spec"];
+            assert_eq!(spec["tflops"]["bf16"].as_f64().map(f64::round), Some(989.0));
+            let basis = spec["basis"].as_str().unwrap();
+            assert!(basis.contains("H100 SXM5 datasheet"), "{basis}");
+        }
+        for row in bench_rows(&report, "matmul") {
+            if row["parameters"]["implementation"] == "cublas" {
+                assert!(row["pct_of_peak"].is_null(), "{row}");
+                let share = row["pct_of_spec"].as_f64().unwrap();
+                assert!(share > 50.0 && share < 100.0, "{}: {share}%", run.display());
+            }
+        }
+        // And the committed Markdown beside it says so: no cuBLAS row at 100%.
+        let markdown = std::fs::read_to_string(run.with_extension("md")).unwrap();
+        for line in markdown.lines().filter(|l| l.contains("| cublas ")) {
+            assert!(!line.contains("| 100.0% |"), "{}: {line}", run.display());
+            assert!(line.contains("% |"), "{line}");
+        }
+    }
+}
