@@ -6,6 +6,7 @@
 use crate::bench::model::{BenchReport, Side};
 use crate::check::model::{is_false, CheckReport, Status};
 use crate::compare::load::{self, LoadError, Run};
+use crate::roofline::Roofline;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -34,6 +35,9 @@ pub struct History {
     pub charts: Vec<Chart>,
     /// One per check run, oldest first.
     pub matrices: Vec<CheckMatrix>,
+    /// One per GPU model, from its newest bench run with theoretical peaks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rooflines: Vec<Roofline>,
 }
 
 /// One run.
@@ -70,6 +74,10 @@ pub struct Chart {
     /// The benchmark and its parameters: `matmul/cublas/bf16/8192/batch`.
     pub benchmark: String,
     pub side: Side,
+    /// The rate's unit (`GB/s`, `TFLOP/s`) when every point has a rate: then it is charted in
+    /// rates, higher is better.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unit: Option<String>,
     pub series: Vec<Series>,
 }
 
@@ -105,6 +113,9 @@ pub struct Point {
     /// point; absent for a run of one repetition.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spread_ns: Option<(f64, f64)>,
+    /// The rate at the median, in the chart's unit; absent for figures that are times.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
 }
 
 /// One check run: a row per check, a column per combination.
@@ -194,7 +205,13 @@ pub fn gather(paths: &[PathBuf]) -> History {
     let mut passed_over = Vec::new();
     for path in paths {
         match load::read(path) {
-            Ok(run) => runs.push((load::when(&run, path), path.clone(), run)),
+            Ok(mut run) => {
+                // Runs before the theoretical peaks are set against them as today's are.
+                if let Run::Bench(report) = &mut run {
+                    crate::bench::shares::reassess(report);
+                }
+                runs.push((load::when(&run, path), path.clone(), run))
+            }
             Err(error) => passed_over.push(PassedOver {
                 path: path.clone(),
                 reason: reason(error),
@@ -229,7 +246,24 @@ pub fn gather(paths: &[PathBuf]) -> History {
         passed_over,
         charts: charts(&bench),
         matrices,
+        rooflines: rooflines(&bench),
     }
+}
+
+/// Each GPU model's roofline, from its newest bench run that has one, in the order the models
+/// were first measured.
+fn rooflines(bench: &[(usize, &BenchReport)]) -> Vec<Roofline> {
+    let mut rooflines: Vec<Roofline> = Vec::new();
+    for &(run, report) in bench {
+        let Some(roofline) = crate::roofline::of(report, run) else {
+            continue;
+        };
+        match rooflines.iter_mut().find(|r| r.gpu == roofline.gpu) {
+            Some(older) => *older = roofline,
+            None => rooflines.push(roofline),
+        }
+    }
+    rooflines
 }
 
 /// A load error as a reason to pass a file over; stackbench's own comparisons, merges and
@@ -303,10 +337,17 @@ fn charts(bench: &[(usize, &BenchReport)]) -> Vec<Chart> {
                 charts.push(Chart {
                     benchmark: name,
                     side: result.side,
+                    unit: result.throughput.as_ref().map(|t| t.unit.clone()),
                     series: Vec::new(),
                 });
                 charts.len() - 1
             });
+            let rate = (result.throughput.as_ref())
+                .filter(|t| charts[at].unit.as_ref() == Some(&t.unit))
+                .map(|t| t.value);
+            if rate.is_none() {
+                charts[at].unit = None;
+            }
             let label = if gpu_kinds.len() > 1 {
                 format!("{} on {}", result.combination, gpu_name(report))
             } else {
@@ -351,6 +392,7 @@ fn charts(bench: &[(usize, &BenchReport)]) -> Vec<Chart> {
                 simulated,
                 repetitions: spread.map(|_| medians.len()),
                 spread_ns: spread,
+                rate,
             });
         }
     }

@@ -39,6 +39,7 @@ pub mod process;
 pub mod progress;
 pub mod report;
 pub mod resolve;
+pub mod roofline;
 pub mod scan;
 pub mod symlink;
 pub mod timestamp;

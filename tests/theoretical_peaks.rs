@@ -134,3 +134,55 @@ fn the_committed_h100_runs_read_against_the_h100_s_datasheet_and_no_cublas_row_i
         }
     }
 }
+
+/// The report page's rooflines for the committed H100 runs, drawn by Chromium: the newest run's
+/// kernels under the H100 SXM5's memory and compute roofs. The screenshot is kept under the
+/// target's temporary directory for a person to look at.
+#[test]
+fn the_report_draws_the_h100_s_roofline_and_chromium_renders_it() {
+    let runs = committed_runs();
+    let mut args = vec!["report".to_owned(), "--format".into(), "html".into()];
+    args.extend(runs.iter().map(|p| p.display().to_string()));
+    let output = std::process::Command::new(common::stackbench_bin())
+        .args(&args)
+        .output()
+        .unwrap();
+    let page = String::from_utf8(output.stdout).unwrap();
+    let start = page
+        .find(r#"<h2 id="rooflines">"#)
+        .expect("a rooflines section");
+    let end = start + page[start..].find(r#"<h2 id="checks">"#).unwrap();
+    let section = &page[start..end];
+    assert_eq!(
+        section.matches("<svg ").count(),
+        1,
+        "one GPU model: one roofline"
+    );
+    assert!(section.contains(r#"aria-label="roofline of NVIDIA H100 80GB HBM3""#));
+    assert!(
+        section.contains("<title>memory: 3350 GB/s</title>"),
+        "{section}"
+    );
+    assert!(
+        section.contains("<title>f16, bf16: 989.4 TFLOP/s</title>"),
+        "{section}"
+    );
+    // Every measured GEMM and vector add of the newest run, two combinations of five GEMMs and
+    // one vector add, each under its roof.
+    assert_eq!(section.matches(r#"<circle class="kernel""#).count(), 12);
+    assert!(section.contains("matmul/cublas/bf16/8192/batch (pip:torch): "));
+    assert!(section.contains("% of the bf16 roof"));
+    let head = &page[..page.find("<body>").unwrap() + "<body>".len()];
+    let out = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let html = out.join("roofline.html");
+    std::fs::write(&html, format!("{head}\n{section}</body></html>\n")).unwrap();
+    let shot = common::screenshot(&html, &out.join("roofline.png"));
+    // The BF16 roof and points, and the memory roof (their colours, give or take the edges'
+    // antialiasing).
+    let near = |rgb: [u8; 3]| move |p: [u8; 3]| (0..3).all(|i| p[i].abs_diff(rgb[i]) < 24);
+    assert!(shot.count(near([0xd5, 0x5e, 0x00])) > 300, "the bf16 roof");
+    assert!(
+        shot.count(near([0x22, 0x22, 0x22])) > 300,
+        "the memory roof"
+    );
+}

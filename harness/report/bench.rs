@@ -394,6 +394,31 @@ impl Unmeasured<'_> {
     }
 }
 
+/// A combination's theoretical peaks: `memory 3352 GB/s; bf16 989.4, f32 66.9 TFLOP/s`, why
+/// there are none for compute, or `-` where no device came up.
+pub fn spec(run: &CombinationRun) -> String {
+    let Some(spec) = &run.spec else {
+        return "-".to_owned();
+    };
+    let mut parts = Vec::new();
+    if let Some(memory) = spec.memory_gbps {
+        parts.push(format!("memory {memory:.0} GB/s"));
+    }
+    let shown = ["f32", "tf32", "f16", "bf16", "fp8"];
+    let tflops: Vec<String> = shown
+        .iter()
+        .filter_map(|p| Some(format!("{p} {:.1}", spec.tflops.get(*p)?)))
+        .collect();
+    if !tflops.is_empty() {
+        parts.push(format!("{} TFLOP/s", tflops.join(", ")));
+    }
+    parts.extend(spec.missing.clone());
+    match parts.is_empty() {
+        true => "-".to_owned(),
+        false => parts.join("; "),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -440,30 +465,5 @@ mod tests {
         assert_eq!(groups[0].which(), "vector_add/a/1048576");
         assert_eq!(groups[1].which(), "4 benchmarks of a, b");
         assert_eq!(size(&report.benchmarks[3]), "4 Mi");
-    }
-}
-
-/// A combination's theoretical peaks: `memory 3352 GB/s; bf16 989.4, f32 66.9 TFLOP/s`, why
-/// there are none for compute, or `-` where no device came up.
-pub fn spec(run: &CombinationRun) -> String {
-    let Some(spec) = &run.spec else {
-        return "-".to_owned();
-    };
-    let mut parts = Vec::new();
-    if let Some(memory) = spec.memory_gbps {
-        parts.push(format!("memory {memory:.0} GB/s"));
-    }
-    let shown = ["f32", "tf32", "f16", "bf16", "fp8"];
-    let tflops: Vec<String> = shown
-        .iter()
-        .filter_map(|p| Some(format!("{p} {:.1}", spec.tflops.get(*p)?)))
-        .collect();
-    if !tflops.is_empty() {
-        parts.push(format!("{} TFLOP/s", tflops.join(", ")));
-    }
-    parts.extend(spec.missing.clone());
-    match parts.is_empty() {
-        true => "-".to_owned(),
-        false => parts.join("; "),
     }
 }

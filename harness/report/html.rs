@@ -42,6 +42,7 @@ pub fn history(history: &History) -> String {
         out.push_str("</ul>\n");
     }
     benchmarks(&mut out, history);
+    rooflines(&mut out, history);
     matrices(&mut out, history);
     runs(&mut out, history);
     out.push_str("</body>\n</html>\n");
@@ -100,6 +101,30 @@ fn benchmarks(out: &mut String, history: &History) {
             }
             out.push_str("</ul>\n</section>\n");
         }
+    }
+}
+
+/// Each GPU's roofline, from its newest run with theoretical peaks.
+fn rooflines(out: &mut String, history: &History) {
+    if history.rooflines.is_empty() {
+        return;
+    }
+    out.push_str(
+        "<h2 id=\"rooflines\">Rooflines</h2>\n<p class=\"meta\">Each kernel of a GPU's newest \
+         run at its arithmetic intensity (FLOP per byte it must move to or from DRAM), against \
+         the card's theoretical peaks: the memory roof, bandwidth times intensity, rising until \
+         it meets each precision's compute roof. A point's distance below its roof is what the \
+         kernel leaves of the card; hover for the figures.</p>\n",
+    );
+    for roofline in &history.rooflines {
+        let _ = write!(
+            out,
+            "<section class=\"chart\">\n<h4>{} ({})</h4>\n{}\n<p class=\"meta\">{}</p>\n</section>\n",
+            escape(&roofline.gpu),
+            escape(&history.runs[roofline.run].when),
+            super::roofline_svg::roofline(roofline),
+            escape(&roofline.spec.basis)
+        );
     }
 }
 

@@ -10,6 +10,7 @@ mod json;
 mod junit;
 mod markdown;
 mod node;
+mod roofline_svg;
 mod svg;
 mod terminal;
 

@@ -1,11 +1,13 @@
 //! A benchmark's history as inline SVG: per series, the median of each run joined by a line,
 //! its interquartile range as a shaded band and a bar, the spread of its repetitions' medians
 //! (the variation between runs) as a capped whisker, and a marker where the versions behind
-//! the figure changed. No script, no fonts or styles to fetch.
+//! the figure changed. A benchmark with a rate is charted in it (GB/s, TFLOP/s: higher is
+//! better), any other in time; the axis always starts at zero, so that a wobble of 0.01% looks
+//! like one. No script, no fonts or styles to fetch.
 
 use super::html::escape;
 use super::{version_mark, version_sets};
-use crate::history::{Chart, RunEntry};
+use crate::history::{Chart, Point, RunEntry};
 use std::fmt::Write;
 
 const WIDTH: f64 = 760.0;
@@ -40,16 +42,28 @@ pub fn chart(chart: &Chart, runs: &[RunEntry]) -> String {
             LEFT + plot_width * slot as f64 / (slots.len() - 1) as f64
         }
     };
+    let in_rates = chart.unit.is_some();
+    // A time as the chart shows it: itself, or the point's rate at that time.
+    let shown = |p: &Point, ns: f64| match p.rate {
+        Some(rate) if in_rates && ns > 0.0 => rate * p.median_ns / ns,
+        _ => ns,
+    };
     let points = chart.series.iter().flat_map(|s| s.points.iter());
-    let low = points
-        .clone()
-        .map(|p| p.spread_ns.map_or(p.q1_ns, |(l, _)| l.min(p.q1_ns)))
-        .fold(f64::INFINITY, f64::min);
     let high = points
-        .map(|p| p.spread_ns.map_or(p.q3_ns, |(_, h)| h.max(p.q3_ns)))
+        .flat_map(|p| {
+            let (low, high) = p.spread_ns.unwrap_or((p.q1_ns, p.q3_ns));
+            [p.q1_ns, p.q3_ns, low, high].map(|ns| shown(p, ns))
+        })
         .fold(f64::NEG_INFINITY, f64::max);
-    let axis = Axis::new(low, high);
-    let y = |ns: f64| TOP + (HEIGHT - TOP - BOTTOM) * (axis.high - ns) / (axis.high - axis.low);
+    let axis = match &chart.unit {
+        Some(unit) => Axis::rate(high, unit),
+        None => Axis::time(high),
+    };
+    let y = |p: &Point, ns: f64| {
+        TOP + (HEIGHT - TOP - BOTTOM) * (axis.high - shown(p, ns)) / (axis.high - axis.low)
+    };
+    let at_value =
+        |value: f64| TOP + (HEIGHT - TOP - BOTTOM) * (axis.high - value) / (axis.high - axis.low);
 
     let mut svg = String::new();
     let _ = write!(
@@ -59,7 +73,7 @@ pub fn chart(chart: &Chart, runs: &[RunEntry]) -> String {
     );
     // The time axis: a grid line and a label per tick, the unit at the top.
     for tick in axis.ticks() {
-        let at = y(tick);
+        let at = at_value(tick);
         let _ = write!(
             svg,
             r##"<line x1="{LEFT}" x2="{}" y1="{at:.1}" y2="{at:.1}" stroke="#ddd"/><text x="{}" y="{:.1}" text-anchor="end" font-size="11" fill="#444">{}</text>"##,
@@ -73,7 +87,7 @@ pub fn chart(chart: &Chart, runs: &[RunEntry]) -> String {
         svg,
         r##"<text x="4" y="{}" font-size="11" fill="#444">{}</text>"##,
         TOP - 4.0,
-        axis.unit
+        escape(&axis.unit)
     );
     // The run axis: every run, labelled with its date when there is room.
     let every = slots.len().div_ceil(MAX_RUN_LABELS);
@@ -111,8 +125,12 @@ pub fn chart(chart: &Chart, runs: &[RunEntry]) -> String {
             escape(&series.label)
         );
         if series.points.len() > 1 {
-            let upper = series.points.iter().map(|p| (x(p.run), y(p.q3_ns)));
-            let lower = series.points.iter().rev().map(|p| (x(p.run), y(p.q1_ns)));
+            let upper = series.points.iter().map(|p| (x(p.run), y(p, p.q3_ns)));
+            let lower = series
+                .points
+                .iter()
+                .rev()
+                .map(|p| (x(p.run), y(p, p.q1_ns)));
             let _ = write!(
                 svg,
                 r#"<polygon points="{}" fill="{colour}" fill-opacity="0.12" stroke="none"/>"#,
@@ -121,12 +139,13 @@ pub fn chart(chart: &Chart, runs: &[RunEntry]) -> String {
             let _ = write!(
                 svg,
                 r#"<polyline points="{}" fill="none" stroke="{colour}" stroke-width="2"/>"#,
-                coordinates(series.points.iter().map(|p| (x(p.run), y(p.median_ns))))
+                coordinates(series.points.iter().map(|p| (x(p.run), y(p, p.median_ns))))
             );
         }
         for point in &series.points {
-            let (at, median) = (x(point.run), y(point.median_ns));
-            let (q1, q3) = (y(point.q1_ns), y(point.q3_ns));
+            let (at, median) = (x(point.run), y(point, point.median_ns));
+            let (q1, q3) = (y(point, point.q1_ns), y(point, point.q3_ns));
+            let top = q1.min(q3);
             let mark = version_mark(&sets, &point.versions);
             // A simulated figure is a hollow point, and says so on hover.
             let (fill, simulated) = if point.simulated {
@@ -140,7 +159,11 @@ pub fn chart(chart: &Chart, runs: &[RunEntry]) -> String {
             // The spread between the run's repetitions: a thin capped whisker beside the bar.
             let spread = match (point.spread_ns, point.repetitions) {
                 (Some((low, high)), Some(n)) => {
-                    let (top, bottom, side) = (y(high), y(low), at + 4.0);
+                    let (top, bottom) = (
+                        y(point, high).min(y(point, low)),
+                        y(point, high).max(y(point, low)),
+                    );
+                    let side = at + 4.0;
                     let _ = write!(
                         svg,
                         r#"<path class="spread" d="M{side:.1},{top:.1}V{bottom:.1}M{:.1},{top:.1}H{:.1}M{:.1},{bottom:.1}H{:.1}" stroke="{colour}" stroke-width="1" fill="none"/>"#,
@@ -157,9 +180,13 @@ pub fn chart(chart: &Chart, runs: &[RunEntry]) -> String {
                 }
                 _ => String::new(),
             };
+            let rate = match (point.rate, &chart.unit) {
+                (Some(rate), Some(unit)) => format!("{rate:.1} {} at the ", escape(unit)),
+                _ => String::new(),
+            };
             let _ = write!(
                 svg,
-                r#"<line x1="{at:.1}" x2="{at:.1}" y1="{q1:.1}" y2="{q3:.1}" stroke="{colour}" stroke-width="1.5"/><circle cx="{at:.1}" cy="{median:.1}" r="3.5" fill="{fill}"><title>{}, {}: median {} (interquartile {} to {}){spread}; {mark}: {}{simulated}</title></circle>"#,
+                r#"<line x1="{at:.1}" x2="{at:.1}" y1="{q1:.1}" y2="{q3:.1}" stroke="{colour}" stroke-width="1.5"/><circle cx="{at:.1}" cy="{median:.1}" r="3.5" fill="{fill}"><title>{}, {}: {rate}median {} (interquartile {} to {}){spread}; {mark}: {}{simulated}</title></circle>"#,
                 escape(&series.label),
                 escape(&runs[point.run].when),
                 super::bench::duration(point.median_ns),
@@ -172,7 +199,7 @@ pub fn chart(chart: &Chart, runs: &[RunEntry]) -> String {
                     svg,
                     r#"<text x="{:.1}" y="{:.1}" font-size="10" font-weight="bold" fill="{colour}">{mark}</text>"#,
                     at + 5.0,
-                    q3 - 4.0
+                    top - 4.0
                 );
             }
         }
@@ -203,13 +230,36 @@ struct Axis {
     low: f64,
     high: f64,
     step: f64,
-    unit: &'static str,
+    unit: String,
     scale: f64,
 }
 
 impl Axis {
-    /// An axis holding `low..=high` (ns) with a margin, on steps of 1, 2 or 5 times a power of
-    /// ten; a single value gets a range around it.
+    /// A time axis from zero to `high` (ns) and a margin, in the unit the times read well in.
+    fn time(high: f64) -> Axis {
+        let (unit, scale) = match high {
+            h if h < 1e3 => ("ns", 1.0),
+            h if h < 1e6 => ("µs", 1e3),
+            h if h < 1e9 => ("ms", 1e6),
+            _ => ("s", 1e9),
+        };
+        Axis {
+            unit: unit.to_owned(),
+            scale,
+            ..Axis::new(0.0, high)
+        }
+    }
+
+    /// A rate axis from zero to `high` and a margin, in `unit`.
+    fn rate(high: f64, unit: &str) -> Axis {
+        Axis {
+            unit: unit.to_owned(),
+            ..Axis::new(0.0, high)
+        }
+    }
+
+    /// An axis holding `low..=high` with a margin, on steps of 1, 2 or 5 times a power of
+    /// ten, in the figures' own unit; a single value gets a range around it.
     fn new(low: f64, high: f64) -> Axis {
         let (low, high) = if low.is_finite() && high.is_finite() {
             (low, high)
@@ -230,18 +280,12 @@ impl Axis {
             .unwrap_or(10.0 * magnitude);
         let lower = ((low - span * 0.1) / step).floor() * step;
         let upper = ((high + span * 0.1) / step).ceil() * step;
-        let (unit, scale) = match high {
-            h if h < 1e3 => ("ns", 1.0),
-            h if h < 1e6 => ("µs", 1e3),
-            h if h < 1e9 => ("ms", 1e6),
-            _ => ("s", 1e9),
-        };
         Axis {
             low: lower.max(0.0),
             high: upper,
             step,
-            unit,
-            scale,
+            unit: String::new(),
+            scale: 1.0,
         }
     }
 
@@ -272,10 +316,16 @@ mod tests {
     #[test]
     fn an_axis_holds_its_values_on_round_steps() {
         let axis = Axis::new(21.3e6, 24.9e6);
-        assert_eq!(axis.unit, "ms");
         assert!(axis.low <= 21.3e6 && axis.high >= 24.9e6);
-        let labels: Vec<String> = axis.ticks().map(|t| axis.label(t)).collect();
-        assert_eq!(labels, ["20", "21", "22", "23", "24", "25", "26"]);
+        assert_eq!(axis.ticks().count(), 7);
+        // A chart's axis starts at zero, in the unit its figures read well in.
+        let time = Axis::time(24.9e6);
+        assert_eq!((time.low, time.unit.as_str()), (0.0, "ms"));
+        let labels: Vec<String> = time.ticks().map(|t| time.label(t)).collect();
+        assert_eq!(labels, ["0", "10", "20", "30"]);
+        let rate = Axis::rate(689.3, "TFLOP/s");
+        assert_eq!((rate.low, rate.unit.as_str()), (0.0, "TFLOP/s"));
+        assert!(rate.high >= 689.3);
     }
 
     #[test]
