@@ -66,22 +66,24 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> anyhow::Result<ExitCode>
         }
         Command::Bench(args) => {
             let (bench_options, out) = options::bench(args, cli.color)?;
-            let report = match &out.from {
+            let (report, written) = match &out.from {
                 Some(path) => {
                     let mut report = saved_bench(path)?;
                     bench::shares::reassess(&mut report);
-                    report
+                    (report, None)
                 }
                 None => {
                     let progress = crate::progress::Reporter::for_stderr();
                     let report = bench::bench(&bench_options, &Host::current(), &progress)?;
                     let written = write_bench_files(&report, &out.results)?;
-                    eprintln!("bench: wrote {}", written.display());
-                    report
+                    (report, Some(written))
                 }
             };
             let bytes = report::exporter_for(&out.report).bench(&report)?;
             output::write(&out.report.destination, &bytes)?;
+            if let Some(written) = written {
+                eprintln!("bench: wrote {}", written.display());
+            }
             report.fails(out.allow_skip)
         }
         Command::Compare(args) => {

@@ -29,13 +29,13 @@ pub struct Kernel {
     pub tflops: f64,
 }
 
-/// The roofline of `report`'s first GPU, when the run has theoretical peaks for it and measured
-/// a kernel that computes (a vector add or a matmul).
+/// The roofline of `report`'s first GPU, when the run has its theoretical peaks, compute and
+/// memory, and measured a kernel that computes (a vector add or a matmul).
 pub fn of(report: &BenchReport, run: usize) -> Option<Roofline> {
     let gpu = report.gpu.devices.first()?.name.clone();
     let spec = (report.combinations.iter())
         .find_map(|c| c.spec.clone())
-        .filter(|s| s.memory_gbps.is_some() || !s.tflops.is_empty())?;
+        .filter(|s| s.memory_gbps.is_some() && !s.tflops.is_empty())?;
     let points: Vec<Kernel> = report.benchmarks.iter().filter_map(kernel).collect();
     (!points.is_empty()).then_some(Roofline {
         gpu,

@@ -928,8 +928,7 @@ fn gpu_run_dry_run_without_a_gpu_says_what_it_found_and_each_step_and_runs_nothi
     assert!(command("bench-", "").starts_with(&format!("{sb} bench --quick --repeat 5 --results ")));
     assert!(command("torch-matmul-", "").contains("ci/torch-matmul.py --quick --output "));
     assert!(command("test-gpu_only", "").ends_with("/tests/gpu_only --ignored --test-threads=1"));
-    assert!(command("criterion-matmul", "")
-        .ends_with("/benches/matmul --bench --warm-up-time 1 --sample-size 50 --noplot"));
+    assert!(command("criterion-matmul", "").ends_with("/benches/matmul --bench --quick --noplot"));
 
     // Every step before the long test executables and the criterion benches fits the default
     // 540 s visit at its full budget, with the kill's grace to spare, so no visit skips them.
@@ -1052,7 +1051,7 @@ fn gpu_run_runs_each_step_once_in_python_s_environment_and_sums_them_up() {
         assert!(log.contains(&ran), "{ran} in:\n{log}");
     }
     for name in Visit::BENCHES {
-        let ran = format!("{name} --bench --warm-up-time 1 --sample-size 50 --noplot | STACKBENCH_BIN={bin}/stackbench CRITERION_HOME={out}/criterion");
+        let ran = format!("{name} --bench --quick --noplot | STACKBENCH_BIN={bin}/stackbench CRITERION_HOME={out}/criterion");
         assert!(log.contains(&ran), "{ran} in:\n{log}");
     }
 

@@ -46,6 +46,17 @@ impl Rates {
     }
 }
 
+/// Ada's and consumer Blackwell's (GB20x) professional parts: the same rates per SM.
+const ADA_AND_GB20X: Rates = Rates {
+    f64: 4,
+    f32: 256,
+    tf32: 512,
+    f16: 1024,
+    bf16: 1024,
+    fp8: Some(2048),
+    int8: 2048,
+};
+
 /// One architecture's rates and where they are written.
 pub struct Architecture {
     pub cc: ComputeCapability,
@@ -96,15 +107,7 @@ pub const ARCHITECTURES: [Architecture; 6] = [
     Architecture {
         cc: ComputeCapability::new(8, 9),
         name: "Ada Lovelace (sm_89)",
-        rates: Rates {
-            f64: 4,
-            f32: 256,
-            tf32: 512,
-            f16: 1024,
-            bf16: 1024,
-            fp8: Some(2048),
-            int8: 2048,
-        },
+        rates: ADA_AND_GB20X,
         geforce_halved: true,
         source: "NVIDIA Ada GPU Architecture whitepaper (2023), Appendix A Tables 2 and 4: \
                  L4 and L40S; GeForce RTX 4090 half the FP32-accumulating tensor rates",
@@ -144,15 +147,7 @@ pub const ARCHITECTURES: [Architecture; 6] = [
     Architecture {
         cc: ComputeCapability::new(12, 0),
         name: "Blackwell GB20x (sm_120)",
-        rates: Rates {
-            f64: 4,
-            f32: 256,
-            tf32: 512,
-            f16: 1024,
-            bf16: 1024,
-            fp8: Some(2048),
-            int8: 2048,
-        },
+        rates: ADA_AND_GB20X,
         geforce_halved: true,
         source: "NVIDIA RTX Blackwell GPU Architecture whitepaper (2025), Appendix A: RTX PRO \
                  6000's 188 SMs at 2617 MHz give 503.8 FP16 TFLOP/s; GeForce RTX 5090 half that \

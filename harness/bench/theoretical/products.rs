@@ -31,6 +31,17 @@ const AMPERE: ComputeCapability = ComputeCapability::new(8, 0);
 const ADA: ComputeCapability = ComputeCapability::new(8, 9);
 const BLACKWELL: ComputeCapability = ComputeCapability::new(10, 0);
 
+/// H100 SXM5's and H200's dense figures: the same chip at the same clocks.
+const HOPPER_SXM: &[(&str, f64)] = &[
+    ("f64", 34.0),
+    ("f32", 67.0),
+    ("tf32", 494.7),
+    ("bf16", 989.4),
+    ("f16", 989.4),
+    ("fp8", 1978.9),
+    ("int8", 1978.9),
+];
+
 /// The products with known datasheets.
 pub const PRODUCTS: [Product; 9] = [
     Product {
@@ -41,15 +52,7 @@ pub const PRODUCTS: [Product; 9] = [
         boost_mhz: 1980,
         tensor_mhz: 1830,
         memory_gbps: 3350.0,
-        datasheet: &[
-            ("f64", 34.0),
-            ("f32", 67.0),
-            ("tf32", 494.7),
-            ("bf16", 989.4),
-            ("f16", 989.4),
-            ("fp8", 1978.9),
-            ("int8", 1978.9),
-        ],
+        datasheet: HOPPER_SXM,
         source: "NVIDIA H100 Tensor Core GPU datasheet; H100 whitepaper Table 3",
     },
     Product {
@@ -99,15 +102,7 @@ pub const PRODUCTS: [Product; 9] = [
         boost_mhz: 1980,
         tensor_mhz: 1830,
         memory_gbps: 4800.0,
-        datasheet: &[
-            ("f64", 34.0),
-            ("f32", 67.0),
-            ("tf32", 494.7),
-            ("bf16", 989.4),
-            ("f16", 989.4),
-            ("fp8", 1978.9),
-            ("int8", 1978.9),
-        ],
+        datasheet: HOPPER_SXM,
         source: "NVIDIA H200 Tensor Core GPU datasheet",
     },
     Product {
