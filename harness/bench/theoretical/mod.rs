@@ -8,6 +8,8 @@ pub mod products;
 
 use super::model::Spec;
 use crate::compat::ComputeCapability;
+use products::Product;
+use std::collections::BTreeMap;
 
 /// What the driver said of one device, as far as a peak needs it (`driver.devices`).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -43,54 +45,64 @@ impl DeviceFacts {
 /// assumes. An architecture without known rates has none: never a guess.
 pub fn peaks(device: &DeviceFacts) -> Spec {
     let product = device.cc.and_then(|cc| products::named(&device.name, cc));
-    let mut basis = Vec::new();
-    let memory_gbps = match (device.memory_clock_mhz, device.memory_bus_bits) {
-        (Some(mhz), Some(bits)) if mhz > 0 && bits > 0 => {
-            basis.push(format!(
-                "memory: {bits}-bit bus at {mhz} MHz, double data rate"
-            ));
-            Some(2.0 * f64::from(mhz) * 1e6 * f64::from(bits) / 8.0 / 1e9)
-        }
-        _ => product.map(|p| {
-            basis.push(format!("memory: the {} datasheet", p.label));
-            p.memory_gbps
-        }),
-    };
+    let (memory_gbps, memory_basis) = memory(device, product).unzip();
     let mut spec = Spec {
         memory_gbps,
         ..Spec::default()
     };
-    let Some(cc) = device.cc else {
-        spec.missing = Some("no theoretical peak: the compute capability is unknown".into());
-        spec.basis = basis.join("; ");
-        return spec;
-    };
-    let Some(architecture) = arch::of(cc) else {
-        spec.missing = Some(format!(
-            "no theoretical peak: unknown architecture (compute capability {cc})"
-        ));
-        spec.basis = basis.join("; ");
-        return spec;
-    };
+    let mut basis = Vec::new();
+    match compute(device, product) {
+        Ok((tflops, compute_basis)) => {
+            spec.tflops = tflops;
+            basis.push(compute_basis);
+        }
+        Err(missing) => spec.missing = Some(format!("no theoretical peak: {missing}")),
+    }
+    basis.extend(memory_basis);
+    spec.basis = basis.join("; ");
+    spec
+}
+
+/// The DRAM bandwidth, GB/s, and what it was computed from.
+fn memory(device: &DeviceFacts, product: Option<&Product>) -> Option<(f64, String)> {
+    match (device.memory_clock_mhz, device.memory_bus_bits) {
+        (Some(mhz), Some(bits)) if mhz > 0 && bits > 0 => Some((
+            2.0 * f64::from(mhz) * 1e6 * f64::from(bits) / 8.0 / 1e9,
+            format!("memory: {bits}-bit bus at {mhz} MHz, double data rate"),
+        )),
+        _ => product.map(|p| (p.memory_gbps, format!("memory: the {} datasheet", p.label))),
+    }
+}
+
+/// The dense compute per precision, TFLOP/s, and what it was computed from; or why there is
+/// none.
+fn compute(
+    device: &DeviceFacts,
+    product: Option<&Product>,
+) -> Result<(BTreeMap<String, f64>, String), String> {
+    let cc = device.cc.ok_or("the compute capability is unknown")?;
+    let architecture =
+        arch::of(cc).ok_or_else(|| format!("unknown architecture (compute capability {cc})"))?;
     let sms = device.multiprocessors.or(product.map(|p| p.sms));
     let clocks = match product {
         Some(p) => Some((p.boost_mhz, p.tensor_mhz)),
         None => device.clock_mhz.map(|mhz| (mhz, mhz)),
     };
     let (Some(sms), Some((boost, tensor))) = (sms.filter(|n| *n > 0), clocks) else {
-        spec.missing = Some("no theoretical peak: the driver gave no SM count or clock".into());
-        spec.basis = basis.join("; ");
-        return spec;
+        return Err("the driver gave no SM count or clock".into());
     };
-    let rates = arch::rates_of(architecture, &device.name);
-    for (precision, per_clock) in rates.each() {
+    let tflops = (arch::rates_of(architecture, &device.name)
+        .each()
+        .into_iter())
+    .map(|(precision, per_clock)| {
         let mhz = match precision {
             "f64" | "f32" => boost,
             _ => tensor,
         };
         let tflops = f64::from(sms) * f64::from(mhz) * 1e6 * f64::from(per_clock) / 1e12;
-        spec.tflops.insert(precision.to_owned(), tflops);
-    }
+        (precision.to_owned(), tflops)
+    })
+    .collect();
     let clock = match product {
         Some(p) if p.tensor_mhz != p.boost_mhz => format!(
             "{boost} MHz (CUDA cores) and {tensor} MHz (tensor cores), the clocks of the {} \
@@ -100,9 +112,10 @@ pub fn peaks(device: &DeviceFacts) -> Spec {
         Some(p) => format!("{boost} MHz, the clock of the {} datasheet", p.label),
         None => format!("{boost} MHz"),
     };
-    basis.insert(0, format!("{}: {sms} SMs at {clock}", architecture.name));
-    spec.basis = basis.join("; ");
-    spec
+    Ok((
+        tflops,
+        format!("{}: {sms} SMs at {clock}", architecture.name),
+    ))
 }
 
 #[cfg(test)]
