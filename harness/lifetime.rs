@@ -56,6 +56,9 @@ pub fn end_workers_on_signals() {
             unsafe {
                 let mut action: libc::sigaction = std::mem::zeroed();
                 action.sa_sigaction = on_signal as *const () as usize;
+                // A read the handler interrupts (the watcher's own, on whichever thread the
+                // signal lands) carries on rather than failing with EINTR.
+                action.sa_flags = libc::SA_RESTART;
                 libc::sigemptyset(&mut action.sa_mask);
                 libc::sigaction(signal, &action, std::ptr::null_mut());
             }
@@ -99,9 +102,15 @@ extern "C" fn on_signal(signal: libc::c_int) {
 /// with its default action.
 fn watch(read: RawFd) {
     let mut byte = 0u8;
-    // SAFETY: reads one byte into `byte` from our own pipe.
-    if unsafe { libc::read(read, std::ptr::from_mut(&mut byte).cast(), 1) } != 1 {
-        return;
+    loop {
+        // SAFETY: reads one byte into `byte` from our own pipe.
+        match unsafe { libc::read(read, std::ptr::from_mut(&mut byte).cast(), 1) } {
+            1 => break,
+            // The signal landed on this thread and interrupted its read: its byte is in the
+            // pipe. Returning here left the signal unanswered and the run hanging.
+            -1 if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted => {}
+            _ => return,
+        }
     }
     crate::process::kill_descendants();
     let cleanups = std::mem::take(&mut *CLEANUPS.lock().unwrap_or_else(|e| e.into_inner()));
