@@ -10,30 +10,21 @@ use super::theoretical::{self, DeviceFacts};
 /// precision. cuBLAS's GEMMs have none: they are the ceiling, and their share of themselves
 /// says nothing (their share of the card is `pct_of_spec`).
 pub fn pct_of_peak(result: &BenchResult, peaks: &Peaks) -> Option<f64> {
-    if result.in_l2 {
-        return None;
-    }
-    let value = result.throughput.as_ref()?.value;
     let peak = match result.benchmark.as_str() {
         "vector_add" => peaks.copy_gbps,
-        "matmul" => peaks
+        "matmul" if !sets_the_ceiling(result) => peaks
             .gemm_tflops
             .get(result.parameters.precision.as_deref()?)
-            .copied()
-            .filter(|_| !sets_the_ceiling(result)),
+            .copied(),
         _ => None,
-    }?;
-    (peak > 0.0).then(|| 100.0 * value / peak)
+    };
+    percent_of(result, peak?)
 }
 
 /// A result's throughput as a percentage of the card's theoretical peak: the copy and vector
 /// add of its memory bandwidth (not where the working set stayed in L2), a matmul of its
 /// precision's dense compute.
 pub fn pct_of_spec(result: &BenchResult, spec: &Spec) -> Option<f64> {
-    if result.in_l2 {
-        return None;
-    }
-    let value = result.throughput.as_ref()?.value;
     let peak = match result.benchmark.as_str() {
         "copy" | "vector_add" => spec.memory_gbps,
         "matmul" => spec
@@ -41,8 +32,15 @@ pub fn pct_of_spec(result: &BenchResult, spec: &Spec) -> Option<f64> {
             .get(result.parameters.precision.as_deref()?)
             .copied(),
         _ => None,
-    }?;
-    (peak > 0.0).then(|| 100.0 * value / peak)
+    };
+    percent_of(result, peak?)
+}
+
+/// `result`'s throughput as a percentage of `peak`; none where its working set stayed in L2
+/// (its rate is the cache's, not DRAM's) or where there is no figure or no peak.
+fn percent_of(result: &BenchResult, peak: f64) -> Option<f64> {
+    let value = result.throughput.as_ref()?.value;
+    (!result.in_l2 && peak > 0.0).then(|| 100.0 * value / peak)
 }
 
 /// Whether `result` is one of the figures the run's GEMM ceiling is the best of.

@@ -99,21 +99,23 @@ pub fn percent(value: Option<f64>) -> String {
     value.map_or("-".to_owned(), |v| format!("{v:.1}%"))
 }
 
-/// A result's share of its ceiling: `87.5%`, `in L2` (its working set never left the cache,
-/// so the DRAM ceiling says nothing of it), or `-`.
+/// A result's share of its ceiling: `87.5%`, `in L2`, or `-` ([`share`]).
 pub fn of_peak(result: &BenchResult) -> String {
-    if result.in_l2 {
-        return "in L2".to_owned();
-    }
-    percent(result.pct_of_peak)
+    share(result, result.pct_of_peak)
 }
 
-/// A result's share of the card's theoretical peak: `70.1%`, `in L2`, or `-`.
+/// A result's share of the card's theoretical peak: `70.1%`, `in L2`, or `-` ([`share`]).
 pub fn of_spec(result: &BenchResult) -> String {
-    if result.in_l2 {
-        return "in L2".to_owned();
+    share(result, result.pct_of_spec)
+}
+
+/// `pct` of `result` as a cell: `in L2` where its working set never left the cache (a DRAM
+/// figure says nothing of it), else the percentage or `-`.
+fn share(result: &BenchResult, pct: Option<f64>) -> String {
+    match result.in_l2 {
+        true => "in L2".to_owned(),
+        false => percent(pct),
     }
-    percent(result.pct_of_spec)
 }
 
 /// `yes`, `NO`, or `-` for work with nothing to verify.

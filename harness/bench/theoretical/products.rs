@@ -42,6 +42,16 @@ const HOPPER_SXM: &[(&str, f64)] = &[
     ("int8", 1978.9),
 ];
 
+/// A100 40 GB's and 80 GB's dense figures: the same chip at the same clock.
+const AMPERE_SXM: &[(&str, f64)] = &[
+    ("f64", 9.7),
+    ("f32", 19.5),
+    ("tf32", 156.0),
+    ("bf16", 312.0),
+    ("f16", 312.0),
+    ("int8", 624.0),
+];
+
 /// The products with known datasheets.
 pub const PRODUCTS: [Product; 9] = [
     Product {
@@ -113,14 +123,7 @@ pub const PRODUCTS: [Product; 9] = [
         boost_mhz: 1410,
         tensor_mhz: 1410,
         memory_gbps: 1555.0,
-        datasheet: &[
-            ("f64", 9.7),
-            ("f32", 19.5),
-            ("tf32", 156.0),
-            ("bf16", 312.0),
-            ("f16", 312.0),
-            ("int8", 624.0),
-        ],
+        datasheet: AMPERE_SXM,
         source: "NVIDIA A100 Tensor Core GPU datasheet; A100 whitepaper Table 1",
     },
     Product {
@@ -131,14 +134,7 @@ pub const PRODUCTS: [Product; 9] = [
         boost_mhz: 1410,
         tensor_mhz: 1410,
         memory_gbps: 2039.0,
-        datasheet: &[
-            ("f64", 9.7),
-            ("f32", 19.5),
-            ("tf32", 156.0),
-            ("bf16", 312.0),
-            ("f16", 312.0),
-            ("int8", 624.0),
-        ],
+        datasheet: AMPERE_SXM,
         source: "NVIDIA A100 Tensor Core GPU datasheet",
     },
     Product {
