@@ -42,6 +42,7 @@ pub enum Peak {
     Tf32 = 1,
     Fp16 = 2,
     Bf16 = 3,
+    Fp8 = 4,
 }
 
 /// The direction of a copy engine's copies, as seen from its device.
@@ -61,8 +62,8 @@ pub struct Clock {
     /// Each copy engine's timeline, by [`Direction`].
     copies: [f64; 2],
     bandwidth: f64,
-    /// FLOP/s of each precision's peak: FP32, TF32, FP16, BF16.
-    peaks: [f64; 4],
+    /// FLOP/s of each precision's peak: FP32, TF32, FP16, BF16, FP8.
+    peaks: [f64; 5],
     slowdown: f64,
     /// The device's `slow_device` factor.
     slow: f64,
@@ -91,7 +92,9 @@ fn process_seed(device: &Device, index: usize) -> u64 {
     }
 }
 
-/// A factor of `exp(sigma z)` for each of the five rates (bandwidth, then the four peaks).
+/// A factor of `exp(sigma z)` for the bandwidth and each 16-bit-or-wider peak (FP32, TF32,
+/// FP16, BF16); FP8 runs on BF16's tensor cores and clock, and varies with it (and a seeded
+/// profile draws what it drew before FP8 was modelled).
 fn factors(sigma: f64, state: &mut u64) -> [f64; 5] {
     std::array::from_fn(|_| (sigma * standard_normal(state)).exp())
 }
@@ -130,12 +133,13 @@ impl Clock {
             device.tf32_tflops,
             device.fp16_tflops,
             device.bf16_tflops,
+            device.fp8_tflops,
         ];
         Clock {
             now: 0.0,
             copies: [0.0; 2],
             bandwidth: rate(0, device.memory_bandwidth_gbs * 1e9),
-            peaks: std::array::from_fn(|i| rate(i + 1, tflops[i] * 1e12)),
+            peaks: std::array::from_fn(|i| rate((i + 1).min(4), tflops[i] * 1e12)),
             slowdown: device.slowdown,
             slow: (faults.slow_device.iter())
                 .filter(|(d, _)| *d == index)
@@ -172,7 +176,7 @@ impl Clock {
     }
 
     /// A kernel that moved `bytes` of global memory and did `flops` operations at `peak`'s
-    /// rate (a library's GEMM in TF32, FP16 or BF16 runs at that precision's peak).
+    /// rate (a library's GEMM in TF32, FP16, BF16 or FP8 runs at that precision's peak).
     pub fn kernel_at(&mut self, bytes: u64, flops: u64, peak: Peak) {
         self.kernel_over_link(bytes, flops, peak, 0.0);
     }

@@ -75,6 +75,9 @@ pub struct Device {
     pub tf32_tflops: f64,
     pub fp16_tflops: f64,
     pub bf16_tflops: f64,
+    /// Dense FP8 (E4M3) tensor-core TFLOP/s, what cuBLASLt's FP8 matmul runs at; 1979, an
+    /// H100 SXM's.
+    pub fp8_tflops: f64,
     /// The kernel driver's version, as NVML gives it (`580.95.05`).
     pub driver_version: String,
     /// The newest CUDA the driver supports (`cuDriverGetVersion`), `"13.0"`.
@@ -114,6 +117,7 @@ impl Default for Device {
             tf32_tflops: 495.0,
             fp16_tflops: 989.0,
             bf16_tflops: 989.0,
+            fp8_tflops: 1979.0,
             driver_version: "580.95.05".into(),
             cuda_version: "13.0".into(),
             noise: 0.005,
@@ -360,6 +364,7 @@ mod tests {
         assert_eq!(profile.device[0].compute_capability(), (15, 0));
         assert_eq!(profile.device[0].driver_api_version(), 13000);
         assert_eq!(profile.device[1].memory_gib, 80);
+        assert_eq!(profile.device[1].fp8_tflops, 1979.0);
         assert_eq!(profile.faults.throttle, ["sw_thermal"]);
         assert_eq!(profile.faults.kernel_hang, "vector_add");
         assert_eq!(profile.faults.lost_after_calls, 0);

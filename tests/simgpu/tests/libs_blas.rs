@@ -1,8 +1,9 @@
 //! The simulated cudart, cuBLAS and cuBLASLt through their exported functions, each test on a
 //! host of its own: the GEMM reference against a naive triple loop on non-square, transposed,
 //! padded shapes; TF32 rounding only where the compute type or math mode asks for it; argument
-//! validation with cuBLAS's statuses; the model time at the precision's peak; the faults; the
-//! trace; and the runtime's version rules.
+//! validation with cuBLAS's statuses; cuBLASLt's FP8 matmul (E4M3 inputs, scales, BF16 and E4M3
+//! outputs) against the tests' own decoding and f64 sums, and what it refuses; the model time
+//! at the precision's peak; the faults; the trace; and the runtime's version rules.
 
 mod driver_support;
 
@@ -769,10 +770,29 @@ fn each_gemm_call_appends_its_arguments_to_the_trace() {
     ));
     let code = gemm_ex(h, (m, n, k), a, b, c, (R_16F, R_16BF), COMPUTE_32F);
     assert_eq!(status(code), "CUBLAS_STATUS_NOT_SUPPORTED");
+    // An FP8 matmul names its formats.
+    // SAFETY: a valid out-pointer.
+    let handle = lt(|p| unsafe { cublasLtCreate(p) });
+    let desc = matmul_desc(COMPUTE_32F, R_32F, (T, N));
+    let lc = layout(R_16BF, m, n, 40);
+    let layouts = [
+        layout(R_8F_E4M3, 16, m, 16),
+        layout(R_8F_E4M3, 16, n, 16),
+        lc,
+        lc,
+    ];
+    let (fa, fb, fd) = (alloc(16 * m), alloc(16 * n), alloc(40 * n * 2));
+    blas_ok(lt_matmul(
+        handle,
+        desc,
+        layouts,
+        (1.0, 0.0),
+        [fa, fb, fd, fd],
+    ));
     ok(cuCtxSynchronize());
     let text = std::fs::read_to_string(&path).unwrap();
     let ours: Vec<&str> = text.lines().filter(|l| l.contains("\"m\":37,")).collect();
-    assert_eq!(ours.len(), 2, "{text}");
+    assert_eq!(ours.len(), 3, "{text}");
     assert_eq!(
         ours[0],
         "{\"library\":\"cublas\",\"call\":\"cublasGemmEx\",\"m\":37,\"n\":3,\"k\":2,\
@@ -786,4 +806,620 @@ fn each_gemm_call_appends_its_arguments_to_the_trace() {
         "{}",
         ours[1]
     );
+    assert_eq!(
+        ours[2],
+        "{\"library\":\"cublasLt\",\"call\":\"cublasLtMatmul\",\"m\":37,\"n\":3,\"k\":16,\
+         \"lda\":16,\"ldb\":16,\"ldc\":40,\"ldd\":40,\"transa\":\"CUBLAS_OP_T\",\
+         \"transb\":\"CUBLAS_OP_N\",\"atype\":\"CUDA_R_8F_E4M3\",\"btype\":\"CUDA_R_8F_E4M3\",\
+         \"ctype\":\"CUDA_R_16BF\",\"dtype\":\"CUDA_R_16BF\",\"compute_type\":\"CUBLAS_COMPUTE_32F\",\
+         \"status\":\"CUBLAS_STATUS_SUCCESS\"}"
+    );
+}
+
+/// `CUDA_R_8F_E4M3`.
+const R_8F_E4M3: c_int = 28;
+/// cuBLASLt's matmul descriptor attributes: the transposes, then the FP8 scale pointers.
+const TRANSA: c_int = 3;
+const TRANSB: c_int = 4;
+const A_SCALE: c_int = 17;
+const B_SCALE: c_int = 18;
+const C_SCALE: c_int = 19;
+const D_SCALE: c_int = 20;
+const AMAX_D: c_int = 21;
+
+/// Sets attribute `attribute` of matmul descriptor `desc` to `value`, passed with its size.
+fn set<T>(desc: *mut c_void, attribute: c_int, value: T) -> c_int {
+    // SAFETY: `value` lives through the call and is passed with its size.
+    unsafe {
+        cublasLtMatmulDescSetAttribute(
+            desc,
+            attribute,
+            (&value as *const T).cast(),
+            std::mem::size_of::<T>(),
+        )
+    }
+}
+
+/// A matmul descriptor of compute type `compute` and scale type `scale`, transposes `ops`.
+fn matmul_desc(compute: c_int, scale: c_int, (transa, transb): (c_int, c_int)) -> *mut c_void {
+    // SAFETY: a valid out-pointer.
+    let desc = lt(|p| unsafe { cublasLtMatmulDescCreate(p, compute, scale) });
+    blas_ok(set(desc, TRANSA, transa));
+    blas_ok(set(desc, TRANSB, transb));
+    desc
+}
+
+/// A column-major `rows x cols` layout of `element`s, leading dimension `ld`.
+fn layout(element: c_int, rows: usize, cols: usize, ld: usize) -> *mut c_void {
+    // SAFETY: a valid out-pointer.
+    lt(|p| unsafe { cublasLtMatrixLayoutCreate(p, element, rows as u64, cols as u64, ld as i64) })
+}
+
+/// The heuristic's status name and result count for `desc` over layouts `[A, B, C, D]`, with
+/// a preference of 32 MiB of workspace, as NVIDIA's FP8 sample asks.
+fn heuristic(handle: *mut c_void, desc: *mut c_void, l: [*mut c_void; 4]) -> (String, c_int) {
+    // SAFETY: a valid out-pointer.
+    let pref = lt(|p| unsafe { cublasLtMatmulPreferenceCreate(p) });
+    let limit = 32u64 << 20;
+    // SAFETY: the attribute takes a uint64_t, passed with its size.
+    blas_ok(unsafe {
+        cublasLtMatmulPreferenceSetAttribute(pref, 1, (&limit as *const u64).cast(), 8)
+    });
+    let mut result = std::mem::MaybeUninit::<HeuristicResult>::uninit();
+    let mut count = -1;
+    // SAFETY: live objects and room for one result.
+    let code = unsafe {
+        cublasLtMatmulAlgoGetHeuristic(
+            handle,
+            desc,
+            l[0],
+            l[1],
+            l[2],
+            l[3],
+            pref,
+            1,
+            result.as_mut_ptr(),
+            &mut count,
+        )
+    };
+    blas_ok(cublasLtMatmulPreferenceDestroy(pref));
+    (status(code), count)
+}
+
+/// `cublasLtMatmul` of `desc` over layouts `[A, B, C, D]` and device matrices `[A, B, C, D]`,
+/// alpha and beta f32 on the host, no algorithm named, on the null stream.
+fn lt_matmul(
+    handle: *mut c_void,
+    desc: *mut c_void,
+    l: [*mut c_void; 4],
+    (alpha, beta): (f32, f32),
+    m: [u64; 4],
+) -> c_int {
+    // SAFETY: scalars on the host; the matrices are device addresses the driver checks.
+    unsafe {
+        cublasLtMatmul(
+            handle,
+            desc,
+            (&alpha as *const f32).cast(),
+            m[0] as *const c_void,
+            l[0],
+            m[1] as *const c_void,
+            l[1],
+            (&beta as *const f32).cast(),
+            m[2] as *const c_void,
+            l[2],
+            m[3] as *mut c_void,
+            l[3],
+            std::ptr::null(),
+            null_mut(),
+            0,
+            null_mut(),
+        )
+    }
+}
+
+/// `len` bytes read back from device memory.
+fn download_bytes(ptr: u64, len: usize) -> Vec<u8> {
+    let mut out = vec![0u8; len];
+    // SAFETY: `out` holds `len` bytes.
+    ok(unsafe { cuMemcpyDtoH_v2(out.as_mut_ptr().cast(), ptr, len) });
+    out
+}
+
+/// An E4M3 byte's value from its bit fields, another way than the simulator's table: `(1 +
+/// m/8) 2^(e-7)`, or `m/8 2^-6` for exponent field 0.
+fn e4m3_value(byte: u8) -> f64 {
+    let sign = if byte & 0x80 == 0 { 1.0 } else { -1.0 };
+    let (e, m) = (i32::from(byte >> 3 & 0xf), f64::from(byte & 0x7));
+    assert!(e != 15 || m != 7.0, "{byte:#x} is NaN");
+    sign * if e == 0 {
+        m / 8.0 * 2f64.powi(-6)
+    } else {
+        (1.0 + m / 8.0) * 2f64.powi(e - 7)
+    }
+}
+
+/// The finite E4M3 byte nearest `x`, found by trying every one; of two as near, the even.
+fn e4m3_nearest(x: f64) -> u8 {
+    (0..=255u8)
+        .filter(|b| b & 0x7f != 0x7f)
+        .min_by(|p, q| {
+            let distance = |b: &u8| (e4m3_value(*b) - x).abs();
+            (distance(p).total_cmp(&distance(q))).then((p & 1).cmp(&(q & 1)))
+        })
+        .unwrap()
+}
+
+/// `len` finite E4M3 bytes, deterministic, of both signs, every mantissa and exponent fields
+/// in `exponents`.
+fn e4m3_bytes(len: usize, seed: u32, exponents: std::ops::RangeInclusive<u8>) -> Vec<u8> {
+    let mut state = seed;
+    let span = u32::from(exponents.end() - exponents.start()) + 1;
+    (0..len)
+        .map(|_| loop {
+            state = state.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            let e = exponents.start() + ((state >> 8) % span) as u8;
+            let sign = (state >> 31) as u8;
+            let byte = (sign << 7) | (e << 3) | ((state >> 16) as u8 & 0x7);
+            if byte & 0x7f != 0x7f {
+                break byte;
+            }
+        })
+        .collect()
+}
+
+/// `values` in column-major storage of leading dimension `ld`, every element between columns
+/// `pad`.
+fn pitched<T: Copy>(values: &[T], rows: usize, ld: usize, pad: T) -> Vec<T> {
+    values
+        .chunks(rows)
+        .flat_map(|column| {
+            column
+                .iter()
+                .copied()
+                .chain(std::iter::repeat_n(pad, ld - rows))
+        })
+        .collect()
+}
+
+/// The BF16 values of little-endian bytes.
+fn bf16s(bytes: &[u8]) -> Vec<f32> {
+    bytes
+        .chunks_exact(2)
+        .map(|b| half::bf16::from_le_bytes([b[0], b[1]]).to_f32())
+        .collect()
+}
+
+/// One f32 in device memory.
+fn device_f32(x: f32) -> u64 {
+    upload(&[x])
+}
+
+/// `op(A) op(B)` in f64 of the TN FP8 matmul: `A` stored `k x m`, `B` `k x n`, tight; and the
+/// sum of the terms' magnitudes of each element.
+fn tn_product(a: &[u8], b: &[u8], (m, n, k): (usize, usize, usize)) -> (Vec<f64>, Vec<f64>) {
+    let (mut sums, mut magnitudes) = (vec![0.0; m * n], vec![0.0; m * n]);
+    for j in 0..n {
+        for i in 0..m {
+            for p in 0..k {
+                let term = e4m3_value(a[p + i * k]) * e4m3_value(b[p + j * k]);
+                sums[i + j * m] += term;
+                magnitudes[i + j * m] += term.abs();
+            }
+        }
+    }
+    (sums, magnitudes)
+}
+
+#[test]
+fn an_fp8_matmul_applies_its_scales_to_e4m3_inputs_and_rounds_to_bf16() {
+    context(QUIET);
+    // The LtFp8Matmul sample's form: A stored k x m and transposed, B k x n, C = D in BF16.
+    let (m, n, k) = (48, 32, 64);
+    let (lda, ldb, ldc) = (80, 96, 56);
+    let (a_scale, b_scale) = (1.0f32 / 64.0, 1.0f32 / 32.0);
+    // Every finite E4M3 value may occur, subnormals and 448 included; NaN lies between columns.
+    let (a, b) = (e4m3_bytes(k * m, 1, 0..=15), e4m3_bytes(k * n, 2, 0..=15));
+    let da = upload_bytes(&pitched(&a, k, lda, 0x7f));
+    let db = upload_bytes(&pitched(&b, k, ldb, 0x7f));
+    let sentinel = half::bf16::from_f32(-7.0).to_le_bytes();
+    let dd = upload_bytes(&vec![sentinel; ldc * n].concat());
+    let (sa, sb) = (device_f32(a_scale), device_f32(b_scale));
+    // SAFETY: a valid out-pointer.
+    let handle = lt(|p| unsafe { cublasLtCreate(p) });
+    let desc = matmul_desc(COMPUTE_32F, R_32F, (T, N));
+    blas_ok(set(desc, A_SCALE, sa));
+    blas_ok(set(desc, B_SCALE, sb));
+    let lc = layout(R_16BF, m, n, ldc);
+    let layouts = [
+        layout(R_8F_E4M3, k, m, lda),
+        layout(R_8F_E4M3, k, n, ldb),
+        lc,
+        lc,
+    ];
+    assert_eq!(
+        heuristic(handle, desc, layouts),
+        ("CUBLAS_STATUS_SUCCESS".into(), 1)
+    );
+    blas_ok(lt_matmul(
+        handle,
+        desc,
+        layouts,
+        (1.0, 0.0),
+        [da, db, dd, dd],
+    ));
+    ok(cuCtxSynchronize());
+    let got = bf16s(&download_bytes(dd, ldc * n * 2));
+    let (sums, magnitudes) = tn_product(&a, &b, (m, n, k));
+    let scale = f64::from(a_scale) * f64::from(b_scale);
+    for j in 0..n {
+        for i in 0..m {
+            let want = scale * sums[i + j * m];
+            // Half a BF16 ulp of rounding, and FP32 accumulation's error over k terms.
+            let tolerance = want.abs() / 256.0 + k as f64 * scale * magnitudes[i + j * m] / 8e6;
+            let g = f64::from(got[i + j * ldc]);
+            assert!(
+                (g - want).abs() <= tolerance,
+                "D[{i}, {j}]: {g} against {want}"
+            );
+        }
+        // The rows between D's columns keep what they held.
+        assert!(
+            got[j * ldc + m..(j + 1) * ldc].iter().all(|&x| x == -7.0),
+            "column {j}"
+        );
+    }
+    // The scales matter: unscaled, most elements would be 2048 times too large.
+    let large = (0..m * n)
+        .filter(|&e| (scale * sums[e]).abs() > 1.0)
+        .count();
+    assert!(large > m * n / 2, "{large}");
+}
+
+#[test]
+fn a_null_fp8_scale_pointer_is_a_scale_of_one() {
+    context(QUIET);
+    let (m, n, k) = (16, 32, 16);
+    // Subnormals included: every value is a multiple of 2^-9 below 1, so with k = 16 every sum
+    // is exact in FP32, and D is the product itself.
+    let (a, b) = (e4m3_bytes(k * m, 3, 0..=6), e4m3_bytes(k * n, 4, 0..=6));
+    let (da, db, dd) = (upload_bytes(&a), upload_bytes(&b), alloc(m * n * 4));
+    // SAFETY: a valid out-pointer.
+    let handle = lt(|p| unsafe { cublasLtCreate(p) });
+    let desc = matmul_desc(COMPUTE_32F, R_32F, (T, N));
+    // A's scale set, then set back to NULL; B's never set.
+    blas_ok(set(desc, A_SCALE, device_f32(8.0)));
+    blas_ok(set(desc, A_SCALE, 0u64));
+    let lc = layout(R_32F, m, n, m);
+    let layouts = [
+        layout(R_8F_E4M3, k, m, k),
+        layout(R_8F_E4M3, k, n, k),
+        lc,
+        lc,
+    ];
+    blas_ok(lt_matmul(
+        handle,
+        desc,
+        layouts,
+        (1.0, 0.0),
+        [da, db, dd, dd],
+    ));
+    ok(cuCtxSynchronize());
+    let want: Vec<f32> = tn_product(&a, &b, (m, n, k))
+        .0
+        .iter()
+        .map(|&x| x as f32)
+        .collect();
+    assert_eq!(download(dd, m * n), want);
+}
+
+#[test]
+fn an_fp8_output_is_scaled_saturated_and_its_amax_written() {
+    context(QUIET);
+    let (m, n, k) = (32, 16, 32);
+    let (a, b) = (e4m3_bytes(k * m, 5, 5..=10), e4m3_bytes(k * n, 6, 5..=10));
+    let c: Vec<f32> = values(m * n, 15).iter().map(|x| 4.0 * x).collect();
+    let c_bytes: Vec<u8> = c
+        .iter()
+        .flat_map(|x| half::bf16::from_f32(*x).to_le_bytes())
+        .collect();
+    let (da, db, dc) = (upload_bytes(&a), upload_bytes(&b), upload_bytes(&c_bytes));
+    let dd = alloc(m * n);
+    let amax = alloc(4);
+    // SAFETY: a valid out-pointer.
+    let handle = lt(|p| unsafe { cublasLtCreate(p) });
+    let desc = matmul_desc(COMPUTE_32F, R_32F, (T, N));
+    let (a_scale, b_scale, c_scale, d_scale) = (2.0, 0.25, 2.0, 4.0);
+    blas_ok(set(desc, A_SCALE, device_f32(a_scale as f32)));
+    blas_ok(set(desc, B_SCALE, device_f32(b_scale as f32)));
+    blas_ok(set(desc, C_SCALE, device_f32(c_scale as f32)));
+    blas_ok(set(desc, D_SCALE, device_f32(d_scale as f32)));
+    blas_ok(set(desc, AMAX_D, amax));
+    let layouts = [
+        layout(R_8F_E4M3, k, m, k),
+        layout(R_8F_E4M3, k, n, k),
+        layout(R_16BF, m, n, m),
+        layout(R_8F_E4M3, m, n, m),
+    ];
+    assert_eq!(
+        heuristic(handle, desc, layouts),
+        ("CUBLAS_STATUS_SUCCESS".into(), 1)
+    );
+    blas_ok(lt_matmul(
+        handle,
+        desc,
+        layouts,
+        (1.0, 1.0),
+        [da, db, dc, dd],
+    ));
+    ok(cuCtxSynchronize());
+    // Every value below is exact in FP32: only the E4M3 rounding of D differs from f64.
+    let sums = tn_product(&a, &b, (m, n, k)).0;
+    let before: Vec<f64> = (0..m * n)
+        .map(|e| a_scale * b_scale * sums[e] + c_scale * f64::from(c[e]))
+        .collect();
+    let want: Vec<u8> = before.iter().map(|x| e4m3_nearest(d_scale * x)).collect();
+    assert_eq!(download_bytes(dd, m * n), want);
+    let saturated = want.iter().filter(|&&b| b & 0x7f == 0x7e).count();
+    assert!(saturated > 0 && saturated < m * n / 2, "{saturated}");
+    let largest = before.iter().fold(0.0f64, |x, y| x.max(y.abs()));
+    assert_eq!(f64::from(download(amax, 1)[0]), largest);
+}
+
+#[test]
+fn the_fp8_matmul_takes_only_what_cublaslt_takes_on_ada_and_hopper() {
+    context(QUIET);
+    let (m, n, k) = (32, 48, 64);
+    let (da, db, dd) = (alloc(k * m), alloc(k * n), alloc(m * n * 2));
+    // SAFETY: a valid out-pointer.
+    let handle = lt(|p| unsafe { cublasLtCreate(p) });
+    let tn = matmul_desc(COMPUTE_32F, R_32F, (T, N));
+    let (la, lb) = (layout(R_8F_E4M3, k, m, k), layout(R_8F_E4M3, k, n, k));
+    let lc = layout(R_16BF, m, n, m);
+    let refused = |what: &str, desc, layouts| {
+        assert_eq!(
+            heuristic(handle, desc, layouts),
+            ("CUBLAS_STATUS_NOT_SUPPORTED".into(), 0),
+            "{what}"
+        );
+        let code = lt_matmul(handle, desc, layouts, (1.0, 0.0), [da, db, dd, dd]);
+        assert_eq!(status(code), "CUBLAS_STATUS_NOT_SUPPORTED", "{what}");
+    };
+    assert_eq!(
+        heuristic(handle, tn, [la, lb, lc, lc]).0,
+        "CUBLAS_STATUS_SUCCESS"
+    );
+    // NN, with A stored m x k as NN has it; NT, TT.
+    let nn = matmul_desc(COMPUTE_32F, R_32F, (N, N));
+    refused("NN", nn, [layout(R_8F_E4M3, m, k, m), lb, lc, lc]);
+    let nt = matmul_desc(COMPUTE_32F, R_32F, (N, T));
+    refused(
+        "NT",
+        nt,
+        [
+            layout(R_8F_E4M3, m, k, m),
+            layout(R_8F_E4M3, n, k, n),
+            lc,
+            lc,
+        ],
+    );
+    let tt = matmul_desc(COMPUTE_32F, R_32F, (T, T));
+    refused("TT", tt, [la, layout(R_8F_E4M3, n, k, n), lc, lc]);
+    // Leading dimensions off 16 bytes: lda, ldb, ldc of BF16 (72 bytes).
+    refused("lda", tn, [layout(R_8F_E4M3, k, m, k + 8), lb, lc, lc]);
+    refused("ldb", tn, [la, layout(R_8F_E4M3, k, n, k + 1), lc, lc]);
+    let odd_c = layout(R_16BF, m, n, m + 4);
+    refused("ldc", tn, [la, lb, odd_c, odd_c]);
+    // Other compute types, a non-f32 scale type.
+    for (compute, scale) in [
+        (COMPUTE_32F_FAST_TF32, R_32F),
+        (COMPUTE_32F_PEDANTIC, R_32F),
+        (COMPUTE_32F, R_16F),
+    ] {
+        let desc = matmul_desc(compute, scale, (T, N));
+        refused(&format!("{compute} {scale}"), desc, [la, lb, lc, lc]);
+    }
+    // B in BF16; C in BF16 with D in FP32; an E4M3 C.
+    refused("B in BF16", tn, [la, layout(R_16BF, k, n, k), lc, lc]);
+    refused("D in FP32", tn, [la, lb, lc, layout(R_32F, m, n, m)]);
+    let e4m3_c = layout(R_8F_E4M3, m, n, m);
+    refused("C in E4M3", tn, [la, lb, e4m3_c, e4m3_c]);
+    // Addresses off alignment: A off 16 bytes, a scale off 4.
+    let code = lt_matmul(
+        handle,
+        tn,
+        [la, lb, lc, lc],
+        (1.0, 0.0),
+        [da + 8, db, dd, dd],
+    );
+    assert_eq!(status(code), "CUBLAS_STATUS_NOT_SUPPORTED");
+    let scales = alloc(16);
+    let scaled = matmul_desc(COMPUTE_32F, R_32F, (T, N));
+    blas_ok(set(scaled, A_SCALE, scales + 2));
+    let code = lt_matmul(
+        handle,
+        scaled,
+        [la, lb, lc, lc],
+        (1.0, 0.0),
+        [da, db, dd, dd],
+    );
+    assert_eq!(status(code), "CUBLAS_STATUS_NOT_SUPPORTED");
+    // A scale pointer is 8 bytes; a scale on a matmul that takes none is invalid.
+    assert_eq!(
+        status(set(scaled, B_SCALE, 0u32)),
+        "CUBLAS_STATUS_INVALID_VALUE"
+    );
+    let fp32 = matmul_desc(COMPUTE_32F, R_32F, (N, N));
+    blas_ok(set(fp32, A_SCALE, scales));
+    let (l32a, l32b, l32c) = (
+        layout(R_32F, m, k, m),
+        layout(R_32F, k, n, k),
+        layout(R_32F, m, n, m),
+    );
+    assert_eq!(
+        heuristic(handle, fp32, [l32a, l32b, l32c, l32c]).0,
+        "CUBLAS_STATUS_INVALID_VALUE"
+    );
+    ok(cuCtxSynchronize());
+}
+
+#[test]
+fn a_scale_outside_device_memory_faults_the_context_as_an_operand_would() {
+    context(QUIET);
+    let (m, n, k) = (16, 16, 16);
+    let (da, db, dd) = (alloc(k * m), alloc(k * n), alloc(m * n * 2));
+    // SAFETY: a valid out-pointer.
+    let handle = lt(|p| unsafe { cublasLtCreate(p) });
+    let desc = matmul_desc(COMPUTE_32F, R_32F, (T, N));
+    let freed = alloc(4);
+    ok(cuMemFree_v2(freed));
+    blas_ok(set(desc, B_SCALE, freed));
+    let lc = layout(R_16BF, m, n, m);
+    let layouts = [
+        layout(R_8F_E4M3, k, m, k),
+        layout(R_8F_E4M3, k, n, k),
+        lc,
+        lc,
+    ];
+    blas_ok(lt_matmul(
+        handle,
+        desc,
+        layouts,
+        (1.0, 0.0),
+        [da, db, dd, dd],
+    ));
+    assert_eq!(
+        driver_support::name(cuCtxSynchronize()),
+        "CUDA_ERROR_ILLEGAL_ADDRESS"
+    );
+}
+
+#[test]
+fn a_device_older_than_ada_has_no_fp8_matmul_and_keeps_its_fp32_one() {
+    context(&format!("{QUIET}compute_capability = \"8.0\"\n"));
+    let (m, n, k) = (16, 16, 16);
+    let (da, db, dd) = (alloc(k * m), alloc(k * n), alloc(m * n * 4));
+    // SAFETY: a valid out-pointer.
+    let handle = lt(|p| unsafe { cublasLtCreate(p) });
+    let fp8 = matmul_desc(COMPUTE_32F, R_32F, (T, N));
+    let lc = layout(R_16BF, m, n, m);
+    let layouts = [
+        layout(R_8F_E4M3, k, m, k),
+        layout(R_8F_E4M3, k, n, k),
+        lc,
+        lc,
+    ];
+    assert_eq!(
+        heuristic(handle, fp8, layouts),
+        ("CUBLAS_STATUS_NOT_SUPPORTED".into(), 0)
+    );
+    let code = lt_matmul(handle, fp8, layouts, (1.0, 0.0), [da, db, dd, dd]);
+    assert_eq!(status(code), "CUBLAS_STATUS_NOT_SUPPORTED");
+    // FP32 runs, and computes.
+    let (a, b) = (values(m * k, 16), values(k * n, 17));
+    let (fa, fb) = (upload(&a), upload(&b));
+    let fp32 = matmul_desc(COMPUTE_32F, R_32F, (N, N));
+    let l = layout(R_32F, m, n, m);
+    assert_eq!(
+        heuristic(handle, fp32, [l, l, l, l]),
+        ("CUBLAS_STATUS_SUCCESS".into(), 1)
+    );
+    blas_ok(lt_matmul(
+        handle,
+        fp32,
+        [l, l, l, l],
+        (1.0, 0.0),
+        [fa, fb, dd, dd],
+    ));
+    ok(cuCtxSynchronize());
+    let zero = vec![0.0; m * n];
+    let want = naive((false, false), (m, n, k), 1.0, &a, m, &b, k, 0.0, &zero, m);
+    close(&download(dd, m * n), &want);
+    // Ada, 8.9, is the first with FP8.
+    context(&format!("{QUIET}compute_capability = \"8.9\"\n"));
+    assert_eq!(heuristic(handle, fp8, layouts).0, "CUBLAS_STATUS_SUCCESS");
+}
+
+#[test]
+fn an_fp8_matmul_takes_2mnk_at_the_fp8_peak() {
+    context(
+        "[[device]]\nmemory_gib = 1\nmemory_bandwidth_gbs = 1000\nbf16_tflops = 10\n\
+         fp8_tflops = 50\nnoise = 0.0\nrun_sigma = 0.0\nboot_sigma = 0.0\nramp_ms = 0.0\n",
+    );
+    let (m, n, k) = (256, 192, 320);
+    let (da, db, dd) = (alloc(k * m), alloc(k * n), alloc(m * n * 2));
+    // SAFETY: a valid out-pointer.
+    let handle = lt(|p| unsafe { cublasLtCreate(p) });
+    let desc = matmul_desc(COMPUTE_32F, R_32F, (T, N));
+    let lc = layout(R_16BF, m, n, m);
+    let layouts = [
+        layout(R_8F_E4M3, k, m, k),
+        layout(R_8F_E4M3, k, n, k),
+        lc,
+        lc,
+    ];
+    let (start, stop) = (event(), event());
+    ok(cuEventRecord(start, null_mut()));
+    blas_ok(lt_matmul(
+        handle,
+        desc,
+        layouts,
+        (1.0, 0.0),
+        [da, db, dd, dd],
+    ));
+    ok(cuEventRecord(stop, null_mut()));
+    ok(cuEventSynchronize(stop));
+    let got = f64::from(elapsed(start, stop)) * 1e-3;
+    let flops = 2.0 * (m * n * k) as f64;
+    let bytes = (m * k + k * n + 2 * m * n) as f64;
+    let want = LAUNCH_LATENCY + (flops / 50e12).max(bytes / 1000e9);
+    assert!(flops / 50e12 > bytes / 1000e9, "compute bound");
+    assert!((got / want - 1.0).abs() < 1e-3, "{got} s against {want} s");
+}
+
+#[test]
+fn a_repeated_fp8_matmul_is_recomputed_once_its_scale_changes() {
+    context(QUIET);
+    let (m, n, k) = (16, 16, 32);
+    let (a, b) = (e4m3_bytes(k * m, 7, 2..=6), e4m3_bytes(k * n, 8, 2..=6));
+    let (da, db, dd) = (upload_bytes(&a), upload_bytes(&b), alloc(m * n * 4));
+    let scale = device_f32(1.0);
+    // SAFETY: a valid out-pointer.
+    let handle = lt(|p| unsafe { cublasLtCreate(p) });
+    let desc = matmul_desc(COMPUTE_32F, R_32F, (T, N));
+    blas_ok(set(desc, A_SCALE, scale));
+    let lc = layout(R_32F, m, n, m);
+    let layouts = [
+        layout(R_8F_E4M3, k, m, k),
+        layout(R_8F_E4M3, k, n, k),
+        lc,
+        lc,
+    ];
+    // Every value a multiple of 2^-8 below 1, k = 32: each sum is exact in FP32.
+    let product: Vec<f32> = (tn_product(&a, &b, (m, n, k)).0)
+        .iter()
+        .map(|&x| x as f32)
+        .collect();
+    blas_ok(lt_matmul(
+        handle,
+        desc,
+        layouts,
+        (1.0, 0.0),
+        [da, db, dd, dd],
+    ));
+    ok(cuCtxSynchronize());
+    assert_eq!(download(dd, m * n), product);
+    // The same call, A's scale now 0.5 in device memory: the product halves.
+    // SAFETY: the allocation holds one f32.
+    ok(unsafe { cuMemcpyHtoD_v2(scale, (&0.5f32 as *const f32).cast(), 4) });
+    blas_ok(lt_matmul(
+        handle,
+        desc,
+        layouts,
+        (1.0, 0.0),
+        [da, db, dd, dd],
+    ));
+    ok(cuCtxSynchronize());
+    let halved: Vec<f32> = product.iter().map(|x| x / 2.0).collect();
+    assert_eq!(download(dd, m * n), halved);
 }

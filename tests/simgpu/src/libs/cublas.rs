@@ -12,7 +12,7 @@ pub mod types;
 use super::cudart;
 use crate::driver;
 use crate::trace::Value;
-use gemm::{Gemm, Operand};
+use gemm::{Gemm, Operand, Scales};
 use status::{code, Status};
 use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_void};
@@ -314,6 +314,7 @@ impl Call {
             c: operand(self.c),
             d: operand(self.c),
             rounding: compute.rounding(math),
+            scales: Scales::default(),
         })
     }
 }

@@ -1,17 +1,21 @@
 //! The simulated cuBLASLt (`libcublasLt.so.13`, of cuBLAS 13.1.0): handles, matmul
-//! descriptors (compute type, scale type, transposes), matrix layouts (format, rows, columns,
-//! leading dimension; column-major, one batch), preferences (the workspace limit), the
-//! heuristic (one algorithm, which needs no workspace) and `cublasLtMatmul`, computed by
-//! cuBLAS's GEMM reference ([`super::cublas::gemm`]) on the stream the call names.
+//! descriptors (compute type, scale type, transposes, FP8 scale pointers), matrix layouts
+//! (format, rows, columns, leading dimension; column-major, one batch), preferences (the
+//! workspace limit), the heuristic (one algorithm, which needs no workspace) and
+//! `cublasLtMatmul`, computed by cuBLAS's GEMM reference ([`super::cublas::gemm`]) on the
+//! stream the call names.
+//!
+//! FP8 (E4M3) matmuls take what cuBLASLt takes on Ada and Hopper ([`fp8`]), no more.
 //!
 //! Each object is an opaque value naming an entry of this module's table; a value of the wrong
 //! kind, or one destroyed, is `CUBLAS_STATUS_INVALID_VALUE` (`CUBLAS_STATUS_NOT_INITIALIZED`
 //! for a handle).
 
-use super::cublas::gemm::{self, Gemm, Operand};
+use super::cublas::gemm::{self, Gemm, Operand, Scales};
 use super::cublas::status::Status;
 use super::cublas::types::{operation_name, transposed, Compute, Element, Math};
 use super::cublas::{self, get, guarded, new_handle, put};
+use crate::driver::library;
 use crate::trace::Value;
 use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_void};
@@ -27,6 +31,8 @@ struct Desc {
     scale: c_int,
     transa: c_int,
     transb: c_int,
+    /// The FP8 scale pointers (`A_SCALE_POINTER` to `AMAX_D_POINTER`).
+    scales: Scales,
 }
 
 /// A matrix layout.
@@ -202,6 +208,7 @@ pub unsafe extern "C" fn cublasLtMatmulDescCreate(
             scale,
             transa: 0,
             transb: 0,
+            scales: Scales::default(),
         });
         // SAFETY: the caller's contract.
         unsafe { create(desc, object) }
@@ -215,7 +222,10 @@ pub extern "C" fn cublasLtMatmulDescDestroy(desc: *mut c_void) -> c_int {
 }
 
 /// `cublasLtMatmulDescSetAttribute`: `COMPUTE_TYPE` (0), `SCALE_TYPE` (1), `POINTER_MODE` (2,
-/// host only), `TRANSA` (3), `TRANSB` (4), `EPILOGUE` (7, the default only); others
+/// host only), `TRANSA` (3), `TRANSB` (4), `EPILOGUE` (7, the default only), each an int; the
+/// device pointers `A_SCALE_POINTER` (17), `B_SCALE_POINTER` (18), `C_SCALE_POINTER` (19),
+/// `D_SCALE_POINTER` (20) and `AMAX_D_POINTER` (21), each 8 bytes (NULL: a scale of 1, no
+/// amax); a value of the wrong size is `CUBLAS_STATUS_INVALID_VALUE`, other attributes
 /// `CUBLAS_STATUS_NOT_SUPPORTED`.
 ///
 /// # Safety
@@ -228,28 +238,32 @@ pub unsafe extern "C" fn cublasLtMatmulDescSetAttribute(
     size: usize,
 ) -> c_int {
     // SAFETY: the caller's contract.
-    let value = unsafe { int_attribute(buf, size) };
+    let (int, wide) = unsafe { (int_attribute(buf, size), u64_attribute(buf, size)) };
     update(desc, |object| {
         let Object::Desc(d) = object else {
             return Err(Status::INVALID_VALUE);
         };
-        let value = value?;
         match attribute {
             0 => {
-                Compute::of(value)?;
-                d.compute = value;
+                Compute::of(int?)?;
+                d.compute = int?;
             }
-            1 => d.scale = value,
-            2 if value == 0 => {}
+            1 => d.scale = int?,
+            2 if int? == 0 => {}
             3 => {
-                transposed(value)?;
-                d.transa = value;
+                transposed(int?)?;
+                d.transa = int?;
             }
             4 => {
-                transposed(value)?;
-                d.transb = value;
+                transposed(int?)?;
+                d.transb = int?;
             }
-            7 if value == 1 => {}
+            7 if int? == 1 => {}
+            17 => d.scales.a = wide?,
+            18 => d.scales.b = wide?,
+            19 => d.scales.c = wide?,
+            20 => d.scales.d = wide?,
+            21 => d.scales.amax_d = wide?,
             _ => return Err(Status::NOT_SUPPORTED),
         }
         Ok(())
@@ -385,10 +399,48 @@ pub struct HeuristicResult {
 /// The one algorithm's id, in its first word.
 const ALGO_ID: u64 = 0x5143_6765_6d6d;
 
+/// The first compute capability with FP8 tensor cores (Ada; Hopper is 9.0).
+const FP8_MINIMUM: (i32, i32) = (8, 9);
+
+/// Whether cuBLASLt has an FP8 matmul of `desc`'s transposes and types over layouts of these
+/// `(format, leading dimension)`s (`A`, `B`, `C`, `D`), as it has on Ada and Hopper: the
+/// current device of compute capability 8.9 or newer; `A` and `B` E4M3; "TN" (`op(A)`
+/// transposed, `op(B)` not); `CUBLAS_COMPUTE_32F` exactly, with f32 scales; `C` and `D` both
+/// BF16, FP16 or FP32, or a BF16 or FP16 `C` with an E4M3 `D`; every leading dimension a
+/// multiple of 16 bytes. Else `CUBLAS_STATUS_NOT_SUPPORTED`, what cuBLASLt's heuristic answers
+/// when no kernel fits, a device without FP8 included (its documentation names no other
+/// status for that, `CUBLAS_STATUS_ARCH_MISMATCH` neither).
+fn fp8(
+    desc: &Desc,
+    (transa, transb): (bool, bool),
+    layouts: [(Element, i64); 4],
+) -> Result<(), Status> {
+    let (_, device) = library::current().map_err(Status::from_driver)?;
+    let [(a, _), (b, _), (c, _), (d, _)] = layouts;
+    let outputs = matches!(
+        (c, d),
+        (Element::Bf16, Element::Bf16 | Element::E4m3)
+            | (Element::F16, Element::F16 | Element::E4m3)
+            | (Element::F32, Element::F32)
+    );
+    let aligned = |(element, ld): (Element, i64)| ld * element.size() as i64 % 16 == 0;
+    let ok = device.compute_capability() >= FP8_MINIMUM
+        && (a, b) == (Element::E4m3, Element::E4m3)
+        && transa
+        && !transb
+        && Compute::of(desc.compute) == Ok(Compute::F32)
+        && Element::of(desc.scale) == Ok(Element::F32)
+        && outputs
+        && layouts.into_iter().all(aligned);
+    ok.then_some(()).ok_or(Status::NOT_SUPPORTED)
+}
+
 /// The matmul `desc` describes over layouts `a`, `b`, `c`, `d` (object values), validated:
 /// the shapes must agree (`A` is `m x k`, or `k x m` transposed, `B` `k x n` or `n x k`, `C`
 /// and `D` `m x n`), every layout column-major with one batch and `ld >= rows`, and the
-/// formats a cuBLAS GEMM of the compute type (alpha and beta f32, `C` as `D`).
+/// formats an FP8 matmul ([`fp8`]) or else a cuBLAS GEMM of the compute type (alpha and beta
+/// f32, `C` as `D`), which takes no scale pointer (`CUBLAS_STATUS_INVALID_VALUE`, as cuBLASLt
+/// answers a scale set for types it does not scale).
 fn plan(desc: *mut c_void, layouts: [*mut c_void; 4]) -> Result<(Desc, Gemm), Status> {
     let Some(Object::Desc(desc)) = find(desc) else {
         return Err(Status::INVALID_VALUE);
@@ -430,10 +482,16 @@ fn plan(desc: *mut c_void, layouts: [*mut c_void; 4]) -> Result<(Desc, Gemm), St
         Element::of(c.element)?,
         Element::of(d.element)?,
     );
-    if ce != de || Element::of(desc.scale)? != Element::F32 {
+    if ae == Element::E4m3 || be == Element::E4m3 {
+        let layouts = [(ae, a.ld), (be, b.ld), (ce, c.ld), (de, d.ld)];
+        fp8(&desc, (transa, transb), layouts)?;
+    } else if desc.scales != Scales::default() {
+        return Err(Status::INVALID_VALUE);
+    } else if ce != de || Element::of(desc.scale)? != Element::F32 {
         return Err(Status::NOT_SUPPORTED);
+    } else {
+        cublas::supported(ae, be, ce, compute)?;
     }
-    cublas::supported(ae, be, ce, compute)?;
     let operand = |element: Element, ld: i64| Operand {
         address: 0,
         element,
@@ -452,6 +510,7 @@ fn plan(desc: *mut c_void, layouts: [*mut c_void; 4]) -> Result<(Desc, Gemm), St
         c: operand(ce, c.ld),
         d: operand(de, d.ld),
         rounding: compute.rounding(Math::default()),
+        scales: desc.scales,
     };
     Ok((desc, gemm))
 }
@@ -508,8 +567,21 @@ pub unsafe extern "C" fn cublasLtMatmulAlgoGetHeuristic(
     })
 }
 
+/// An FP8 matmul's addresses as its kernels need them: the matrices 16-byte aligned, the scales
+/// and amax 4-byte; else `CUBLAS_STATUS_NOT_SUPPORTED` (no kernel takes them, as no kernel
+/// takes a leading dimension out of alignment).
+fn fp8_aligned(gemm: &Gemm) -> Result<(), Status> {
+    let matrices = [gemm.a, gemm.b, gemm.c, gemm.d]
+        .iter()
+        .all(|o| o.address % 16 == 0);
+    let scales = gemm.scales.given().all(|p| p % 4 == 0);
+    (matrices && scales)
+        .then_some(())
+        .ok_or(Status::NOT_SUPPORTED)
+}
+
 /// `cublasLtMatmul`: `D = alpha op(A) op(B) + beta C` on `stream`, alpha and beta f32 on the
-/// host; `algo` NULL or the heuristic's.
+/// host (an FP8 matmul's with its scales, see [`gemm`]); `algo` NULL or the heuristic's.
 ///
 /// # Safety
 /// `alpha` and `beta` must be null or valid for an f32 read, `algo` null or valid for a read;
@@ -556,7 +628,9 @@ pub unsafe extern "C" fn cublasLtMatmul(
             ("transa", operation_name(desc.transa).into()),
             ("transb", operation_name(desc.transb).into()),
             ("atype", gemm.a.element.name().into()),
+            ("btype", gemm.b.element.name().into()),
             ("ctype", gemm.c.element.name().into()),
+            ("dtype", gemm.d.element.name().into()),
             ("compute_type", Compute::of(desc.compute)?.name().into()),
         ];
         (gemm.alpha, gemm.beta) = scalars;
@@ -564,6 +638,9 @@ pub unsafe extern "C" fn cublasLtMatmul(
         gemm.b.address = b as u64;
         gemm.c.address = c as u64;
         gemm.d.address = d as u64;
+        if gemm.a.element == Element::E4m3 {
+            fp8_aligned(&gemm)?;
+        }
         gemm::submit(stream, gemm)
     }))
     .unwrap_or(Err(Status::INTERNAL_ERROR));

@@ -7,6 +7,11 @@
 //! inputs widened exactly from their format, or rounded to TF32, FP16 or BF16 first where the
 //! compute type says so.
 //!
+//! cuBLASLt's FP8 matmul adds per-tensor scales, each an f32 in device memory read when the
+//! work runs: `D = d_scale (alpha a_scale b_scale op(A) op(B) + beta c_scale C)`, the factors
+//! multiplied in FP32, `d_scale` only for an FP8 `D`, and `max |D|` before it written out
+//! where asked ([`Scales`]).
+//!
 //! The work goes on a stream through [`crate::driver::library`], timed at `2 m n k` operations
 //! at its precision's peak. A GEMM identical to the last one, on inputs and an output no one
 //! has written since, is not recomputed (bench repeats one GEMM hundreds of times).
@@ -28,6 +33,27 @@ pub struct Operand {
     pub ld: usize,
 }
 
+/// The device addresses of an FP8 matmul's scales (each one f32; 0, a scale of 1) and of the
+/// f32 that receives `max |D|` before `D`'s scale (0: not computed). All 0 outside FP8.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Scales {
+    pub a: u64,
+    pub b: u64,
+    pub c: u64,
+    /// Applies to an FP8 `D` only.
+    pub d: u64,
+    pub amax_d: u64,
+}
+
+impl Scales {
+    /// The addresses given (not 0).
+    pub fn given(&self) -> impl Iterator<Item = u64> {
+        [self.a, self.b, self.c, self.d, self.amax_d]
+            .into_iter()
+            .filter(|&p| p != 0)
+    }
+}
+
 /// A validated GEMM.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Gemm {
@@ -47,6 +73,7 @@ pub struct Gemm {
     pub d: Operand,
     /// How FP32 inputs are rounded before they are multiplied.
     pub rounding: Rounding,
+    pub scales: Scales,
 }
 
 /// The dimensions `(m, n, k)` of a GEMM with leading dimensions `lda`, `ldb`, `ldc`, checked as
@@ -183,6 +210,7 @@ impl Gemm {
             (Element::Bf16, _) | (Element::F32, Rounding::Bf16) => Peak::Bf16,
             (Element::F32, Rounding::Tf32) => Peak::Tf32,
             (Element::F32, Rounding::None) => Peak::Fp32,
+            (Element::E4m3, _) => Peak::Fp8,
         }
     }
 
@@ -230,10 +258,23 @@ impl Gemm {
         Ok(out)
     }
 
+    /// The f32 scale at device address `address`; 1 at 0.
+    fn scale(memory: &DeviceMemory<'_>, address: u64) -> Result<f32, Code> {
+        if address == 0 {
+            return Ok(1.0);
+        }
+        let b = memory.read(address, 4)?;
+        Ok(f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
     /// Computes `D` from device memory into device memory; with `wrong` (the fault), a few of
     /// its elements perturbed.
     fn run(&self, memory: &mut DeviceMemory<'_>, wrong: bool) -> Result<(), Code> {
         let (m, n) = (self.m, self.n);
+        let s = &self.scales;
+        let alpha = self.alpha * Gemm::scale(memory, s.a)? * Gemm::scale(memory, s.b)?;
+        let beta = self.beta * Gemm::scale(memory, s.c)?;
+        let d_scale = Gemm::scale(memory, s.d)?;
         let a = Gemm::load(memory, &self.a, self.stored_a(), self.rounding)?;
         let b = Gemm::load(memory, &self.b, self.stored_b(), self.rounding)?;
         let mut d = product(
@@ -242,7 +283,7 @@ impl Gemm {
             m,
             n,
             self.k,
-            self.alpha,
+            alpha,
             &a,
             self.a.ld,
             &b,
@@ -255,7 +296,7 @@ impl Gemm {
             let c = Gemm::load(memory, &self.c, (m, n), Rounding::None)?;
             for j in 0..n {
                 for i in 0..m {
-                    d[i + j * m] += self.beta * c[i + j * self.c.ld];
+                    d[i + j * m] += beta * c[i + j * self.c.ld];
                 }
             }
         }
@@ -263,6 +304,13 @@ impl Gemm {
             for at in perturbed(m * n) {
                 d[at] = perturb(d[at]);
             }
+        }
+        if s.amax_d != 0 {
+            let amax = d.iter().fold(0.0f32, |max, x| max.max(x.abs()));
+            memory.write(s.amax_d, &amax.to_le_bytes())?;
+        }
+        if self.d.element == Element::E4m3 {
+            d.iter_mut().for_each(|x| *x *= d_scale);
         }
         // Column by column: what lies between D's columns stays as it was.
         let size = self.d.element.size();
@@ -276,16 +324,20 @@ impl Gemm {
         Ok(())
     }
 
-    /// The states of A, B and D now, if each lies in device memory.
-    fn states(&self, memory: &DeviceMemory<'_>) -> Option<[(u64, u64); 3]> {
+    /// The states of A, B, D and the scales now, if each lies in device memory.
+    fn states(&self, memory: &DeviceMemory<'_>) -> Option<Vec<(u64, u64)>> {
         let state = |o: &Operand, (rows, cols): (usize, usize)| {
             memory.state(o.address, span(rows, cols, o.ld) * o.element.size())
         };
-        Some([
+        let mut states = vec![
             state(&self.a, self.stored_a())?,
             state(&self.b, self.stored_b())?,
             state(&self.d, (self.m, self.n))?,
-        ])
+        ];
+        for address in self.scales.given() {
+            states.push(memory.state(address, 4)?);
+        }
+        Some(states)
     }
 }
 
@@ -295,7 +347,7 @@ struct Memo {
     host: usize,
     gemm: Gemm,
     wrong: bool,
-    states: [(u64, u64); 3],
+    states: Vec<(u64, u64)>,
 }
 
 /// The last GEMM of this process.
@@ -313,7 +365,7 @@ fn body(gemm: Gemm, memory: &mut DeviceMemory<'_>) -> Result<(), Code> {
             && last.host == host
             && last.gemm == gemm
             && last.wrong == wrong
-            && Some(last.states) == states
+            && Some(&last.states) == states.as_ref()
     });
     if same {
         return Ok(());

@@ -1,16 +1,83 @@
 //! cuBLAS's enumerations as the C headers number them (`cudaDataType`, `cublasComputeType_t`,
-//! `cublasOperation_t`, `cublasMath_t`), the element formats the reference reads and writes,
-//! and the rounding a reduced-precision compute type applies to FP32 inputs.
+//! `cublasOperation_t`, `cublasMath_t`), the element formats the reference reads and writes
+//! (FP8 E4M3 through a table of its 256 values), and the rounding a reduced-precision compute
+//! type applies to FP32 inputs.
 
 use super::status::Status;
 use half::{bf16, f16};
 
-/// An element format (`cudaDataType`): `CUDA_R_32F` = 0, `CUDA_R_16F` = 2, `CUDA_R_16BF` = 14.
+/// An element format (`cudaDataType`): `CUDA_R_32F` = 0, `CUDA_R_16F` = 2, `CUDA_R_16BF` = 14,
+/// `CUDA_R_8F_E4M3` = 28.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Element {
     F32,
     F16,
     Bf16,
+    /// FP8 E4M3 (`__nv_fp8_e4m3`), which only cuBLASLt's FP8 matmul takes.
+    E4m3,
+}
+
+/// Every E4M3 value by its byte: 1 sign bit, 4 exponent bits biased by 7, 3 mantissa bits; no
+/// infinities, `S.1111.111` NaN. A byte of exponent field `e` and mantissa `m` is the integer
+/// significand `8 + m` (`m` alone when `e` is 0, a subnormal) times `2^(max(e, 1) - 10)`.
+static E4M3: [f32; 256] = e4m3_table();
+
+/// The byte of E4M3's largest finite value, 448.
+const E4M3_MAX: u8 = 0x7e;
+
+/// Builds [`E4M3`].
+const fn e4m3_table() -> [f32; 256] {
+    let mut table = [0.0f32; 256];
+    let mut byte = 0;
+    while byte < 256 {
+        let (exponent, mantissa) = ((byte >> 3) & 0xf, byte & 0x7);
+        let value = if exponent == 0xf && mantissa == 0x7 {
+            f32::NAN
+        } else {
+            let significand = if exponent == 0 {
+                mantissa
+            } else {
+                8 + mantissa
+            };
+            let scale = if exponent == 0 { 1 } else { exponent };
+            // 2^(scale - 10), a normal f32 (2^-9 to 2^5) built from its biased exponent.
+            significand as f32 * f32::from_bits(((scale + 117) as u32) << 23)
+        };
+        table[byte] = if byte & 0x80 != 0 { -value } else { value };
+        byte += 1;
+    }
+    table
+}
+
+/// The E4M3 byte nearest `x`, ties to the even byte, saturated to ±448 as CUDA's
+/// `__NV_SATFINITE` conversion saturates (infinities too); NaN is `0x7f`. The positive values
+/// are [`E4M3`]'s bytes 0 to `0x7e` in increasing order: a binary search finds `x`'s
+/// neighbours, the nearer wins.
+pub fn e4m3(x: f32) -> u8 {
+    if x.is_nan() {
+        return 0x7f;
+    }
+    let sign = if x.is_sign_negative() { 0x80 } else { 0 };
+    let magnitude = x.abs();
+    let positive = &E4M3[..=usize::from(E4M3_MAX)];
+    let above = positive.partition_point(|v| *v < magnitude);
+    let byte = match above {
+        0 => 0,
+        n if n == positive.len() => E4M3_MAX,
+        n if positive[n] == magnitude => n as u8,
+        n => {
+            // Near a tie both differences are exact (Sterbenz: the three values lie within a
+            // factor of 2), so a tie is seen as one.
+            let (low, high) = (magnitude - positive[n - 1], positive[n] - magnitude);
+            let nearer = match low.partial_cmp(&high) {
+                Some(std::cmp::Ordering::Less) => n - 1,
+                Some(std::cmp::Ordering::Greater) => n,
+                _ => n & !1,
+            };
+            nearer as u8
+        }
+    };
+    sign | byte
 }
 
 impl Element {
@@ -20,6 +87,7 @@ impl Element {
             0 => Ok(Element::F32),
             2 => Ok(Element::F16),
             14 => Ok(Element::Bf16),
+            28 => Ok(Element::E4m3),
             _ => Err(Status::NOT_SUPPORTED),
         }
     }
@@ -29,6 +97,7 @@ impl Element {
         match self {
             Element::F32 => 4,
             Element::F16 | Element::Bf16 => 2,
+            Element::E4m3 => 1,
         }
     }
 
@@ -38,10 +107,11 @@ impl Element {
             Element::F32 => "CUDA_R_32F",
             Element::F16 => "CUDA_R_16F",
             Element::Bf16 => "CUDA_R_16BF",
+            Element::E4m3 => "CUDA_R_8F_E4M3",
         }
     }
 
-    /// Little-endian elements as f32 (16-bit formats widen exactly).
+    /// Little-endian elements as f32 (16- and 8-bit formats widen exactly).
     pub fn decode(self, bytes: &[u8]) -> Vec<f32> {
         match self {
             Element::F32 => bytes
@@ -56,15 +126,18 @@ impl Element {
                 .chunks_exact(2)
                 .map(|b| bf16::from_le_bytes([b[0], b[1]]).to_f32())
                 .collect(),
+            Element::E4m3 => bytes.iter().map(|b| E4M3[usize::from(*b)]).collect(),
         }
     }
 
-    /// `value` in this format (rounded to nearest even), little-endian, into `out`.
+    /// `value` in this format (rounded to nearest even; E4M3 saturated), little-endian, into
+    /// `out`.
     pub fn encode_into(self, value: f32, out: &mut [u8]) {
         match self {
             Element::F32 => out.copy_from_slice(&value.to_le_bytes()),
             Element::F16 => out.copy_from_slice(&f16::from_f32(value).to_le_bytes()),
             Element::Bf16 => out.copy_from_slice(&bf16::from_f32(value).to_le_bytes()),
+            Element::E4m3 => out.copy_from_slice(&[e4m3(value)]),
         }
     }
 }
@@ -249,5 +322,44 @@ mod tests {
         Element::F16.encode_into(-0.25, &mut out);
         assert_eq!(Element::F16.decode(&out), vec![-0.25]);
         assert_eq!(Element::of(1), Err(Status::NOT_SUPPORTED));
+    }
+
+    #[test]
+    fn e4m3_holds_448_subnormals_of_2_to_the_minus_9_and_one_nan_per_sign() {
+        assert_eq!(E4M3[0x38], 1.0);
+        assert_eq!(E4M3[0x39], 1.125);
+        assert_eq!(E4M3[0x01], 1.0 / 512.0);
+        assert_eq!(E4M3[0x07], 7.0 / 512.0);
+        assert_eq!(E4M3[0x08], 1.0 / 64.0);
+        assert_eq!(E4M3[0x7e], 448.0);
+        assert_eq!(E4M3[0xfe], -448.0);
+        assert!(E4M3[0x7f].is_nan() && E4M3[0xff].is_nan());
+        assert_eq!(E4M3.iter().filter(|v| v.is_nan()).count(), 2);
+        // Every other byte comes back from its value (-0 included).
+        for byte in (0..=255u8).filter(|b| b & 0x7f != 0x7f) {
+            assert_eq!(e4m3(E4M3[usize::from(byte)]), byte, "{byte:#x}");
+        }
+        assert_eq!(Element::E4m3.decode(&[0x38, 0xc0]), vec![1.0, -2.0]);
+    }
+
+    #[test]
+    fn e4m3_rounds_to_nearest_even_and_saturates() {
+        // Halfway between 1 (0x38) and 1.125 (0x39): to 0x38; between 1.125 and 1.25: 0x3a.
+        assert_eq!(e4m3(1.0625), 0x38);
+        assert_eq!(e4m3(1.1875), 0x3a);
+        assert_eq!(e4m3(1.07), 0x39);
+        assert_eq!(e4m3(-1.05), 0xb8);
+        // Below half the smallest subnormal: zero; half of it, a tie: zero, the even byte.
+        assert_eq!(e4m3(1.0 / 4096.0), 0x00);
+        assert_eq!(e4m3(1.0 / 1024.0), 0x00);
+        assert_eq!(e4m3(3.0 / 2048.0), 0x01);
+        // Past 448 (480 would be next): 448, infinities too; NaN stays NaN.
+        assert_eq!(e4m3(464.0), 0x7e);
+        assert_eq!(e4m3(1e9), 0x7e);
+        assert_eq!(e4m3(f32::NEG_INFINITY), 0xfe);
+        assert_eq!(e4m3(f32::NAN), 0x7f);
+        let mut out = [0u8];
+        Element::E4m3.encode_into(-3.3, &mut out);
+        assert_eq!(out, [0xc5]);
     }
 }
