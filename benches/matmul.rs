@@ -1,5 +1,7 @@
-//! `matmul/<combination>/<precision>/<size>`: square cuBLAS GEMMs, SGEMM (f32) and
-//! `cublasGemmEx` in TF32, FP16 and BF16 with FP32 accumulation, and
+//! `matmul/<combination>/<precision>/<size>`: square cuBLAS GEMMs, SGEMM (f32),
+//! `cublasGemmEx` in TF32, FP16 and BF16 with FP32 accumulation, and FP8 (E4M3 inputs with
+//! scales, BF16 output) through `cublasLtMatmul` where the GPU has FP8 (compute capability 8.9
+//! and up; elsewhere it is not registered, with the reason); and
 //! `matmul/<combination>/tiled_f32/<size>`: the NVRTC-compiled tiled kernel `check` verifies;
 //! sizes 1024 to 8192, random inputs (never zeros), GPU time from CUDA events, criterion's
 //! throughput in elements is 2·N³ floating-point operations. Each configuration's output is
@@ -23,6 +25,7 @@ fn bench(c: &mut Criterion) {
         Precision::Tf32,
         Precision::F16,
         Precision::Bf16,
+        Precision::Fp8,
     ]
     .map(|p| (Implementation::Cublas, p, p.id().to_owned()))
     .into_iter()

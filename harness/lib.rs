@@ -21,6 +21,7 @@ pub mod devices;
 pub mod diagnose;
 pub mod discover;
 pub mod doctor;
+pub mod e4m3;
 pub mod elf;
 pub mod error;
 pub mod gpu;

@@ -57,9 +57,9 @@ fn kernel(result: &BenchResult) -> Option<Kernel> {
         "vector_add" => ("f32".to_owned(), 1.0 / 12.0, throughput.value / 12.0 / 1e3),
         "matmul" => {
             let precision = parameters.precision.clone()?;
-            let bytes = element_bytes(&precision)?;
+            let bytes = matrix_bytes(&precision)?;
             let n = parameters.size? as f64;
-            (precision, 2.0 * n / (3.0 * bytes), throughput.value)
+            (precision, 2.0 * n / bytes, throughput.value)
         }
         _ => return None,
     };
@@ -73,13 +73,14 @@ fn kernel(result: &BenchResult) -> Option<Kernel> {
     })
 }
 
-/// The bytes of one element of `precision`'s inputs.
-fn element_bytes(precision: &str) -> Option<f64> {
+/// The bytes per element of a GEMM's three matrices together, in `precision`: both inputs and
+/// the output in their format, but FP8's output is BF16 (as stackbench's FP8 GEMM writes it).
+fn matrix_bytes(precision: &str) -> Option<f64> {
     match precision {
-        "f64" => Some(8.0),
-        "f32" | "tf32" => Some(4.0),
-        "f16" | "bf16" => Some(2.0),
-        "fp8" | "int8" => Some(1.0),
+        "f64" => Some(24.0),
+        "f32" | "tf32" => Some(12.0),
+        "f16" | "bf16" => Some(6.0),
+        "fp8" => Some(4.0),
         _ => None,
     }
 }
@@ -117,6 +118,9 @@ mod tests {
         let gemm = kernel(&measured("matmul", "bf16", 8192, 690.0)).unwrap();
         assert!((gemm.intensity - 8192.0 / 3.0).abs() < 1e-9);
         assert_eq!((gemm.tflops, gemm.precision.as_str()), (690.0, "bf16"));
+        // E4M3 inputs (1 byte each), a BF16 output (2): 2N³ FLOPs over 4N² bytes.
+        let fp8 = kernel(&measured("matmul", "fp8", 8192, 1200.0)).unwrap();
+        assert!((fp8.intensity - 8192.0 / 2.0).abs() < 1e-9);
         let add = kernel(&measured("vector_add", "f32", 1 << 26, 2844.0)).unwrap();
         assert!((add.intensity - 1.0 / 12.0).abs() < 1e-12);
         assert!((add.tflops - 0.237).abs() < 1e-9);

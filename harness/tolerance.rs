@@ -13,37 +13,44 @@ pub enum Precision {
     Tf32,
     F16,
     Bf16,
+    /// FP8 E4M3 inputs with a scale each, FP32 accumulation, BF16 output (cuBLASLt).
+    Fp8,
 }
 
 impl Precision {
     /// The largest relative error accepted: FP32 1e-4 (well above its ~1e-6), TF32 2e-3, FP16
-    /// 1e-2 and BF16 2e-2 (output rounding alone is 2^-11 and 2^-8 of an element).
+    /// 1e-2 and BF16 2e-2 (output rounding alone is 2^-11 and 2^-8 of an element); FP8 as BF16,
+    /// its output's format (the reference multiplies the decoded inputs, so input rounding
+    /// costs nothing).
     pub fn tolerance(self) -> f64 {
         match self {
             Precision::F32 => 1e-4,
             Precision::Tf32 => 2e-3,
             Precision::F16 => 1e-2,
-            Precision::Bf16 => 2e-2,
+            Precision::Bf16 | Precision::Fp8 => 2e-2,
         }
     }
 
-    /// The name in benchmark ids and parameters, as serialised (`f32`, `tf32`, `f16`, `bf16`).
+    /// The name in benchmark ids and parameters, as serialised (`f32`, `tf32`, `f16`, `bf16`,
+    /// `fp8`).
     pub fn id(self) -> &'static str {
         match self {
             Precision::F32 => "f32",
             Precision::Tf32 => "tf32",
             Precision::F16 => "f16",
             Precision::Bf16 => "bf16",
+            Precision::Fp8 => "fp8",
         }
     }
 
-    /// The name as in reports (`fp32`, `tf32`, `fp16`, `bf16`).
+    /// The name as in reports (`fp32`, `tf32`, `fp16`, `bf16`, `fp8`).
     pub fn name(self) -> &'static str {
         match self {
             Precision::F32 => "fp32",
             Precision::Tf32 => "tf32",
             Precision::F16 => "fp16",
             Precision::Bf16 => "bf16",
+            Precision::Fp8 => "fp8",
         }
     }
 }
@@ -161,7 +168,8 @@ mod tests {
             Just(Precision::F32),
             Just(Precision::Tf32),
             Just(Precision::F16),
-            Just(Precision::Bf16)
+            Just(Precision::Bf16),
+            Just(Precision::Fp8)
         ]
     }
 

@@ -3,6 +3,8 @@
 //! simulator's trace shows the arguments stackbench gave (shapes, leading dimensions,
 //! transposes, compute types), the bench's GEMM rows run at the profile's peaks, verified, and
 //! `wrong_results = "gemm"` fails every GEMM check and leaves the GEMM rows failed and untimed.
+//! FP8 runs through cuBLASLt in the "TN" form with its scales, and a card without FP8
+//! (compute capability 8.0) skips it in `check` and `bench` with the reason.
 
 mod common;
 
@@ -15,7 +17,7 @@ use std::sync::{Mutex, PoisonError};
 static ONE_BENCH: Mutex<()> = Mutex::new(());
 
 /// The checks of the runtime and the two BLAS libraries.
-const BLAS_CHECKS: [&str; 10] = [
+const BLAS_CHECKS: [&str; 11] = [
     "cudart.load",
     "cudart.memcpy",
     "cublas.load",
@@ -26,14 +28,16 @@ const BLAS_CHECKS: [&str; 10] = [
     "cublasLt.load",
     "cublasLt.handle",
     "cublasLt.matmul",
+    "cublasLt.matmul_fp8",
 ];
 
 /// The profile's peaks (the default device), TFLOP/s, by the bench's precision ids.
-const PEAKS: [(&str, f64); 4] = [
+const PEAKS: [(&str, f64); 5] = [
     ("f32", 67.0),
     ("tf32", 495.0),
     ("f16", 989.0),
     ("bf16", 989.0),
+    ("fp8", 1979.0),
 ];
 
 /// `stackbench <command> --format json` on the simulator with the profile `toml`, one bench
@@ -148,7 +152,7 @@ fn check_passes_the_runtime_cublas_and_cublaslt_with_every_gemm_argument_distinc
         ]
     );
     let lt = calls(&run.trace, "cublasLtMatmul");
-    assert_eq!(lt.len(), 1, "{:?}", run.trace);
+    assert_eq!(lt.len(), 2, "FP32 and FP8: {:?}", run.trace);
     assert_eq!(
         traced(lt[0]),
         expected(
@@ -159,6 +163,71 @@ fn check_passes_the_runtime_cublas_and_cublaslt_with_every_gemm_argument_distinc
         )
     );
     assert_eq!(lt[0]["ldd"], 104);
+    // FP8 in the "TN" form: the first operand is B stored transposed (80 rows of 112 at a
+    // pitch of 144), transposed by the call; the second A as it is (pitch 128); BF16 out.
+    let fp8: Vec<String> = [
+        "m=80",
+        "n=96",
+        "k=112",
+        "lda=144",
+        "ldb=128",
+        "ldc=104",
+        "transa=\"CUBLAS_OP_T\"",
+        "transb=\"CUBLAS_OP_N\"",
+        "atype=\"CUDA_R_8F_E4M3\"",
+        "ctype=\"CUDA_R_16BF\"",
+        "compute_type=\"CUBLAS_COMPUTE_32F\"",
+        "status=\"CUBLAS_STATUS_SUCCESS\"",
+        "cublasLtMatmul",
+    ]
+    .map(String::from)
+    .to_vec();
+    assert_eq!(traced(lt[1]), fp8);
+}
+
+/// A card of compute capability 8.0: no FP8 tensor cores.
+const AMPERE: &str = "[[device]]\ncompute_capability = \"8.0\"\n";
+
+#[test]
+fn a_card_without_fp8_skips_the_fp8_gemm_with_the_reason_and_runs_the_rest() {
+    let run = check(AMPERE);
+    let (s, why) = check_status(&run.report, "cublasLt.matmul_fp8");
+    assert_eq!(s, "skip", "{why}");
+    assert_eq!(
+        why,
+        "FP8 GEMM needs compute capability 8.9 or newer (FP8 tensor cores); this GPU is 8.0"
+    );
+    assert_eq!(check_status(&run.report, "cublasLt.matmul").0, "pass");
+    // Asked before the card was: no FP8 call reached cuBLASLt.
+    let fp8_calls = calls(&run.trace, "cublasLtMatmul")
+        .into_iter()
+        .filter(|t| t["atype"] == "CUDA_R_8F_E4M3")
+        .count();
+    assert_eq!(fp8_calls, 0, "{:?}", run.trace);
+    let bench = run_bench_fp8(AMPERE);
+    let r = row(&bench.report, "cublas", "fp8");
+    assert_eq!(r["status"], "skipped", "{r}");
+    let why = r["reason"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("cublasLt.matmul_fp8") && why.contains("compute capability 8.9"),
+        "{why}"
+    );
+}
+
+/// `bench --quick` of the FP8 GEMM alone.
+fn run_bench_fp8(toml: &str) -> SimulatedRun {
+    run(
+        &[
+            "bench",
+            "--quick",
+            "--repeat",
+            "1",
+            "--allow-skip",
+            "--filter",
+            "cublas/fp8",
+        ],
+        toml,
+    )
 }
 
 #[test]
@@ -169,6 +238,7 @@ fn wrong_gemm_results_fail_every_gemm_check_with_the_error_against_the_tolerance
         "cublas.gemm_fp16",
         "cublas.gemm_bf16",
         "cublasLt.matmul",
+        "cublasLt.matmul_fp8",
     ] {
         let (s, why) = check_status(&run.report, id);
         assert_eq!(s, "fail", "{id}: {why}");
@@ -235,6 +305,17 @@ fn bench_times_every_cublas_precision_at_the_profile_s_peak_with_the_compute_typ
             want("cublasGemmEx", "CUDA_R_32F", "CUBLAS_COMPUTE_32F_FAST_TF32"),
             want("cublasSgemm_v2", "CUDA_R_32F", "CUBLAS_COMPUTE_32F"),
         ]
+    );
+    // FP8 went through cuBLASLt, E4M3 in, BF16 out.
+    let fp8: Vec<&Value> = calls(&run.trace, "cublasLtMatmul")
+        .into_iter()
+        .filter(|t| t["status"] == "CUBLAS_STATUS_SUCCESS")
+        .collect();
+    assert!(!fp8.is_empty());
+    assert!(
+        fp8.iter()
+            .all(|t| t["atype"] == "CUDA_R_8F_E4M3" && t["ctype"] == "CUDA_R_16BF"),
+        "{fp8:?}"
     );
     for (precision, peak) in PEAKS {
         let r = row(&run.report, "cublas", precision);

@@ -22,6 +22,7 @@ fp32_tflops = 33.0
 tf32_tflops = 240.0
 fp16_tflops = 470.0
 bf16_tflops = 470.0
+fp8_tflops = 940.0
 seed = 7
 "#;
 
@@ -40,6 +41,7 @@ fn a_card_no_table_names_is_set_against_its_sms_clock_and_architecture() {
     let spec = &report["combinations"][0]["spec"];
     assert_eq!(spec["tflops"]["f32"], 38.4, "{spec}");
     assert_eq!(spec["tflops"]["bf16"], 614.4, "{spec}");
+    assert_eq!(spec["tflops"]["fp8"], 1228.8, "{spec}");
     assert_eq!(spec["memory_gbps"], 2048.0, "{spec}");
     let basis = spec["basis"].as_str().unwrap();
     assert!(
@@ -47,7 +49,7 @@ fn a_card_no_table_names_is_set_against_its_sms_clock_and_architecture() {
         "{basis}"
     );
     let gemms = bench_rows(&report, "matmul");
-    assert_eq!(gemms.len(), 4, "f32, tf32, f16, bf16");
+    assert_eq!(gemms.len(), 5, "f32, tf32, f16, bf16, fp8");
     for row in gemms {
         assert_eq!(row["status"], "measured", "{row}");
         // The run's ceiling is this row itself: no share of it.

@@ -13,12 +13,13 @@ const VECTOR_ADD_SIZES: [u64; 5] = [1 << 20, 1 << 22, 1 << 24, 1 << 26, 1 << 28]
 const MATMUL_SIZES: [u64; 4] = [1024, 2048, 4096, 8192];
 /// The device-to-device copy that measures the memory ceiling: 1 GiB.
 pub const COPY_BYTES: u64 = 1 << 30;
-/// The precisions cuBLAS is timed in.
-const CUBLAS_PRECISIONS: [Precision; 4] = [
+/// The precisions cuBLAS is timed in (FP8 through cuBLASLt).
+const CUBLAS_PRECISIONS: [Precision; 5] = [
     Precision::F32,
     Precision::Tf32,
     Precision::F16,
     Precision::Bf16,
+    Precision::Fp8,
 ];
 
 /// How long and how many: the whole suite or `--quick`.
@@ -265,11 +266,12 @@ mod tests {
     #[test]
     fn the_full_suite_covers_every_size_precision_and_mode() {
         let full = gpu("c", Depth::Full, false);
-        // copy + 5 vector-add sizes x 2 modes + (4 cuBLAS precisions + NVRTC) x 4 sizes x 2 modes
-        assert_eq!(full.len(), 1 + 10 + 40);
+        // copy + 5 vector-add sizes x 2 modes + (5 cuBLAS precisions + NVRTC) x 4 sizes x 2 modes
+        assert_eq!(full.len(), 1 + 10 + 48);
         let ids: HashSet<String> = full.iter().map(|p| p.key.id()).collect();
         assert_eq!(ids.len(), full.len(), "ids are unique");
         assert!(ids.contains("matmul/c/cublas/bf16/8192/batch"));
+        assert!(ids.contains("matmul/c/cublas/fp8/1024/cold"));
         assert!(ids.contains("vector_add/c/nvrtc/f32/268435456/cold"));
         assert!(ids.contains("copy/c/driver/1073741824/batch"));
     }
@@ -277,7 +279,7 @@ mod tests {
     #[test]
     fn the_quick_suite_is_one_size_and_one_mode() {
         let quick = gpu("c", Depth::Quick, false);
-        assert_eq!(quick.len(), 1 + 1 + 5);
+        assert_eq!(quick.len(), 1 + 1 + 6);
         assert!(quick.iter().all(|p| p.mode == Some(Mode::Batch)));
         assert!(Depth::Quick.gpu_limits().time_limit_s < Depth::Full.gpu_limits().time_limit_s);
         let ids: HashSet<String> = quick.iter().map(|p| p.key.id()).collect();
@@ -287,7 +289,7 @@ mod tests {
     #[test]
     fn a_simulated_device_s_quick_matmuls_are_the_smallest_size() {
         let quick = gpu("c", Depth::Quick, true);
-        assert_eq!(quick.len(), 1 + 1 + 5);
+        assert_eq!(quick.len(), 1 + 1 + 6);
         let sizes: HashSet<Option<u64>> = (quick.iter())
             .filter(|p| p.key.benchmark == "matmul")
             .map(|p| p.key.parameters.size)

@@ -17,7 +17,8 @@ use std::time::Duration;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Implementation {
-    /// `cublasSgemm` (f32) or `cublasGemmEx` (TF32, FP16, BF16 with FP32 accumulation).
+    /// `cublasSgemm` (f32), `cublasGemmEx` (TF32, FP16, BF16 with FP32 accumulation), or
+    /// cuBLASLt's `cublasLtMatmul` (FP8 E4M3 with scales, BF16 output).
     Cublas,
     /// The tiled kernel `check` verifies, compiled by NVRTC (f32 only).
     Nvrtc,

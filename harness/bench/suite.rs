@@ -13,16 +13,17 @@ use super::shares::{pct_of_peak, pct_of_spec};
 use super::stats;
 use super::theoretical;
 use crate::check::combination::Combination;
-use crate::check::model::CheckResult;
+use crate::check::model::{CheckResult, Status as CheckStatus};
 use crate::check::protocol::{CheckRequest, Component};
 use crate::check::spec::{self, Side as CheckSide};
 use crate::compat::ComputeCapability;
 use crate::devices::DeviceKey;
+use crate::tolerance::Precision;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// The checks a bench worker runs first: what the benchmarks need, in `check`'s order.
-const SETUP: [&str; 13] = [
+const SETUP: [&str; 15] = [
     "driver.library",
     "driver.init",
     "driver.version",
@@ -35,6 +36,8 @@ const SETUP: [&str; 13] = [
     "cublas.load",
     "cublas.handle",
     "cublasLt.load",
+    "cublasLt.handle",
+    "cublasLt.matmul_fp8",
     "cupti.load",
 ];
 
@@ -166,6 +169,7 @@ pub fn run(
             (Some(why), _) => BenchResult::skipped(item.key.clone(), why.clone()),
             (None, Err(why)) => BenchResult::failed(item.key.clone(), why.clone()),
             (None, Ok(c)) => match unmet(&setup, gpu_check(&item.workload))
+                .or_else(|| inapplicable(&setup, &item.workload))
                 .or_else(|| beyond_the_simulator(simulated, &item.workload))
             {
                 Some(why) => BenchResult::skipped(item.key.clone(), why),
@@ -238,6 +242,11 @@ fn gpu_check(workload: &Workload) -> &'static str {
     match workload {
         Workload::Matmul {
             implementation: Implementation::Cublas,
+            precision: Precision::Fp8,
+            ..
+        } => "cublasLt.handle",
+        Workload::Matmul {
+            implementation: Implementation::Cublas,
             ..
         } => "cublas.handle",
         Workload::Matmul { .. } => "nvrtc.compile_matmul",
@@ -264,6 +273,28 @@ pub fn beyond_the_simulator(simulated: bool, workload: &Workload) -> Option<Stri
         )),
         _ => None,
     }
+}
+
+/// The setup check whose skip means a GPU benchmark does not apply here (no FP8 on this GPU
+/// or in this cuBLASLt); its failure does not stop the benchmark, which verifies its own
+/// output as every GEMM does.
+fn applies_check(workload: &Workload) -> Option<&'static str> {
+    match workload {
+        Workload::Matmul {
+            precision: Precision::Fp8,
+            ..
+        } => Some("cublasLt.matmul_fp8"),
+        _ => None,
+    }
+}
+
+/// Why a GPU benchmark does not apply here, if its [`applies_check`] was skipped.
+fn inapplicable(setup: &[CheckResult], workload: &Workload) -> Option<String> {
+    let id = applies_check(workload)?;
+    setup
+        .iter()
+        .find(|r| r.id == id && r.status == CheckStatus::Skip)
+        .map(|r| format!("{id} skipped: {}", r.reason))
 }
 
 /// Why the setup check `id` did not pass, if it did not.
@@ -621,6 +652,38 @@ mod tests {
         assert_eq!(l2_bytes(&[], 0), None);
         assert_eq!(device_key(&[], 3).index, 3);
         assert_eq!(device_key(&[], 3).uuid, None);
+    }
+
+    #[test]
+    fn only_a_skipped_fp8_check_keeps_the_fp8_gemms_from_running() {
+        let fp8 = Workload::Matmul {
+            implementation: Implementation::Cublas,
+            precision: Precision::Fp8,
+            size: 1024,
+        };
+        let check = |status, reason: &str| CheckResult {
+            id: "cublasLt.matmul_fp8".into(),
+            library: "cublasLt".into(),
+            status,
+            reason: reason.into(),
+            duration_ms: 1.0,
+            details: Default::default(),
+            device: None,
+        };
+        let why = "FP8 GEMM needs compute capability 8.9 or newer";
+        assert_eq!(
+            inapplicable(&[check(CheckStatus::Skip, why)], &fp8).as_deref(),
+            Some("cublasLt.matmul_fp8 skipped: FP8 GEMM needs compute capability 8.9 or newer")
+        );
+        // A failed check is the benchmark's to show: it verifies its own output.
+        assert_eq!(inapplicable(&[check(CheckStatus::Fail, "off")], &fp8), None);
+        let bf16 = Workload::Matmul {
+            implementation: Implementation::Cublas,
+            precision: Precision::Bf16,
+            size: 1024,
+        };
+        assert_eq!(inapplicable(&[check(CheckStatus::Skip, why)], &bf16), None);
+        assert_eq!(gpu_check(&fp8), "cublasLt.handle");
     }
 
     #[test]

@@ -175,6 +175,12 @@ pub const SPECS: &[Spec] = &[
         &["cublasLt.handle"],
     ),
     worker(
+        "cublasLt.matmul_fp8",
+        "cublasLt",
+        "FP8 (E4M3, scaled) cublasLtMatmul matches the CPU within the BF16 tolerance",
+        &["cublasLt.handle"],
+    ),
+    worker(
         "cudnn.load",
         "cudnn",
         "libcudnn loads and reports its version",
@@ -309,6 +315,7 @@ pub const PER_DEVICE: &[&str] = &[
     "cublas.gemm_fp16",
     "cublas.gemm_bf16",
     "cublasLt.matmul",
+    "cublasLt.matmul_fp8",
     "cudnn.conv_forward",
     "cupti.activity",
     "cufft.c2c",

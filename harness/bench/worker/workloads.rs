@@ -10,9 +10,11 @@ use crate::bench::model::{Verification, BITS};
 use crate::bench::protocol::{Implementation, Workload};
 use crate::check::worker::cublas::kept_handle;
 use crate::check::worker::device::{DeviceBuffer, Plain};
+use crate::check::worker::fp8::{self, Fp8Gemm, Shape};
 use crate::check::worker::nvrtc::{self, Loaded};
 use crate::check::worker::outcome::{Call, Outcome};
 use crate::check::worker::session::Session;
+use crate::e4m3;
 use crate::kernels::{self, Kernel};
 use crate::tolerance::{self, Precision};
 use cudarc::cublas::result as blas;
@@ -79,10 +81,10 @@ fn check_elements(
     verification(&got, &want, Precision::F32)
 }
 
-/// Verifies the row-major `n x n` product `c` of `a` and `b` (elements widened by `back`) on a
-/// spread sample of its elements, at `precision`.
+/// Verifies the row-major `n x n` product of `a` and `b` (elements widened by `back`), whose
+/// element `i` is `c(i)`, on a spread sample of its elements, at `precision`.
 fn check_product<T: Copy>(
-    c: &[T],
+    c: impl Fn(usize) -> f64,
     a: &[T],
     b: &[T],
     n: usize,
@@ -90,7 +92,7 @@ fn check_product<T: Copy>(
     precision: Precision,
 ) -> Result<Verification, Outcome> {
     let at = sample_indices(n * n, VERIFIED_ELEMENTS / 64);
-    let got: Vec<f64> = at.iter().map(|&i| back(c[i])).collect();
+    let got: Vec<f64> = at.iter().map(|&i| c(i)).collect();
     let want = matmul_sample(a, b, n, &at, back);
     verification(&got, &want, precision)
 }
@@ -136,6 +138,7 @@ pub fn prepare(
                     |x| f64::from(x.to_f32()),
                     stream,
                 ),
+                Precision::Fp8 => fp8_gemm(s, n, stream),
             }
         }
         Workload::Compile { .. } => Err(Outcome::fail("compilation runs on the CPU")),
@@ -323,7 +326,7 @@ fn tiled_matmul(
         n,
     };
     let c = run_once(&run, &run.c, stream)?;
-    let verified = check_product(&c, &a, &b, n, f64::from, Precision::F32)?;
+    let verified = check_product(|i| f64::from(c[i]), &a, &b, n, f64::from, Precision::F32)?;
     Ok((Box::new(run), verified))
 }
 
@@ -406,6 +409,7 @@ fn data_type(precision: Precision) -> cudaDataType {
         Precision::F32 | Precision::Tf32 => cudaDataType::CUDA_R_32F,
         Precision::F16 => cudaDataType::CUDA_R_16F,
         Precision::Bf16 => cudaDataType::CUDA_R_16BF,
+        Precision::Fp8 => cudaDataType::CUDA_R_8F_E4M3,
     }
 }
 
@@ -446,7 +450,64 @@ fn gemm<T: Plain + 'static>(
         n,
     };
     let c = run_once(&run, &run.c, stream)?;
-    let verified = check_product(&c, &a, &b, n, back, precision)?;
+    let verified = check_product(|i| back(c[i]), &a, &b, n, &back, precision)?;
+    Ok((Box::new(run), verified))
+}
+
+/// The scale of both FP8 inputs: they hold 64 times their value, so a scale that cuBLASLt
+/// ignores or applies once too often is off by 64 or more.
+const FP8_SCALE: f32 = 1.0 / 64.0;
+
+/// An FP8 GEMM through cuBLASLt, `n x n` by `n x n`, E4M3 inputs scaled by [`FP8_SCALE`], BF16
+/// output; `bt` is `B` transposed, as cuBLASLt's FP8 kernels take it.
+struct Fp8Run {
+    gemm: Fp8Gemm,
+    a: DeviceBuffer<u8>,
+    bt: DeviceBuffer<u8>,
+    c: DeviceBuffer<half::bf16>,
+}
+
+impl Run for Fp8Run {
+    fn enqueue(&self, stream: &Stream) -> Result<(), Outcome> {
+        self.gemm
+            .enqueue(&self.a, &self.bt, &self.c, stream.raw() as _)
+    }
+}
+
+fn fp8_gemm(
+    s: &Session,
+    n: usize,
+    stream: &Stream,
+) -> Result<(Box<dyn Run>, Verification), Outcome> {
+    if let Some(why) = fp8::unsupported(s)? {
+        return Err(Outcome::fail(why));
+    }
+    let a = fp8::random_e4m3(n * n, 18, FP8_SCALE);
+    let b = fp8::random_e4m3(n * n, 19, FP8_SCALE);
+    let shape = Shape {
+        m: n,
+        n,
+        k: n,
+        lda: n,
+        ldbt: n,
+        ldc: n,
+    };
+    let run = Fp8Run {
+        gemm: Fp8Gemm::plan(s, shape, FP8_SCALE, FP8_SCALE)?,
+        a: DeviceBuffer::from_slice(&a)?,
+        bt: DeviceBuffer::from_slice(&fp8::transposed(&b, n, n))?,
+        c: DeviceBuffer::alloc(n * n)?,
+    };
+    let c = run_once(&run, &run.c, stream)?;
+    let back = |x: u8| f64::from(e4m3::decode(x)) * f64::from(FP8_SCALE);
+    let verified = check_product(
+        |i| f64::from(c[i].to_f32()),
+        &a,
+        &b,
+        n,
+        back,
+        Precision::Fp8,
+    )?;
     Ok((Box::new(run), verified))
 }
 

@@ -141,7 +141,7 @@ type Buffers<T> = (DeviceBuffer<T>, DeviceBuffer<T>, DeviceBuffer<T>);
 
 /// The row-major `rows x cols` matrix `packed` with its rows `pitch` elements apart, the
 /// padding `fill`.
-fn pitched<T: Copy>(packed: &[T], cols: usize, pitch: usize, fill: T) -> Vec<T> {
+pub(super) fn pitched<T: Copy>(packed: &[T], cols: usize, pitch: usize, fill: T) -> Vec<T> {
     packed
         .chunks(cols)
         .flat_map(|row| {
@@ -298,12 +298,16 @@ impl<F: FnMut()> Drop for Destroy<F> {
     }
 }
 
+/// The handle `cublasLt.handle` kept.
+pub(crate) fn kept_lt_handle(s: &Session) -> Result<ltsys::cublasLtHandle_t, Outcome> {
+    s.kept::<LtHandle>()
+        .map(|h| h.0)
+        .ok_or_else(|| Outcome::fail("no cuBLASLt handle (cublasLt.handle did not pass)"))
+}
+
 /// `cublasLt.matmul`: FP32 `cublasLtMatmul` with the algorithm its heuristic picks.
 pub fn lt_matmul(s: &mut Session) -> Checked {
-    let handle = s
-        .kept::<LtHandle>()
-        .map(|h| h.0)
-        .ok_or_else(|| Outcome::fail("no cuBLASLt handle (cublasLt.handle did not pass)"))?;
+    let handle = kept_lt_handle(s)?;
     let p = problem(|x| x, f64::from);
     let (da, db, dc) = upload(&p, f32::NAN)?;
     let workspace = DeviceBuffer::<u8>::alloc(LT_WORKSPACE)?;

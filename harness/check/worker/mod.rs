@@ -22,6 +22,7 @@ pub(crate) mod device;
 mod driver;
 #[cfg(test)]
 pub(crate) mod fixtures;
+pub(crate) mod fp8;
 mod load;
 mod nccl;
 mod nccl_build;
@@ -202,6 +203,7 @@ fn dispatch(id: &str, s: &mut Session) -> Checked {
         "cublasLt.load" => load::load(s, Component::CublasLt),
         "cublasLt.handle" => cublas::lt_handle(s),
         "cublasLt.matmul" => cublas::lt_matmul(s),
+        "cublasLt.matmul_fp8" => fp8::check(s),
         "cudnn.load" => load::load(s, Component::Cudnn),
         "cudnn.versions" => cudnn::versions(s),
         "cudnn.handle" => cudnn::handle(s),

@@ -1,0 +1,339 @@
+//! FP8 GEMMs through cuBLASLt: E4M3 inputs, each with a scale, FP32 accumulation and a BF16
+//! output, as NVIDIA's `LtFp8Matmul` sample sets them up. The check `cublasLt.matmul_fp8` and
+//! the benchmark `matmul/<combination>/cublas/fp8/...` both run a [`Fp8Gemm`].
+//!
+//! cuBLASLt's FP8 kernels take only the "TN" form: the first operand transposed, the second
+//! not, `CUBLAS_COMPUTE_32F` with FP32 scales, leading dimensions of 16-byte multiples. The
+//! row-major `C = A B` (`A` `m x k`, `B` `k x n`) is the column-major `Cᵀ = Bᵀ Aᵀ`: the first
+//! operand is `B` stored transposed (`n` rows of `k`: the column-major `k x n` that `T`
+//! turns into `Bᵀ`), the second `A` as it is (the column-major `k x m` `Aᵀ`).
+//!
+//! Calls: `cublasLtMatmulDescCreate`, `cublasLtMatmulDescSetAttribute` (`TRANSA`, `TRANSB`,
+//! `A_SCALE_POINTER`, `B_SCALE_POINTER`), `cublasLtMatrixLayoutCreate`,
+//! `cublasLtMatmulPreference*`, `cublasLtMatmulAlgoGetHeuristic`, `cublasLtMatmul`,
+//! `cublasLtGetVersion`.
+
+use super::cublas::{kept_lt_handle, pitched};
+use super::device::{synchronize, DeviceBuffer};
+use super::outcome::{verify, Call, Checked, Finish, Outcome};
+use super::session::Session;
+use crate::compat::ComputeCapability;
+use crate::e4m3;
+use crate::kernels;
+use crate::tolerance::Precision;
+use cudarc::cublas::sys::cublasOperation_t;
+use cudarc::cublaslt::result as lt;
+use cudarc::cublaslt::sys as ltsys;
+use ltsys::{cublasLtMatmulDescAttributes_t as Attribute, cudaDataType};
+use std::ffi::c_void;
+
+/// The first compute capability with FP8 tensor cores (Ada; Hopper is 9.0).
+const FP8_MINIMUM: ComputeCapability = ComputeCapability::new(8, 9);
+
+/// The first cuBLASLt with FP8 matmuls: cuBLAS 11.11, of CUDA 11.8 (`cublasLtGetVersion`'s
+/// `major * 10000 + minor * 100 + patch`).
+const FP8_CUBLASLT: usize = 11_11_00;
+
+/// The workspace cuBLASLt may plan with: 32 MiB, what NVIDIA recommends for Hopper.
+const WORKSPACE: usize = 32 << 20;
+
+/// Why this GPU or this cuBLASLt cannot run an FP8 GEMM, if it cannot.
+pub fn unsupported(s: &Session) -> Result<Option<String>, Outcome> {
+    let cc = s.gpu()?.cc;
+    if cc < FP8_MINIMUM {
+        return Ok(Some(format!(
+            "FP8 GEMM needs compute capability {FP8_MINIMUM} or newer (FP8 tensor cores); this \
+             GPU is {cc}"
+        )));
+    }
+    // SAFETY: a size_t f(void); cuBLASLt is loaded (its handle was created).
+    let version = unsafe { ltsys::cublasLtGetVersion() };
+    if version < FP8_CUBLASLT {
+        return Ok(Some(format!(
+            "FP8 GEMM needs cuBLASLt 11.11 (CUDA 11.8) or newer; this one is {}.{}.{}",
+            version / 10_000,
+            version / 100 % 100,
+            version % 100
+        )));
+    }
+    Ok(None)
+}
+
+/// One FP8 GEMM's shape: the row-major `m x k` by `k x n` product, with the row pitches (in
+/// elements) of `A`, of `B` stored transposed, and of `C`.
+#[derive(Debug, Clone, Copy)]
+pub struct Shape {
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    pub lda: usize,
+    pub ldbt: usize,
+    pub ldc: usize,
+}
+
+/// A planned FP8 GEMM: its descriptors, the algorithm cuBLASLt's heuristic chose, the
+/// workspace, and the two scales in device memory (`A`'s, then `B`'s).
+pub struct Fp8Gemm {
+    handle: ltsys::cublasLtHandle_t,
+    desc: ltsys::cublasLtMatmulDesc_t,
+    /// The first operand (`B` transposed), the second (`A`), and `C` (also `D`).
+    layouts: [ltsys::cublasLtMatrixLayout_t; 3],
+    algo: ltsys::cublasLtMatmulAlgo_t,
+    workspace: DeviceBuffer<u8>,
+    scales: DeviceBuffer<f32>,
+}
+
+impl Drop for Fp8Gemm {
+    fn drop(&mut self) {
+        // SAFETY: each descriptor was created by `plan` and is destroyed once, here.
+        unsafe {
+            for layout in self.layouts {
+                let _ = lt::destroy_matrix_layout(layout);
+            }
+            let _ = lt::destroy_matmul_desc(self.desc);
+        }
+    }
+}
+
+impl Fp8Gemm {
+    /// Plans the GEMM of `shape` with `A` scaled by `scale_a` and `B` by `scale_b`.
+    pub fn plan(s: &Session, shape: Shape, scale_a: f32, scale_b: f32) -> Result<Fp8Gemm, Outcome> {
+        let handle = kept_lt_handle(s)?;
+        let scales = DeviceBuffer::from_slice(&[scale_a, scale_b])?;
+        let desc = lt::create_matmul_desc(
+            ltsys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+            cudaDataType::CUDA_R_32F,
+        )
+        .call("cublasLtMatmulDescCreate")?;
+        let layout = |data, rows: usize, cols: usize, ld: usize| {
+            lt::create_matrix_layout(data, rows as u64, cols as u64, ld as i64)
+                .call("cublasLtMatrixLayoutCreate")
+        };
+        let e4m3 = cudaDataType::CUDA_R_8F_E4M3;
+        // From here the descriptors are the plan's, destroyed when it drops, whatever fails.
+        let mut gemm = Fp8Gemm {
+            handle,
+            desc,
+            layouts: [std::ptr::null_mut(); 3],
+            algo: ltsys::cublasLtMatmulAlgo_t { data: [0; 8] },
+            workspace: DeviceBuffer::alloc(WORKSPACE)?,
+            scales,
+        };
+        gemm.layouts[0] = layout(e4m3, shape.k, shape.n, shape.ldbt)?;
+        gemm.layouts[1] = layout(e4m3, shape.k, shape.m, shape.lda)?;
+        gemm.layouts[2] = layout(cudaDataType::CUDA_R_16BF, shape.n, shape.m, shape.ldc)?;
+        let first_scale = gemm.scales.ptr() + 4; // B's: the first operand is Bᵀ
+        let second_scale = gemm.scales.ptr();
+        gemm.set(
+            Attribute::CUBLASLT_MATMUL_DESC_TRANSA,
+            cublasOperation_t::CUBLAS_OP_T,
+        )?;
+        gemm.set(
+            Attribute::CUBLASLT_MATMUL_DESC_TRANSB,
+            cublasOperation_t::CUBLAS_OP_N,
+        )?;
+        gemm.set(Attribute::CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, first_scale)?;
+        gemm.set(
+            Attribute::CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
+            second_scale,
+        )?;
+        gemm.algo = gemm.heuristic()?;
+        Ok(gemm)
+    }
+
+    /// Sets a matmul descriptor attribute to `value`, passed by address with its size.
+    fn set<T>(&self, attribute: Attribute, value: T) -> Result<(), Outcome> {
+        // SAFETY: a live descriptor; `value` lives through the call, and each attribute set
+        // here takes a value of exactly this type (an int-sized enum, or a device pointer).
+        unsafe {
+            lt::set_matmul_desc_attribute(
+                self.desc,
+                attribute,
+                (&value as *const T).cast(),
+                std::mem::size_of::<T>(),
+            )
+        }
+        .call("cublasLtMatmulDescSetAttribute")
+    }
+
+    /// The algorithm cuBLASLt's heuristic picks within the workspace.
+    fn heuristic(&self) -> Result<ltsys::cublasLtMatmulAlgo_t, Outcome> {
+        let pref = lt::create_matmul_pref().call("cublasLtMatmulPreferenceCreate")?;
+        let limit = WORKSPACE as u64;
+        // SAFETY: the attribute takes a uint64_t, passed by address with its size.
+        let set = unsafe {
+            lt::set_matmul_pref_attribute(
+                pref,
+                ltsys::cublasLtMatmulPreferenceAttributes_t::CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                (&limit as *const u64).cast(),
+                std::mem::size_of::<u64>(),
+            )
+        }
+        .call("cublasLtMatmulPreferenceSetAttribute");
+        let [first, second, c] = self.layouts;
+        // SAFETY: every descriptor is live; C and D share a layout.
+        let found = set.and_then(|()| {
+            unsafe {
+                lt::get_matmul_algo_heuristic(self.handle, self.desc, first, second, c, c, pref)
+            }
+            .call("cublasLtMatmulAlgoGetHeuristic")
+        });
+        // SAFETY: created above, destroyed once.
+        let _ = unsafe { lt::destroy_matmul_pref(pref) };
+        Ok(found?.algo)
+    }
+
+    /// Enqueues `D = scale_a scale_b (A B)` on `stream` (NULL: the legacy default stream):
+    /// `bt` is `B` transposed, `d` the BF16 output; buffers at the plan's shape and pitches.
+    pub fn enqueue(
+        &self,
+        a: &DeviceBuffer<u8>,
+        bt: &DeviceBuffer<u8>,
+        d: &DeviceBuffer<half::bf16>,
+        stream: ltsys::cudaStream_t,
+    ) -> Result<(), Outcome> {
+        let (alpha, beta) = (1.0f32, 0.0f32);
+        let [first, second, c] = self.layouts;
+        // SAFETY: D = alpha op(Bᵀ stored) op(A stored) + beta C over buffers of the layouts'
+        // sizes, C = D in place, alpha and beta f32 on the host, the workspace the preference
+        // allowed; the buffers outlive the GEMM (the caller waits on `stream` before dropping).
+        unsafe {
+            lt::matmul(
+                self.handle,
+                self.desc,
+                (&alpha as *const f32).cast(),
+                (&beta as *const f32).cast(),
+                bt.as_ptr() as *const c_void,
+                first,
+                a.as_ptr() as *const c_void,
+                second,
+                d.as_ptr() as *const c_void,
+                c,
+                d.as_ptr().cast(),
+                c,
+                &self.algo,
+                self.workspace.as_ptr().cast(),
+                WORKSPACE,
+                stream,
+            )
+        }
+        .call("cublasLtMatmul")
+    }
+}
+
+/// The check's shape: `m`, `n` and `k` distinct multiples of 16, and pitches (16-byte
+/// multiples, as FP8 requires) that differ from one another and from every dimension, so
+/// that swapped or transposed operands fail.
+const CHECK: Shape = Shape {
+    m: 96,
+    n: 80,
+    k: 112,
+    lda: 128,
+    ldbt: 144,
+    ldc: 104,
+};
+
+/// The check's scales: inputs are encoded at 64 and 32 times their value and scaled back by
+/// cuBLASLt, so a scale ignored or applied twice is off by a factor of 32 or more.
+const SCALE_A: f32 = 1.0 / 64.0;
+const SCALE_B: f32 = 1.0 / 32.0;
+
+/// The row-major `rows x cols` matrix `m` transposed.
+pub fn transposed<T: Copy>(m: &[T], rows: usize, cols: usize) -> Vec<T> {
+    (0..cols)
+        .flat_map(|c| (0..rows).map(move |r| m[r * cols + c]))
+        .collect()
+}
+
+/// Random E4M3 inputs: `[-1, 1)` at `1 / scale` times their value.
+pub fn random_e4m3(len: usize, seed: u64, scale: f32) -> Vec<u8> {
+    kernels::random_f32(len, seed)
+        .into_iter()
+        .map(|x| e4m3::encode(x / scale))
+        .collect()
+}
+
+/// `cublasLt.matmul_fp8`.
+pub fn check(s: &mut Session) -> Checked {
+    if let Some(why) = unsupported(s)? {
+        return Ok(Outcome::skip(why));
+    }
+    let Shape {
+        m,
+        n,
+        k,
+        lda,
+        ldbt,
+        ldc,
+    } = CHECK;
+    let a = random_e4m3(m * k, 21, SCALE_A);
+    let b = random_e4m3(k * n, 22, SCALE_B);
+    let widen = |v: &[u8], scale: f32| -> Vec<f64> {
+        v.iter()
+            .map(|x| f64::from(e4m3::decode(*x)) * f64::from(scale))
+            .collect()
+    };
+    let want = kernels::matmul_reference(&widen(&a, SCALE_A), &widen(&b, SCALE_B), m, n, k);
+    let nan = e4m3::encode(f32::NAN);
+    let da = DeviceBuffer::from_slice(&pitched(&a, k, lda, nan))?;
+    let dbt = DeviceBuffer::from_slice(&pitched(&transposed(&b, k, n), k, ldbt, nan))?;
+    let dc = DeviceBuffer::from_slice(&vec![half::bf16::NAN; m * ldc])?;
+    let gemm = Fp8Gemm::plan(s, CHECK, SCALE_A, SCALE_B)?;
+    gemm.enqueue(&da, &dbt, &dc, std::ptr::null_mut())?;
+    synchronize()?;
+    let got: Vec<f64> = dc
+        .read()?
+        .chunks(ldc)
+        .flat_map(|row| row[..n].iter().map(|x| f64::from(x.to_f32())))
+        .collect();
+    let what =
+        format!("cublasLtMatmul FP8 (E4M3, scales {SCALE_A} and {SCALE_B}) {m}x{k} by {k}x{n}");
+    verify(&what, &got, &want, Precision::Fp8).finish(|o| {
+        o.detail("precision", "fp8 e4m3, bf16 output")
+            .detail("workspace_bytes", WORKSPACE as u64)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_check_shape_leaves_nothing_interchangeable_and_fits_fp8() {
+        let Shape {
+            m,
+            n,
+            k,
+            lda,
+            ldbt,
+            ldc,
+        } = CHECK;
+        let all = [m, n, k, lda, ldbt, ldc];
+        for (i, x) in all.iter().enumerate() {
+            assert!(all[..i].iter().all(|y| y != x), "{all:?}");
+        }
+        assert!(lda >= k && ldbt >= k && ldc >= n);
+        assert!([m, n, k, lda, ldbt].iter().all(|x| x % 16 == 0));
+        assert_eq!(
+            ldc * 2 % 16,
+            0,
+            "the BF16 output's rows are 16-byte multiples"
+        );
+    }
+
+    #[test]
+    fn transposing_swaps_rows_and_columns() {
+        // [1 2 3; 4 5 6] -> [1 4; 2 5; 3 6]
+        assert_eq!(transposed(&[1, 2, 3, 4, 5, 6], 2, 3), [1, 4, 2, 5, 3, 6]);
+    }
+
+    #[test]
+    fn random_inputs_use_the_format_s_range_and_scale_back() {
+        let a = random_e4m3(4096, 21, SCALE_A);
+        let largest = a.iter().map(|x| e4m3::decode(*x).abs()).fold(0.0, f32::max);
+        assert!((48.0..=64.0).contains(&largest), "{largest}");
+        let x = kernels::random_f32(1, 21)[0];
+        let back = e4m3::decode(a[0]) * SCALE_A;
+        assert!((back - x).abs() <= x.abs() / 16.0, "{back} vs {x}");
+    }
+}
