@@ -1,5 +1,5 @@
 //! `compare` of two runs of the full suite with 5 repetitions each (target: under 1 s), from
-//! synthetic result files: one combination's 54 rows (the 51 GPU rows of the full suite, two
+//! synthetic result files: one combination's 62 rows (the 59 GPU rows of the full suite, two
 //! compile rows and the load row), each repetition 1024 kept samples, as `bench` keeps at most.
 //! Beside it, one row's two-level bootstrap alone: the cost that grows with rows and samples.
 
@@ -114,7 +114,7 @@ fn compare(c: &mut Criterion) {
         history: Some(dir.path().to_path_buf()),
     };
     let report = comparing::compare(&old, &new, &options).expect("compare");
-    assert_eq!(report.benchmarks.len(), 54);
+    assert_eq!(report.benchmarks.len(), 62);
     let mut group = c.benchmark_group("compare");
     group
         .sample_size(10)

@@ -143,9 +143,9 @@ fn without_a_gpu_every_gpu_benchmark_is_skipped_with_cuinit_s_reason_and_no_figu
         .iter()
         .filter(|b| b["side"] == "gpu")
         .collect();
-    // Per combination: the copy, vector add at 64 Mi, four cuBLAS precisions and the tiled
-    // kernel; with NCCL, its four collectives at the six --quick sizes too.
-    assert_eq!(gpu_rows.len(), 7 * ALL.len() + 4 * 6 * WITH_NCCL.len());
+    // Per combination: the copy, vector add at 64 Mi, five cuBLAS precisions (FP8 among them)
+    // and the tiled kernel; with NCCL, its four collectives at the six --quick sizes too.
+    assert_eq!(gpu_rows.len(), 8 * ALL.len() + 4 * 6 * WITH_NCCL.len());
     for row in gpu_rows {
         assert_eq!(row["status"], "skipped", "{row}");
         let reason = row["reason"].as_str().unwrap();

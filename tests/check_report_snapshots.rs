@@ -38,6 +38,8 @@ const PERSISTENCE: &str = "persistence mode off on device 0: each process's firs
                            driver initialisation; enable it with `nvidia-smi -pm 1` or run \
                            nvidia-persistenced";
 const NO_BF16: &str = "BF16 GEMM needs compute capability 8.0 or newer; this GPU is 7.5";
+const NO_FP8: &str =
+    "FP8 GEMM needs compute capability 8.9 or newer (FP8 tensor cores); this GPU is 7.5";
 /// Holds a double quote, `>` and `;`: what the escaping of every format must keep intact.
 const DRIVER_TOO_OLD: &str = "driver supports CUDA 12.2, runtime is 13.0: \
     cudaErrorInsufficientDriver (35), \"CUDA driver version is insufficient for CUDA runtime \
@@ -123,6 +125,7 @@ fn venv_cu11() -> CombinationReport {
     let mut checks = checks(&[
         ("driver.health", Status::Warn, PERSISTENCE),
         ("cublas.gemm_bf16", Status::Skip, NO_BF16),
+        ("cublasLt.matmul_fp8", Status::Skip, NO_FP8),
         (
             "cupti.activity",
             Status::Warn,
@@ -284,6 +287,12 @@ fn conda_cu13() -> CombinationReport {
              combination (libcublasLt.so.*)",
         ),
         (
+            "cublasLt.matmul_fp8",
+            Status::Skip,
+            "needs cublasLt.handle; cublasLt.load was skipped: no cuBLASLt in this \
+             combination (libcublasLt.so.*)",
+        ),
+        (
             "cudnn.handle",
             Status::Fail,
             "cudnnCreate: CUDNN_STATUS_NOT_INITIALIZED (1001): cuDNN could not initialise the \
@@ -384,6 +393,7 @@ fn toolkit_12_9() -> CombinationReport {
              222); upgrade the driver to one for CUDA 12.9",
         ),
         ("cublas.gemm_bf16", Status::Skip, NO_BF16),
+        ("cublasLt.matmul_fp8", Status::Skip, NO_FP8),
         (
             "cudnn.load",
             Status::Skip,
@@ -558,7 +568,7 @@ fn terminal() {
     let text = render(Format::Terminal, false);
     assert!(!text.contains('\x1b'));
     assert!(text.starts_with(
-        "stackbench check: 3 combinations, 88 passed, 6 warnings, 24 skipped, 5 failed\n"
+        "stackbench check: 3 combinations, 88 passed, 6 warnings, 27 skipped, 5 failed\n"
     ));
     for line in text.lines() {
         assert!(line.chars().count() <= 100, "too wide: {line}");
@@ -796,6 +806,10 @@ fn simulated_toolkit() -> CombinationReport {
         ("cublasLt.load", no_cublas_lt.clone()),
         ("cublasLt.handle", after("cublasLt.load", &no_cublas_lt)),
         ("cublasLt.matmul", after("cublasLt.handle", &no_cublas_lt)),
+        (
+            "cublasLt.matmul_fp8",
+            after("cublasLt.handle", &no_cublas_lt),
+        ),
         ("cudnn.load", no_cudnn.clone()),
         ("cudnn.versions", after("cudnn.load", &no_cudnn)),
         ("cudnn.handle", after("cudnn.load", &no_cudnn)),

@@ -31,14 +31,18 @@ const BLAS_CHECKS: [&str; 11] = [
     "cublasLt.matmul_fp8",
 ];
 
-/// The profile's peaks (the default device), TFLOP/s, by the bench's precision ids.
-const PEAKS: [(&str, f64); 5] = [
-    ("f32", 67.0),
-    ("tf32", 495.0),
-    ("f16", 989.0),
-    ("bf16", 989.0),
-    ("fp8", 1979.0),
+/// The profile's peaks (the default device), TFLOP/s, and the bytes per element of a GEMM's
+/// three matrices together (FP8: E4M3 in, BF16 out), by the bench's precision ids.
+const PEAKS: [(&str, f64, f64); 5] = [
+    ("f32", 67.0, 12.0),
+    ("tf32", 495.0, 12.0),
+    ("f16", 989.0, 6.0),
+    ("bf16", 989.0, 6.0),
+    ("fp8", 1979.0, 4.0),
 ];
+
+/// The profile's memory bandwidth (the default device), GB/s.
+const BANDWIDTH_GBS: f64 = 3350.0;
 
 /// `stackbench <command> --format json` on the simulator with the profile `toml`, one bench
 /// at a time.
@@ -317,13 +321,16 @@ fn bench_times_every_cublas_precision_at_the_profile_s_peak_with_the_compute_typ
             .all(|t| t["atype"] == "CUDA_R_8F_E4M3" && t["ctype"] == "CUDA_R_16BF"),
         "{fp8:?}"
     );
-    for (precision, peak) in PEAKS {
+    for (precision, peak, bytes) in PEAKS {
         let r = row(&run.report, "cublas", precision);
         assert_eq!(r["status"], "measured", "{r}");
         assert_eq!(r["verified"]["passed"], true, "{r}");
         let size = r["parameters"]["size"].as_f64().expect("a size");
-        // The model: 2 n³ at the peak, plus the launch latency.
-        let model_s = 2.0 * size.powi(3) / (peak * 1e12) + 2e-6;
+        // The model, a roofline: 2 n³ at the peak or the three matrices at the bandwidth,
+        // whichever takes longer (FP8's 1024³ is memory-bound), plus the launch latency.
+        let compute_s = 2.0 * size.powi(3) / (peak * 1e12);
+        let memory_s = bytes * size.powi(2) / (BANDWIDTH_GBS * 1e9);
+        let model_s = compute_s.max(memory_s) + 2e-6;
         let model = 2.0 * size.powi(3) / model_s / 1e12;
         let rate = r["throughput"]["value"].as_f64().expect("a rate");
         assert!(
@@ -358,7 +365,7 @@ fn bench_leaves_wrong_gemms_failed_and_untimed() {
         ],
         "[faults]\nwrong_results = \"gemm\"\n",
     );
-    for (precision, _) in PEAKS {
+    for (precision, _, _) in PEAKS {
         let r = row(&run.report, "cublas", precision);
         assert_eq!(r["status"], "failed", "{r}");
         assert_eq!(r["verified"]["passed"], false, "{r}");
