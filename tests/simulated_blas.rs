@@ -208,7 +208,7 @@ fn a_card_without_fp8_skips_the_fp8_gemm_with_the_reason_and_runs_the_rest() {
         .filter(|t| t["atype"] == "CUDA_R_8F_E4M3")
         .count();
     assert_eq!(fp8_calls, 0, "{:?}", run.trace);
-    let bench = run_bench_fp8(AMPERE);
+    let bench = quick_bench(&["cublas/fp8"], AMPERE);
     let r = row(&bench.report, "cublas", "fp8");
     assert_eq!(r["status"], "skipped", "{r}");
     let why = r["reason"].as_str().unwrap_or_default();
@@ -218,20 +218,14 @@ fn a_card_without_fp8_skips_the_fp8_gemm_with_the_reason_and_runs_the_rest() {
     );
 }
 
-/// `bench --quick` of the FP8 GEMM alone.
-fn run_bench_fp8(toml: &str) -> SimulatedRun {
-    run(
-        &[
-            "bench",
-            "--quick",
-            "--repeat",
-            "1",
-            "--allow-skip",
-            "--filter",
-            "cublas/fp8",
-        ],
-        toml,
-    )
+/// `bench --quick --repeat 1 --allow-skip` with the profile `toml`, narrowed to the
+/// benchmarks whose ids hold one of `filters` (all of them when none).
+fn quick_bench(filters: &[&str], toml: &str) -> SimulatedRun {
+    let mut args = vec!["bench", "--quick", "--repeat", "1", "--allow-skip"];
+    for filter in filters {
+        args.extend(["--filter", filter]);
+    }
+    run(&args, toml)
 }
 
 #[test]
@@ -280,7 +274,7 @@ fn row<'a>(report: &'a Value, implementation: &str, precision: &str) -> &'a Valu
 
 #[test]
 fn bench_times_every_cublas_precision_at_the_profile_s_peak_with_the_compute_type_it_names() {
-    let run = run(&["bench", "--quick", "--repeat", "1", "--allow-skip"], "");
+    let run = quick_bench(&[], "");
     assert_eq!(run.report["simulated"], true);
     // Each precision reached cuBLAS as the call it names: SGEMM for FP32, FP32 data under the
     // fast TF32 compute type for TF32, 16-bit data with FP32 accumulation for FP16 and BF16.
@@ -351,18 +345,8 @@ fn bench_times_every_cublas_precision_at_the_profile_s_peak_with_the_compute_typ
 #[test]
 fn bench_leaves_wrong_gemms_failed_and_untimed() {
     // The cuBLAS GEMMs the fault names, and the vector add it leaves alone.
-    let run = run(
-        &[
-            "bench",
-            "--quick",
-            "--repeat",
-            "1",
-            "--allow-skip",
-            "--filter",
-            "cublas/",
-            "--filter",
-            "vector_add/",
-        ],
+    let run = quick_bench(
+        &["cublas/", "vector_add/"],
         "[faults]\nwrong_results = \"gemm\"\n",
     );
     for (precision, _, _) in PEAKS {

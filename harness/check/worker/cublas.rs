@@ -305,6 +305,35 @@ pub(crate) fn kept_lt_handle(s: &Session) -> Result<ltsys::cublasLtHandle_t, Out
         .ok_or_else(|| Outcome::fail("no cuBLASLt handle (cublasLt.handle did not pass)"))
 }
 
+/// What cuBLASLt's heuristic picks for the matmul `desc` over the `layouts` (A, B, C, D; live
+/// descriptors), allowed `workspace` bytes: its best algorithm and the workspace it needs.
+pub(super) fn lt_heuristic(
+    handle: ltsys::cublasLtHandle_t,
+    desc: ltsys::cublasLtMatmulDesc_t,
+    [a, b, c, d]: [ltsys::cublasLtMatrixLayout_t; 4],
+    workspace: usize,
+) -> Result<ltsys::cublasLtMatmulHeuristicResult_t, Outcome> {
+    let pref = lt::create_matmul_pref().call("cublasLtMatmulPreferenceCreate")?;
+    // SAFETY: created above, destroyed once, after its last use below.
+    let _pref = Destroy(|| unsafe {
+        let _ = lt::destroy_matmul_pref(pref);
+    });
+    let limit = workspace as u64;
+    // SAFETY: the attribute takes a uint64_t, passed by address with its size.
+    unsafe {
+        lt::set_matmul_pref_attribute(
+            pref,
+            ltsys::cublasLtMatmulPreferenceAttributes_t::CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+            (&limit as *const u64).cast(),
+            std::mem::size_of::<u64>(),
+        )
+    }
+    .call("cublasLtMatmulPreferenceSetAttribute")?;
+    // SAFETY: every descriptor is live (the caller's contract) and so is the preference.
+    unsafe { lt::get_matmul_algo_heuristic(handle, desc, a, b, c, d, pref) }
+        .call("cublasLtMatmulAlgoGetHeuristic")
+}
+
 /// `cublasLt.matmul`: FP32 `cublasLtMatmul` with the algorithm its heuristic picks.
 pub fn lt_matmul(s: &mut Session) -> Checked {
     let handle = kept_lt_handle(s)?;
@@ -330,25 +359,8 @@ pub fn lt_matmul(s: &mut Session) -> Checked {
             let _ = lt::destroy_matrix_layout(l);
         }
     });
-    let pref = lt::create_matmul_pref().call("cublasLtMatmulPreferenceCreate")?;
-    // SAFETY: as above.
-    let _pref = Destroy(|| unsafe {
-        let _ = lt::destroy_matmul_pref(pref);
-    });
-    let limit = LT_WORKSPACE as u64;
-    // SAFETY: the attribute takes a uint64_t, passed by address with its size.
-    unsafe {
-        lt::set_matmul_pref_attribute(
-            pref,
-            ltsys::cublasLtMatmulPreferenceAttributes_t::CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-            (&limit as *const u64).cast(),
-            std::mem::size_of::<u64>(),
-        )
-    }
-    .call("cublasLtMatmulPreferenceSetAttribute")?;
-    // SAFETY: every descriptor is live; C and D share a layout.
-    let heuristic = unsafe { lt::get_matmul_algo_heuristic(handle, desc, lb, la, lc, lc, pref) }
-        .call("cublasLtMatmulAlgoGetHeuristic")?;
+    // C and D share a layout.
+    let heuristic = lt_heuristic(handle, desc, [lb, la, lc, lc], LT_WORKSPACE)?;
     let (alpha, beta) = (1.0f32, 0.0f32);
     // SAFETY: D = alpha Bᵀ Aᵀ + beta C over buffers of the layouts' sizes, in place (C = D),
     // with the workspace the preference allowed; the read below waits for it.

@@ -13,7 +13,7 @@
 //! `cublasLtMatmulPreference*`, `cublasLtMatmulAlgoGetHeuristic`, `cublasLtMatmul`,
 //! `cublasLtGetVersion`.
 
-use super::cublas::{kept_lt_handle, pitched};
+use super::cublas::{kept_lt_handle, lt_heuristic, pitched};
 use super::device::{synchronize, DeviceBuffer};
 use super::outcome::{verify, Call, Checked, Finish, Outcome};
 use super::session::Session;
@@ -137,7 +137,9 @@ impl Fp8Gemm {
             Attribute::CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
             second_scale,
         )?;
-        gemm.algo = gemm.heuristic()?;
+        let [first, second, c] = gemm.layouts;
+        // C and D share a layout.
+        gemm.algo = lt_heuristic(handle, desc, [first, second, c, c], WORKSPACE)?.algo;
         Ok(gemm)
     }
 
@@ -154,33 +156,6 @@ impl Fp8Gemm {
             )
         }
         .call("cublasLtMatmulDescSetAttribute")
-    }
-
-    /// The algorithm cuBLASLt's heuristic picks within the workspace.
-    fn heuristic(&self) -> Result<ltsys::cublasLtMatmulAlgo_t, Outcome> {
-        let pref = lt::create_matmul_pref().call("cublasLtMatmulPreferenceCreate")?;
-        let limit = WORKSPACE as u64;
-        // SAFETY: the attribute takes a uint64_t, passed by address with its size.
-        let set = unsafe {
-            lt::set_matmul_pref_attribute(
-                pref,
-                ltsys::cublasLtMatmulPreferenceAttributes_t::CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                (&limit as *const u64).cast(),
-                std::mem::size_of::<u64>(),
-            )
-        }
-        .call("cublasLtMatmulPreferenceSetAttribute");
-        let [first, second, c] = self.layouts;
-        // SAFETY: every descriptor is live; C and D share a layout.
-        let found = set.and_then(|()| {
-            unsafe {
-                lt::get_matmul_algo_heuristic(self.handle, self.desc, first, second, c, c, pref)
-            }
-            .call("cublasLtMatmulAlgoGetHeuristic")
-        });
-        // SAFETY: created above, destroyed once.
-        let _ = unsafe { lt::destroy_matmul_pref(pref) };
-        Ok(found?.algo)
     }
 
     /// Enqueues `D = scale_a scale_b (A B)` on `stream` (NULL: the legacy default stream):

@@ -855,6 +855,18 @@ fn layout(element: c_int, rows: usize, cols: usize, ld: usize) -> *mut c_void {
     lt(|p| unsafe { cublasLtMatrixLayoutCreate(p, element, rows as u64, cols as u64, ld as i64) })
 }
 
+/// The layouts of a packed FP8 "TN" matmul: `A` stored `k x m` and `B` `k x n`, both E4M3,
+/// and one `m x n` layout of `output` for `C` and `D`.
+fn fp8_tn_layouts(output: c_int, (m, n, k): (usize, usize, usize)) -> [*mut c_void; 4] {
+    let lc = layout(output, m, n, m);
+    [
+        layout(R_8F_E4M3, k, m, k),
+        layout(R_8F_E4M3, k, n, k),
+        lc,
+        lc,
+    ]
+}
+
 /// The heuristic's status name and result count for `desc` over layouts `[A, B, C, D]`, with
 /// a preference of 32 MiB of workspace, as NVIDIA's FP8 sample asks.
 fn heuristic(handle: *mut c_void, desc: *mut c_void, l: [*mut c_void; 4]) -> (String, c_int) {
@@ -1090,13 +1102,7 @@ fn a_null_fp8_scale_pointer_is_a_scale_of_one() {
     // A's scale set, then set back to NULL; B's never set.
     blas_ok(set(desc, A_SCALE, device_f32(8.0)));
     blas_ok(set(desc, A_SCALE, 0u64));
-    let lc = layout(R_32F, m, n, m);
-    let layouts = [
-        layout(R_8F_E4M3, k, m, k),
-        layout(R_8F_E4M3, k, n, k),
-        lc,
-        lc,
-    ];
+    let layouts = fp8_tn_layouts(R_32F, (m, n, k));
     blas_ok(lt_matmul(
         handle,
         desc,
@@ -1274,13 +1280,7 @@ fn a_scale_outside_device_memory_faults_the_context_as_an_operand_would() {
     let freed = alloc(4);
     ok(cuMemFree_v2(freed));
     blas_ok(set(desc, B_SCALE, freed));
-    let lc = layout(R_16BF, m, n, m);
-    let layouts = [
-        layout(R_8F_E4M3, k, m, k),
-        layout(R_8F_E4M3, k, n, k),
-        lc,
-        lc,
-    ];
+    let layouts = fp8_tn_layouts(R_16BF, (m, n, k));
     blas_ok(lt_matmul(
         handle,
         desc,
@@ -1302,13 +1302,7 @@ fn a_device_older_than_ada_has_no_fp8_matmul_and_keeps_its_fp32_one() {
     // SAFETY: a valid out-pointer.
     let handle = lt(|p| unsafe { cublasLtCreate(p) });
     let fp8 = matmul_desc(COMPUTE_32F, R_32F, (T, N));
-    let lc = layout(R_16BF, m, n, m);
-    let layouts = [
-        layout(R_8F_E4M3, k, m, k),
-        layout(R_8F_E4M3, k, n, k),
-        lc,
-        lc,
-    ];
+    let layouts = fp8_tn_layouts(R_16BF, (m, n, k));
     assert_eq!(
         heuristic(handle, fp8, layouts),
         ("CUBLAS_STATUS_NOT_SUPPORTED".into(), 0)
@@ -1351,13 +1345,7 @@ fn an_fp8_matmul_takes_2mnk_at_the_fp8_peak() {
     // SAFETY: a valid out-pointer.
     let handle = lt(|p| unsafe { cublasLtCreate(p) });
     let desc = matmul_desc(COMPUTE_32F, R_32F, (T, N));
-    let lc = layout(R_16BF, m, n, m);
-    let layouts = [
-        layout(R_8F_E4M3, k, m, k),
-        layout(R_8F_E4M3, k, n, k),
-        lc,
-        lc,
-    ];
+    let layouts = fp8_tn_layouts(R_16BF, (m, n, k));
     let (start, stop) = (event(), event());
     ok(cuEventRecord(start, null_mut()));
     blas_ok(lt_matmul(
@@ -1388,13 +1376,7 @@ fn a_repeated_fp8_matmul_is_recomputed_once_its_scale_changes() {
     let handle = lt(|p| unsafe { cublasLtCreate(p) });
     let desc = matmul_desc(COMPUTE_32F, R_32F, (T, N));
     blas_ok(set(desc, A_SCALE, scale));
-    let lc = layout(R_32F, m, n, m);
-    let layouts = [
-        layout(R_8F_E4M3, k, m, k),
-        layout(R_8F_E4M3, k, n, k),
-        lc,
-        lc,
-    ];
+    let layouts = fp8_tn_layouts(R_32F, (m, n, k));
     // Every value a multiple of 2^-8 below 1, k = 32: each sum is exact in FP32.
     let product: Vec<f32> = (tn_product(&a, &b, (m, n, k)).0)
         .iter()
