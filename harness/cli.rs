@@ -504,6 +504,9 @@ pub enum Format {
     Markdown,
     /// JUnit XML, one testsuite per combination (`check` only).
     Junit,
+    /// Prometheus text for node_exporter's textfile collector (`doctor`, `check`, `bench`,
+    /// `merge`): gauges with dcgm-exporter's GPU labels, for a fleet's dashboards and alerts.
+    Openmetrics,
 }
 
 /// When to use colour.

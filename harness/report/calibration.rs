@@ -72,6 +72,13 @@ pub fn calibration(
                 instead: "terminal, markdown, csv or json",
             })
         }
+        Format::Openmetrics => {
+            return Err(OutputError::Unsupported {
+                format: "openmetrics",
+                report: "calibration",
+                instead: "terminal, markdown, csv or json",
+            })
+        }
         Format::Csv => {
             let mut writer = csv::Writer::from_writer(Vec::new());
             let encode = |e: csv::Error| OutputError::Encode {

@@ -10,6 +10,7 @@ mod json;
 mod junit;
 mod markdown;
 mod node;
+mod openmetrics;
 mod roofline_svg;
 mod svg;
 mod terminal;
@@ -63,6 +64,7 @@ pub fn exporter_for(options: &crate::options::ReportOptions) -> Box<dyn Exporter
         Format::Csv => Box::new(csv::Csv),
         Format::Markdown => Box::new(markdown::Markdown),
         Format::Junit => Box::new(junit::Junit),
+        Format::Openmetrics => Box::new(openmetrics::Openmetrics),
     }
 }
 
