@@ -171,16 +171,30 @@ pub fn merge(paths: &[PathBuf]) -> Result<MergeReport, MergeError> {
 }
 
 /// Names each node of a hostname that several files share `hostname (directory)`, after the
-/// directory its file is in (`results/run/sim1/check.json`: `vm (sim1)`).
+/// directory its file is in (`results/run/sim1/check.json`: `vm (sim1)`); files of one
+/// hostname in one directory (three runs under `results/`) after their file names instead
+/// (`vm (bench-vm-h100-2026-11-26.json)`), so that runs side by side have names of their own.
 fn name_shared_hosts(nodes: &mut [Node]) {
-    let mut count: BTreeMap<String, usize> = BTreeMap::new();
+    let dir = |n: &Node| {
+        n.path
+            .parent()
+            .and_then(Path::file_name)
+            .map(|d| d.to_owned())
+    };
+    let mut hosts: BTreeMap<String, usize> = BTreeMap::new();
+    let mut dirs: BTreeMap<(String, Option<std::ffi::OsString>), usize> = BTreeMap::new();
     for n in nodes.iter() {
-        *count.entry(n.hostname.clone()).or_default() += 1;
+        *hosts.entry(n.hostname.clone()).or_default() += 1;
+        *dirs.entry((n.hostname.clone(), dir(n))).or_default() += 1;
     }
-    for n in nodes.iter_mut().filter(|n| count[&n.hostname] > 1) {
-        let dir = n.path.parent().and_then(Path::file_name);
-        if let Some(dir) = dir {
-            n.hostname = format!("{} ({})", n.hostname, dir.to_string_lossy());
+    for n in nodes.iter_mut().filter(|n| hosts[&n.hostname] > 1) {
+        let key = (n.hostname.clone(), dir(n));
+        let name = match &key.1 {
+            Some(dir) if dirs[&key] == 1 => Some(dir.clone()),
+            _ => n.path.file_name().map(|f| f.to_owned()),
+        };
+        if let Some(name) = name {
+            n.hostname = format!("{} ({})", n.hostname, name.to_string_lossy());
         }
     }
 }
@@ -432,5 +446,21 @@ mod tests {
         let names: Vec<&str> = report.nodes.iter().map(|n| n.hostname.as_str()).collect();
         assert_eq!(names, ["vm (sim1)", "vm (sim2)"]);
         assert!(report.notes.is_empty());
+    }
+
+    #[test]
+    fn nodes_of_one_hostname_in_one_directory_are_named_by_their_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let files: Vec<PathBuf> = ["results/a.json", "results/b.json", "other/a.json"]
+            .iter()
+            .map(|name| {
+                let file = dir.path().join(name);
+                bench_file(&file, "vm", 100.0);
+                file
+            })
+            .collect();
+        let report = merge(&files).unwrap();
+        let names: Vec<&str> = report.nodes.iter().map(|n| n.hostname.as_str()).collect();
+        assert_eq!(names, ["vm (a.json)", "vm (b.json)", "vm (other)"]);
     }
 }
