@@ -18,7 +18,15 @@ pub const EXIT_HARNESS: u8 = 2;
 
 /// Runs the command line `args`; errors are the harness's own failures.
 pub fn run(args: impl IntoIterator<Item = OsString>) -> anyhow::Result<ExitCode> {
-    let cli = Cli::try_parse_from(args).unwrap_or_else(|e| e.exit());
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) if e.kind() == clap::error::ErrorKind::DisplayVersion => {
+            let text = crate::version::describe();
+            output::write(&options::Destination::Stdout, text.as_bytes())?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        Err(e) => e.exit(),
+    };
     // A worker dies with its run; a run that starts workers ends them when a signal ends it.
     match cli.command {
         Command::CheckWorker

@@ -47,3 +47,4 @@ pub mod timestamp;
 pub mod tolerance;
 pub mod toolchain;
 pub mod trust;
+pub mod version;
