@@ -107,6 +107,7 @@ pages! {
     ci_github => "doc/ci-github.md",
     ci_slurm => "doc/ci-slurm.md",
     ci_kubernetes => "doc/ci-kubernetes.md",
+    install => "doc/install.md",
 }
 
 fn repo() -> PathBuf {
