@@ -140,7 +140,7 @@ impl Exporter for Openmetrics {
         let mut out = Exposition::new();
         let host = host(&report.host);
         run(&mut out, "doctor", &report.host, &report.gpu, None);
-        gpus(&mut out, &host, &report.gpu);
+        gpus(&mut out, &scope(&host, "doctor"), &report.gpu);
         let [errors, warnings, infos] = report.severity_counts();
         for (severity, n) in [
             (Severity::Error, errors),
@@ -175,20 +175,25 @@ impl Exporter for Openmetrics {
             &report.gpu,
             Some(report.simulated),
         );
-        gpus(&mut out, &host, &report.gpu);
+        let scope = scope(&host, "check");
+        gpus(&mut out, &scope, &report.gpu);
         for c in &report.combinations {
-            let combination = combination(
-                &host,
-                &c.name,
-                c.cuda_version.as_deref(),
-                super::driver_version(report, c),
-                c.simulated,
-            );
-            out.add(Metric::CombinationInfo, &combination, 1.0);
+            let versions = |base: &Labels| {
+                let driver = super::driver_version(report, c);
+                combination(
+                    base,
+                    &c.name,
+                    c.cuda_version.as_deref(),
+                    driver,
+                    c.simulated,
+                )
+            };
+            out.add(Metric::CombinationInfo, &versions(&scope), 1.0);
             for l in &c.libraries {
-                let labels = library(&host, &c.name, &l.component, l.version.as_deref());
+                let labels = library(&scope, &c.name, &l.component, l.version.as_deref());
                 out.add(Metric::LibraryInfo, &labels, 1.0);
             }
+            let combination = versions(&host);
             for status in CHECK_STATUSES {
                 let n = c.checks.iter().filter(|k| k.status == status).count();
                 let labels = per_combination(&host, &c.name, c.simulated);
@@ -229,25 +234,23 @@ impl Exporter for Openmetrics {
             &report.gpu,
             Some(report.simulated),
         );
-        gpus(&mut out, &host, &report.gpu);
+        let scope = scope(&host, "bench");
+        gpus(&mut out, &scope, &report.gpu);
         let kernel_driver = report.gpu.driver_version.as_deref();
         let mut combinations: BTreeMap<&str, Labels> = BTreeMap::new();
         for c in &report.combinations {
-            let labels = combination(
-                &host,
-                &c.name,
-                c.cuda_version.as_deref(),
-                kernel_driver,
-                c.simulated,
-            );
-            let info = labels
-                .clone()
-                .maybe("driver_cuda_version", c.driver_cuda_version.as_deref());
+            let versions = |base: &Labels| {
+                let cuda = c.cuda_version.as_deref();
+                combination(base, &c.name, cuda, kernel_driver, c.simulated)
+            };
+            let info =
+                versions(&scope).maybe("driver_cuda_version", c.driver_cuda_version.as_deref());
             out.add(Metric::CombinationInfo, &info, 1.0);
             for l in &c.libraries {
-                let labels = library(&host, &c.name, &l.component, l.version.as_deref());
+                let labels = library(&scope, &c.name, &l.component, l.version.as_deref());
                 out.add(Metric::LibraryInfo, &labels, 1.0);
             }
+            let labels = versions(&host);
             for status in BENCH_STATUSES {
                 let n = (report.benchmarks.iter())
                     .filter(|b| b.combination == c.name && b.status == status)
@@ -366,6 +369,12 @@ fn seconds(ns: f64) -> f64 {
 /// The host's label, named as dcgm-exporter names it.
 fn host(info: &HostInfo) -> Labels {
     Labels::default().with("Hostname", &info.hostname)
+}
+
+/// The host and the command, for the families every command writes: node_exporter refuses a
+/// series that two files give, so a node's check and bench files must not share one.
+fn scope(host: &Labels, command: &str) -> Labels {
+    host.clone().with("command", command)
 }
 
 /// The run's info sample; `simulated` where the command can run on the simulated GPU.
@@ -781,6 +790,22 @@ mod tests {
         }
     }
 
+    /// A doctor report of host `node-1` that found nothing.
+    fn doctor_report() -> DoctorReport {
+        serde_json::from_value(serde_json::json!({
+            "schema": crate::doctor::DOCTOR_SCHEMA,
+            "host": host("node-1"),
+            "gpu": GpuInfo::none("no NVML"),
+            "loaded": true,
+            "findings": [],
+            "probes": [],
+            "searched": [],
+            "installations": [],
+            "problems": [],
+        }))
+        .unwrap()
+    }
+
     #[test]
     fn a_check_s_status_is_1_for_its_status_and_0_for_the_others() {
         let report = check_report(
@@ -886,6 +911,46 @@ mod tests {
         assert_eq!(medians, 3, "{text}");
     }
 
+    /// node_exporter refuses a series two files of its directory give.
+    #[test]
+    fn the_files_of_doctor_check_and_bench_of_one_node_share_no_series() {
+        let library = crate::check::model::LibraryUse {
+            component: "cudart".into(),
+            name: "libcudart.so.13".into(),
+            version: Some("13.0".into()),
+            resolved: None,
+            mapped: None,
+            inside: true,
+        };
+        let mut combination = checks("c", vec![]);
+        combination.libraries.push(library);
+        let check = check_report(nvml(1), vec![combination]);
+        let mut bench = BenchReport::of(false, vec![]);
+        bench.host = check.host.clone();
+        bench.gpu = nvml(1);
+        bench.combinations[0].libraries.push(bench::LibraryVersion {
+            component: "cudart".into(),
+            path: "libcudart.so.13".into(),
+            version: Some("13.0".into()),
+        });
+        bench.combinations[0].cuda_version = Some("13.0".into());
+        let mut doctor = doctor_report();
+        doctor.gpu = nvml(1);
+        let mut series = HashSet::new();
+        for text in [
+            render(Openmetrics.doctor(&doctor)),
+            render(Openmetrics.check(&check)),
+            render(Openmetrics.bench(&bench)),
+        ] {
+            for (labels, _) in samples(&text) {
+                assert!(series.insert(labels.clone()), "{labels} in two files");
+            }
+        }
+        assert!(series
+            .iter()
+            .any(|s| s.starts_with("stackbench_library_info{")));
+    }
+
     #[test]
     fn a_bench_row_gives_its_rate_in_base_units_and_its_shares_as_ratios() {
         let key = Key {
@@ -964,18 +1029,7 @@ mod tests {
     #[test]
     fn doctor_counts_findings_by_severity_and_by_cause() {
         let finding = |severity, cause| Finding::new(severity, cause, "m".into(), "f".into());
-        let mut report: DoctorReport = serde_json::from_value(serde_json::json!({
-            "schema": crate::doctor::DOCTOR_SCHEMA,
-            "host": host("node-1"),
-            "gpu": GpuInfo::none("no NVML"),
-            "loaded": true,
-            "findings": [],
-            "probes": [],
-            "searched": [],
-            "installations": [],
-            "problems": [],
-        }))
-        .unwrap();
+        let mut report = doctor_report();
         report.findings = vec![
             finding(Severity::Error, Cause::MissingDependency),
             finding(Severity::Error, Cause::MissingDependency),
