@@ -242,14 +242,29 @@ fn fixture_version(name: &str) -> String {
     line.split_whitespace().next().unwrap().to_string()
 }
 
+/// The wheel `ci/package` builds for this release, which the image installs.
+fn packaged_wheel() -> String {
+    format!(
+        "stackbench-{}-py3-none-manylinux_2_28_x86_64.whl",
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
 #[test]
-fn the_image_builds_stackbench_locked_and_carries_the_fixtures_cuda_12_9_runtime() {
+fn the_image_installs_the_packaged_wheel_beside_the_fixtures_cuda_12_9_runtime() {
     let file = dockerfile();
     let stages: Vec<&str> = file.lines().filter(|l| l.starts_with("FROM ")).collect();
-    assert_eq!(stages.len(), 2, "{stages:?}");
-    assert!(stages[0].starts_with("FROM rust:") && stages[0].ends_with(" AS build"));
-    assert!(file.contains("cargo build --release --locked"));
-    assert!(file.contains("COPY --from=build /src/target/release/stackbench /usr/local/bin/"));
+    assert_eq!(
+        stages.len(),
+        1,
+        "one stage, no build of its own: {stages:?}"
+    );
+    assert!(!file.contains("cargo "), "the image builds nothing");
+    let wheel = packaged_wheel();
+    assert!(file.contains(&format!("COPY target/dist/{wheel} /tmp/\n")));
+    assert!(file.contains(&format!(
+        "pip install --no-cache-dir --disable-pip-version-check \\\n        /tmp/{wheel} \\\n"
+    )));
     // The runtime: the wheels of the venv-cu12 fixture the tests run stackbench on.
     for (wheel, var) in [
         ("nvidia-cuda-runtime-cu12", "CU12_CUDART"),
@@ -266,13 +281,13 @@ fn the_image_builds_stackbench_locked_and_carries_the_fixtures_cuda_12_9_runtime
         "FROM python:{}-slim-bookworm",
         fixture_version("VENV_PYTHON")
     );
-    assert_eq!(stages[1], python);
+    assert_eq!(stages[0], python);
     // Without `compute`, the toolkit mounts NVML only.
     assert!(file.contains("NVIDIA_DRIVER_CAPABILITIES=compute,utility"));
 }
 
 #[test]
-fn the_image_runs_as_the_user_the_pods_ask_for_and_the_build_context_is_the_sources_only() {
+fn the_image_runs_as_the_user_the_pods_ask_for_and_the_build_context_is_the_wheel_only() {
     let file = dockerfile();
     let user = file
         .lines()
@@ -287,7 +302,7 @@ fn the_image_runs_as_the_user_the_pods_ask_for_and_the_build_context_is_the_sour
         assert_eq!(context["runAsGroup"].as_i64().unwrap().to_string(), gid);
     }
     assert_ne!(uid, "0");
-    // .dockerignore leaves everything out but what the build stage copies.
+    // .dockerignore leaves everything out but the wheel the image copies.
     let ignore = read(&repo().join(".dockerignore"));
     let rules: Vec<&str> = ignore
         .lines()
@@ -311,8 +326,9 @@ fn the_image_runs_as_the_user_the_pods_ask_for_and_the_build_context_is_the_sour
             "{path} is copied but ignored: {kept:?}"
         );
     }
+    assert_eq!(kept, [format!("target/dist/{}", packaged_wheel())]);
     for heavy in [
-        "target",
+        "target/release",
         ".toolkits",
         ".build-fixtures",
         ".ci-tools",
