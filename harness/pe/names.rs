@@ -84,13 +84,26 @@ fn collect(data: &[u8], ends: Ends, out: &mut Vec<String>) {
 /// bytes on (UTF-16 `.\0d\0l\0l\0`), in order: one pass finds both encodings' candidates,
 /// which are rare (about a thousand in cuDNN's 128 MB of `.rdata`).
 fn dots_before_d(data: &[u8], mut found: impl FnMut(usize)) {
-    let mut from = 0;
-    #[cfg(target_arch = "x86_64")]
+    let from = dots_before_d_vectorised(data, &mut found);
+    dots_before_d_scalar(data, from, found);
+}
+
+/// [`dots_before_d`] over the start of `data` with AVX2 where the CPU has it; returns where it
+/// stopped (0 where it did not run).
+#[cfg(target_arch = "x86_64")]
+fn dots_before_d_vectorised(data: &[u8], found: &mut impl FnMut(usize)) -> usize {
     if std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU has AVX2, checked just above.
-        from = unsafe { avx2::dots_before_d(data, &mut found) };
+        unsafe { avx2::dots_before_d(data, found) }
+    } else {
+        0
     }
-    dots_before_d_scalar(data, from, found);
+}
+
+/// Other architectures: no vector pass, the scalar one does it all.
+#[cfg(not(target_arch = "x86_64"))]
+fn dots_before_d_vectorised(_data: &[u8], _found: &mut impl FnMut(usize)) -> usize {
+    0
 }
 
 /// [`dots_before_d`] from `from` on, a byte at a time between the dots `memchr` finds.
