@@ -555,6 +555,28 @@ impl Pod {
         command
     }
 
+    /// Node `node`'s textfile directory (its hostPath), created.
+    fn textfile(&self, node: &str) -> PathBuf {
+        let dir = self.results.join(format!("textfile-{node}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    /// The `.prom` files in node `node`'s textfile directory, by name, with their text.
+    fn metrics(&self, node: &str) -> Vec<(String, String)> {
+        let dir = self.textfile(node);
+        let mut files: Vec<(String, String)> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| {
+                let name = e.unwrap().file_name().to_string_lossy().into_owned();
+                let text = read(&dir.join(&name));
+                (name, text)
+            })
+            .collect();
+        files.sort();
+        files
+    }
+
     /// A bench pod of the Job `stackbench-bench-test` on node `node`, the simulator's `profile`,
     /// its check cut off after `check_timeout` seconds.
     fn bench(&self, node: &str, index: &str, profile: &str, check_timeout: &str) -> Command {
@@ -577,6 +599,7 @@ impl Pod {
                 ("BENCH_TIMEOUT", "120"),
                 ("CHECK_OPTIONS", &on_sim),
                 ("BENCH_OPTIONS", &bench_options),
+                ("TEXTFILE_DIR", self.textfile(node).to_str().unwrap()),
             ],
         );
         command.env("STACKBENCH_SIM_PROFILE", profile_path);
@@ -638,6 +661,25 @@ fn each_pod_records_its_nodes_steps_and_the_merge_step_marks_the_failed_nodes() 
     assert_eq!(hung.status.code(), Some(124), "{}", text(&hung));
     assert_eq!(steps(dir.path(), "node-c"), ("124".into(), "0".into()));
     assert!(!run_dir.join("node-c/check.json").exists());
+    // Each node's metrics in its textfile directory: both steps' where both wrote JSON,
+    // with node-b's failing GEMM check; only the bench's where the check hung.
+    let names = |node| -> Vec<String> { pod.metrics(node).into_iter().map(|(n, _)| n).collect() };
+    let both = ["stackbench-bench.prom", "stackbench-check.prom"];
+    assert_eq!(names("node-a"), both);
+    assert_eq!(names("node-b"), both);
+    assert_eq!(names("node-c"), ["stackbench-bench.prom"]);
+    let node_b = pod.metrics("node-b");
+    let failed = node_b[1].1.lines().any(|l| {
+        l.starts_with("stackbench_check_status{")
+            && l.contains("check=\"cublas.")
+            && l.ends_with("status=\"fail\"} 1")
+    });
+    assert!(failed, "{}", node_b[1].1);
+    assert!(
+        node_b[0].1.contains("\nstackbench_bench_status{"),
+        "{}",
+        node_b[0].1
+    );
 
     let merged = pod.command("merge-job.yaml", &[]).output().unwrap();
     let said = String::from_utf8_lossy(&merged.stdout).into_owned();

@@ -310,12 +310,16 @@ fn a_failing_node_and_a_hung_one_are_marked_in_the_table_and_the_others_still_co
     assert!(job.log.contains("sim3 failed: step killed"), "{}", job.log);
 }
 
-/// Runs ci/slurm-healthcheck as slurmd would on `node`, its GPU of profile `toml`.
-fn health_check(slurm: &LocalSlurm, node: &str, toml: &str) -> Output {
+/// Runs ci/slurm-healthcheck as slurmd would on `node`, its GPU of profile `toml`, writing its
+/// metrics into `textfile_dir` when given.
+fn health_check(slurm: &LocalSlurm, node: &str, toml: &str, textfile_dir: Option<&Path>) -> Output {
     let profile = slurm.dir.path().join(format!("health-{node}.toml"));
     std::fs::write(&profile, toml).unwrap();
-    slurm
-        .client(repo().join("ci/slurm-healthcheck").to_str().unwrap())
+    let mut command = slurm.client(repo().join("ci/slurm-healthcheck").to_str().unwrap());
+    if let Some(dir) = textfile_dir {
+        command.env("STACKBENCH_TEXTFILE_DIR", dir);
+    }
+    command
         .env("STACKBENCH", common::stackbench_bin())
         .env("STACKBENCH_HEALTHCHECK_ARGS", on_simulator())
         .env("STACKBENCH_HEALTHCHECK_TIMEOUT", "60")
@@ -332,14 +336,20 @@ fn the_health_check_passes_a_healthy_node_and_drains_a_faulty_one_with_what_fail
     }
     let _one = ONE_SLURM.lock().unwrap_or_else(|e| e.into_inner());
     let slurm = LocalSlurm::start(2, &[]);
-    let healthy = health_check(&slurm, "sim1", "");
+    let healthy = health_check(&slurm, "sim1", "", None);
     assert_eq!(
         healthy.status.code(),
         Some(0),
         "{}",
         String::from_utf8_lossy(&healthy.stderr)
     );
-    let faulty = health_check(&slurm, "sim2", "[faults]\nwrong_results = \"vector_add\"\n");
+    let textfile = tempfile::tempdir().expect("a textfile directory");
+    let faulty = health_check(
+        &slurm,
+        "sim2",
+        "[faults]\nwrong_results = \"vector_add\"\n",
+        Some(textfile.path()),
+    );
     assert_eq!(
         faulty.status.code(),
         Some(1),
@@ -355,4 +365,17 @@ fn the_health_check_passes_a_healthy_node_and_drains_a_faulty_one_with_what_fail
             && sim2.contains("nvrtc.launch_vector_add failed: "),
         "{sim2}"
     );
+    // Its metrics, for node_exporter's textfile collector, say the same.
+    let written: Vec<_> = std::fs::read_dir(textfile.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(written, ["stackbench-check.prom"]);
+    let metrics = std::fs::read_to_string(textfile.path().join("stackbench-check.prom")).unwrap();
+    let failed = metrics.lines().any(|l| {
+        l.starts_with("stackbench_check_status{")
+            && l.contains("check=\"nvrtc.launch_vector_add\"")
+            && l.ends_with("status=\"fail\"} 1")
+    });
+    assert!(failed, "{metrics}");
 }
