@@ -468,7 +468,7 @@ mod tests {
         }
     }
 
-    fn combination(name: &str, checks: Vec<CheckResult>) -> CombinationReport {
+    pub(super) fn combination(name: &str, checks: Vec<CheckResult>) -> CombinationReport {
         CombinationReport {
             name: name.into(),
             origin: Origin::Installation,

@@ -551,7 +551,7 @@ fn bench_row(out: &mut Exposition<Metric>, labels: &Labels, b: &BenchResult) {
 mod tests {
     use super::*;
     use crate::bench::model::{Key, Parameters, Summary, Throughput};
-    use crate::check::model::{CheckResult, CombinationReport, Origin, CHECK_SCHEMA};
+    use crate::check::model::{CheckResult, CombinationReport, CHECK_SCHEMA};
     use crate::diagnose::finding::Cause;
     use std::collections::HashSet;
 
@@ -730,22 +730,11 @@ mod tests {
         }
     }
 
+    /// The report module's test combination, with a CUDA version for the labels.
     fn checks(name: &str, checks: Vec<CheckResult>) -> CombinationReport {
         CombinationReport {
-            name: name.into(),
-            origin: Origin::Installation,
-            root: None,
-            layout: None,
             cuda_version: Some("13.0".into()),
-            search_path: String::new(),
-            driver: None,
-            libraries: Vec::new(),
-            checks,
-            duration_ms: 0.0,
-            simulated: false,
-            loaded_as: None,
-            environment: Vec::new(),
-            left_out: Vec::new(),
+            ..crate::report::tests::combination(name, checks)
         }
     }
 
