@@ -7,6 +7,9 @@
 //! when the binary's sources differ from it) and when it was built (`SOURCE_DATE_EPOCH` where set,
 //! for a reproducible build).
 
+// The build reads this checkout, never a host: std's readers are its to use (clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
 use std::path::Path;
 use std::process::Command;
 use std::time::{SystemTime, UNIX_EPOCH};

@@ -37,6 +37,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> anyhow::Result<ExitCode>
         | Command::Clocks { .. }
         | Command::Node { .. } => crate::lifetime::die_with_parent(),
         Command::Doctor(_) | Command::Check(_) | Command::Bench(_) => {
+            crate::lifetime::adopt_orphans();
             crate::lifetime::end_workers_on_signals()
         }
         _ => {}

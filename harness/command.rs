@@ -11,7 +11,6 @@ use crate::catalog;
 use crate::probe::trail::strip_pid;
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -119,10 +118,9 @@ pub fn run(
         .env("LD_DEBUG_OUTPUT", trace.path().join("ld"))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
+        .stderr(Stdio::piped());
     let started = Instant::now();
-    let mut child = match child.spawn() {
+    let mut child = match crate::process::spawn(&mut child) {
         Ok(child) => child,
         Err(e) => {
             report.not_run = Some(format!("cannot run {program}: {e}"));
@@ -200,7 +198,7 @@ fn relay(stream: Box<dyn Read + Send>, quiet: bool, seen: &Mutex<Seen>) {
 
 /// Every trace file under `dir` (one per process), in the order of their process ids.
 fn read_traces(dir: &Path) -> Vec<String> {
-    let mut files: Vec<(u64, PathBuf)> = std::fs::read_dir(dir)
+    let mut files: Vec<(u64, PathBuf)> = crate::hostfs::read_dir(dir)
         .into_iter()
         .flatten()
         .flatten()
@@ -212,8 +210,7 @@ fn read_traces(dir: &Path) -> Vec<String> {
     files.sort();
     files
         .iter()
-        .filter_map(|(_, path)| std::fs::read(path).ok())
-        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+        .filter_map(|(_, path)| crate::hostfs::read_lossy(path, crate::hostfs::LISTING).ok())
         .collect()
 }
 

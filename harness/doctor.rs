@@ -252,7 +252,7 @@ fn python_sites(scan: &ScanReport) -> Vec<PathBuf> {
         .map(|i| i.root.clone())
         .collect();
     for root in &scan.searched {
-        let below: Vec<PathBuf> = std::fs::read_dir(root.path.join("lib"))
+        let below: Vec<PathBuf> = crate::hostfs::read_dir(&root.path.join("lib"))
             .into_iter()
             .flatten()
             .flatten()

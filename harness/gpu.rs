@@ -95,7 +95,7 @@ pub fn detect(worker: &Path, trust: &Policy) -> GpuInfo {
 
 /// [`detect`], with the NVML of `driver_dir` (found first on the child's search path) when given.
 pub fn detect_with(worker: &Path, driver_dir: Option<&Path>, trust: &Policy) -> GpuInfo {
-    let mut command = Command::new(worker);
+    let mut command = crate::process::worker_command(worker);
     command.arg("__gpu");
     driver_search_path(&mut command, driver_dir, trust);
     match crate::process::output_within(command, NVML_TIMEOUT)

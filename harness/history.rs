@@ -167,7 +167,7 @@ pub enum HistoryError {
 
 /// The JSON files directly in `dir`, by name.
 pub fn files_in(dir: &Path) -> Result<Vec<PathBuf>, HistoryError> {
-    let entries = std::fs::read_dir(dir).map_err(|source| HistoryError::Dir {
+    let entries = crate::hostfs::read_dir(dir).map_err(|source| HistoryError::Dir {
         dir: dir.to_path_buf(),
         source,
     })?;

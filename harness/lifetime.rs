@@ -1,8 +1,11 @@
 //! How long stackbench's processes live: no worker outlives its run. A worker dies with its
-//! parent (`PR_SET_PDEATHSIG`, so a run killed outright takes its workers along), and a run that
-//! a signal ends (Ctrl-C, a CI or Slurm time limit, `timeout`: SIGINT, SIGTERM, SIGHUP) first
-//! kills its workers and whatever they started, then runs its cleanups (the locked clocks'
-//! reset), then ends as the signal would have ended it. Otherwise a worker on a real GPU would
+//! parent (`PR_SET_PDEATHSIG`, so a run killed outright takes its workers along); the run is
+//! its descendants' subreaper, so one that forked away (`setsid`, a double fork) comes back to
+//! it rather than to init, and is killed when the run ends, however it ends; a run that a
+//! signal ends (Ctrl-C, a CI or Slurm time limit, `timeout`: SIGINT, SIGTERM, SIGHUP) first
+//! starts no more workers and kills its workers and whatever they started, then runs its
+//! cleanups (the locked clocks' reset), then ends as the signal would have ended it. A signal
+//! the run was started ignoring (`nohup`) stays ignored. Otherwise a worker on a real GPU would
 //! go on holding its context, and the next run would find the GPU busy.
 
 use std::os::fd::RawFd;
@@ -24,17 +27,31 @@ static NEXT: AtomicU64 = AtomicU64::new(0);
 /// The signal pipe's write end, for the handler.
 static SIGNAL_PIPE: AtomicI32 = AtomicI32::new(-1);
 
-/// Makes the calling worker die when its parent does (SIGKILL), and exits at once if the parent
-/// is already gone (the worker was adopted by init before it could ask). Call it first thing in
-/// a worker: the setting survives no change of user, so it is made after the worker became the
-/// user it runs as.
+/// Makes the calling worker die when its parent does (SIGKILL). [`crate::process::spawn`]
+/// already set this before the worker executed, checked against the parent's pid taken before
+/// the fork; set again here for a worker started otherwise. Its parent may well be pid 1 (the
+/// run as a container's init), so that alone says nothing.
 pub fn die_with_parent() {
-    // SAFETY: prctl(PR_SET_PDEATHSIG) and getppid touch no memory of ours.
+    // SAFETY: prctl(PR_SET_PDEATHSIG) touches no memory of ours.
     unsafe {
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
-        if libc::getppid() == 1 {
-            libc::_exit(2);
-        }
+    }
+}
+
+/// Makes this run the subreaper of everything it starts, so that a descendant that leaves its
+/// parent (`setsid` and a double fork) is still this run's, found and killed when the run ends.
+pub fn adopt_orphans() {
+    // SAFETY: prctl(PR_SET_CHILD_SUBREAPER) touches no memory.
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) };
+}
+
+/// Whether `signal` was ignored when the run started (`nohup` ignores SIGHUP): it stays so.
+fn ignored(signal: libc::c_int) -> bool {
+    // SAFETY: sigaction with a null new action only reads the current one into `current`.
+    unsafe {
+        let mut current: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(signal, std::ptr::null(), &mut current) == 0
+            && current.sa_sigaction == libc::SIG_IGN
     }
 }
 
@@ -51,7 +68,7 @@ pub fn end_workers_on_signals() {
         let (read, write) = (fds[0], fds[1]);
         SIGNAL_PIPE.store(write, Ordering::Relaxed);
         std::thread::spawn(move || watch(read));
-        for signal in SIGNALS {
+        for signal in SIGNALS.into_iter().filter(|s| !ignored(*s)) {
             // SAFETY: a zeroed sigaction with our handler and an empty mask.
             unsafe {
                 let mut action: libc::sigaction = std::mem::zeroed();
@@ -112,6 +129,7 @@ fn watch(read: RawFd) {
             _ => return,
         }
     }
+    crate::process::stop_spawning();
     crate::process::kill_descendants();
     let cleanups = std::mem::take(&mut *CLEANUPS.lock().unwrap_or_else(|e| e.into_inner()));
     for (_, cleanup) in cleanups {

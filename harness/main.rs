@@ -3,7 +3,13 @@ use stackbench::error::OutputError;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    match app::run(std::env::args_os()) {
+    if let Some(status) = stackbench::init::supervise_if_pid1() {
+        return ExitCode::from(status);
+    }
+    let result = app::run(std::env::args_os());
+    // Whatever the run started and left behind (a library's daemon that forked away) ends with it.
+    stackbench::process::kill_descendants();
+    match result {
         Ok(code) => code,
         Err(error) if is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {

@@ -208,6 +208,10 @@ pub enum ProblemKind {
     /// A file named like a DLL that is not a PE file.
     NotPe,
     MalformedPe,
+    /// A FIFO, device or socket where a file was expected: refused, never opened for reading.
+    NotRegularFile,
+    /// A file larger than anything of its kind (a sparse file, an endless one): not read.
+    TooLarge,
 }
 
 impl Library {
@@ -274,6 +278,17 @@ impl ProblemKind {
             ProblemKind::MalformedMetadata => "malformed_metadata",
             ProblemKind::NotPe => "not_pe",
             ProblemKind::MalformedPe => "malformed_pe",
+            ProblemKind::NotRegularFile => "not_regular_file",
+            ProblemKind::TooLarge => "too_large",
+        }
+    }
+
+    /// The problem a file the host reader refused is.
+    pub fn of_read_error(error: &crate::hostfs::ReadError) -> ProblemKind {
+        match error {
+            crate::hostfs::ReadError::NotRegular(_) => ProblemKind::NotRegularFile,
+            crate::hostfs::ReadError::TooLarge { .. } => ProblemKind::TooLarge,
+            crate::hostfs::ReadError::Io(_) => ProblemKind::Unreadable,
         }
     }
 }

@@ -87,7 +87,7 @@ fn sysroot(dir: &Path) -> Result<PathBuf, OptionsError> {
         reason: e.to_string(),
     };
     let canonical = dir.canonicalize().map_err(bad)?;
-    std::fs::read_dir(&canonical).map_err(bad)?;
+    crate::hostfs::read_dir(&canonical).map_err(bad)?;
     Ok(canonical)
 }
 

@@ -1,33 +1,115 @@
-//! Child processes stackbench starts: a helper run with a deadline (its standard output, or
-//! nothing if it fails or hangs), and the worker processes of `doctor` and `check` (a request on
-//! stdin, one JSON event per line on stdout, stderr collected), each in its own process group so
-//! that whatever a vendor library forks dies with it.
+//! Every child stackbench starts goes through [`spawn`]: helpers run with a deadline (their
+//! standard output, or nothing if they fail or hang), and the worker processes of `doctor`,
+//! `check` and `bench` (a request on stdin, one JSON event per line on stdout, stderr collected).
+//! A child is other users' code as often as ours (a vendor library's constructor, a user's
+//! compiler), so each one gets a session of its own (no controlling terminal: nothing it does
+//! reaches the terminal of whoever ran us), dies when the thread that started it does
+//! (`PR_SET_PDEATHSIG`, set after any change of user and checked against our pid), writes at
+//! most a bounded amount we keep, and is killed with everything it started, setsid'd
+//! descendants included; none starts once the run is ending.
 
 use serde::de::DeserializeOwned;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// Runs `command` and returns its standard output if it exits successfully within `timeout`;
-/// a process that runs longer is killed with everything it started (its process group), so a
-/// grandchild holding the pipe open cannot keep us waiting.
+/// The most of a helper's standard output kept, or of a worker's standard error.
+pub const OUTPUT_LIMIT: u64 = 16 << 20;
+/// The longest line of events a worker may write; a longer one ends its events.
+const EVENT_LINE_LIMIT: u64 = 64 << 20;
+/// The most a worker may write as events in all; past it, its events end.
+const EVENTS_LIMIT: u64 = 1 << 30;
+
+/// Set once the run is ending on a signal: no child starts after that.
+static STOPPING: AtomicBool = AtomicBool::new(false);
+
+/// Stops every later [`spawn`]: the run is ending.
+pub fn stop_spawning() {
+    STOPPING.store(true, Ordering::SeqCst);
+}
+
+/// Starts `command` as every child of stackbench starts: in a session of its own with no
+/// controlling terminal, dying with the thread that started it. Call it after any change of
+/// user was set on `command` ([`crate::trust::Identity::apply`]): the death signal is set after
+/// that change, which would clear it. Refused once the run is ending.
+pub fn spawn(command: &mut Command) -> std::io::Result<Child> {
+    if STOPPING.load(Ordering::SeqCst) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::Interrupted,
+            "the run is ending: no new process is started",
+        ));
+    }
+    // Taken before the fork: the child checks that the parent it dies with is still us.
+    let parent = libc::pid_t::try_from(std::process::id()).unwrap_or(0);
+    // SAFETY: the closure runs in the child between fork and exec and makes only
+    // async-signal-safe system calls.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::setsid() < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::getppid() != parent {
+                libc::_exit(2);
+            }
+            Ok(())
+        });
+    }
+    let child = command.spawn()?;
+    // A stop that came while it was forked: it must not run on.
+    if STOPPING.load(Ordering::SeqCst) {
+        let mut child = child;
+        kill_group(&mut child);
+        let _ = child.wait();
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::Interrupted,
+            "the run is ending: no new process is started",
+        ));
+    }
+    Ok(child)
+}
+
+/// The command that starts stackbench's own executable as a worker: through a descriptor
+/// opened when the run began, so that a worker run as another user starts even where that
+/// user cannot reach the file (installed under `/root` by `pipx`), since executing a
+/// descriptor checks only the file's own permission; by its path where that descriptor could
+/// not be had (no `/proc`). Its `argv[0]` is the path either way.
+pub fn worker_command(executable: &std::path::Path) -> Command {
+    use std::sync::OnceLock;
+    static OWN: OnceLock<Option<(std::path::PathBuf, std::fs::File)>> = OnceLock::new();
+    let own = OWN.get_or_init(|| {
+        let path = std::env::current_exe().ok()?;
+        let (file, _) = crate::hostfs::open(std::path::Path::new("/proc/self/exe")).ok()?;
+        Some((path, file))
+    });
+    match own {
+        Some((path, file)) if path == executable => {
+            use std::os::fd::AsRawFd;
+            let mut command = Command::new(format!("/proc/self/fd/{}", file.as_raw_fd()));
+            command.arg0(executable);
+            command
+        }
+        _ => Command::new(executable),
+    }
+}
+
+/// Runs `command` and returns its standard output (at most [`OUTPUT_LIMIT`]) if it exits
+/// successfully within `timeout`; a process that runs longer is killed with everything it
+/// started, so a grandchild holding the pipe open cannot keep us waiting.
 pub fn output_within(mut command: Command, timeout: Duration) -> Option<String> {
-    let mut child = command
+    command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .process_group(0)
-        .spawn()
-        .ok()?;
-    let mut stdout = child.stdout.take()?;
-    let reader = std::thread::spawn(move || {
-        let mut out = String::new();
-        let _ = stdout.read_to_string(&mut out);
-        out
-    });
+        .stderr(Stdio::null());
+    let mut child = spawn(&mut command).ok()?;
+    let stdout = child.stdout.take()?;
+    let reader = std::thread::spawn(move || read_bounded(stdout, OUTPUT_LIMIT));
     let status = exit_within(&mut child, timeout);
     let out = reader.join().ok()?;
     status.filter(|s| s.success()).map(|_| out)
@@ -40,8 +122,8 @@ pub fn output_streams(child: &mut Child) -> Vec<Box<dyn Read + Send>> {
     out.into_iter().chain(err).collect()
 }
 
-/// Waits up to `timeout` for a child started with `process_group(0)` to exit; one that runs
-/// longer is killed with its process group and reaped, and gives `None`.
+/// Waits up to `timeout` for a child started by [`spawn`] to exit; one that runs longer is
+/// killed with everything it started and reaped, and gives `None`.
 pub fn exit_within(child: &mut Child, timeout: Duration) -> Option<ExitStatus> {
     let started = Instant::now();
     loop {
@@ -66,7 +148,7 @@ pub struct Worker<E> {
 }
 
 /// Starts `command` (its arguments and environment already given) with piped standard streams,
-/// in its own process group, and writes `input` to its standard input.
+/// through [`spawn`], and writes `input` to its standard input.
 pub fn start_worker<E: DeserializeOwned + Send + 'static>(
     command: Command,
     input: Vec<u8>,
@@ -84,12 +166,11 @@ pub fn start_worker<E: DeserializeOwned + Send + 'static>(
 pub fn start_conversation<E: DeserializeOwned + Send + 'static>(
     mut command: Command,
 ) -> std::io::Result<(Worker<E>, ChildStdin)> {
-    let mut child = command
+    command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()?;
+        .stderr(Stdio::piped());
+    let mut child = spawn(&mut command)?;
     // The pipes were all requested above, so each is there.
     let (Some(stdin), Some(stdout), Some(stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
@@ -101,9 +182,23 @@ pub fn start_conversation<E: DeserializeOwned + Send + 'static>(
     let errors = Collected::start(stderr);
     let (tx, events) = mpsc::channel();
     std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if let Ok(event) = serde_json::from_str::<E>(&line) {
+        // A worker that writes without end gets no more of our memory than the limits: past
+        // them its events end, and its pipe with them.
+        let mut stdout = BufReader::new(stdout.take(EVENTS_LIMIT));
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            match (&mut stdout)
+                .take(EVENT_LINE_LIMIT)
+                .read_until(b'\n', &mut line)
+            {
+                Ok(0) | Err(_) => break,
+                Ok(_) if line.last() != Some(&b'\n') && line.len() as u64 >= EVENT_LINE_LIMIT => {
+                    break
+                }
+                Ok(_) => {}
+            }
+            if let Ok(event) = serde_json::from_slice::<E>(&line) {
                 if tx.send(event).is_err() {
                     break;
                 }
@@ -120,7 +215,8 @@ pub fn start_conversation<E: DeserializeOwned + Send + 'static>(
     ))
 }
 
-/// The worker's standard error, read on a thread as it comes.
+/// The worker's standard error, read on a thread as it comes; past [`OUTPUT_LIMIT`] it is read
+/// and dropped, so the worker never blocks on a full pipe nor fills our memory.
 pub struct Collected {
     bytes: Arc<Mutex<Vec<u8>>>,
     done: Receiver<()>,
@@ -136,10 +232,11 @@ impl Collected {
             loop {
                 match source.read(&mut chunk) {
                     Ok(0) => break,
-                    Ok(n) => sink
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .extend_from_slice(&chunk[..n]),
+                    Ok(n) => {
+                        let mut kept = sink.lock().unwrap_or_else(|e| e.into_inner());
+                        let room = (OUTPUT_LIMIT as usize).saturating_sub(kept.len());
+                        kept.extend_from_slice(&chunk[..n.min(room)]);
+                    }
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                     Err(_) => break,
                 }
@@ -158,9 +255,21 @@ impl Collected {
     }
 }
 
-/// Kills a child started with `process_group(0)` and everything in its process group.
+/// At most `limit` bytes of `source`, as text; the rest is read and dropped, so the writer
+/// never blocks on a full pipe.
+pub fn read_bounded(source: impl Read, limit: u64) -> String {
+    let mut source = source;
+    let mut kept = Vec::new();
+    let _ = (&mut source).take(limit).read_to_end(&mut kept);
+    let _ = std::io::copy(&mut source, &mut std::io::sink());
+    String::from_utf8_lossy(&kept).into_owned()
+}
+
+/// Kills a child started by [`spawn`], its session's process group and every process that
+/// descends from it (a grandchild that called `setsid` or forked twice left the group).
 /// Call it before reaping the child: until then its pid (the group's id) cannot be reused.
 pub fn kill_group(child: &mut Child) {
+    kill_tree(child.id());
     if let Ok(group) = i32::try_from(child.id()) {
         // SAFETY: kill(2) with a negative pid signals that process group; no memory is touched.
         unsafe { libc::kill(-group, libc::SIGKILL) };
@@ -186,7 +295,11 @@ pub fn descends_from(pid: u32, ancestor: u32) -> bool {
 
 /// The parent pid in `/proc/PID/stat` (the field after the state, after the name's `)`).
 fn parent(pid: u32) -> Option<u32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let stat = crate::hostfs::read_lossy(
+        std::path::Path::new(&format!("/proc/{pid}/stat")),
+        crate::hostfs::TEXT,
+    )
+    .ok()?;
     let (_, rest) = stat.rsplit_once(')')?;
     rest.split_whitespace().nth(1)?.parse().ok()
 }
@@ -198,10 +311,26 @@ fn parent(pid: u32) -> Option<u32> {
 /// before the scan reached them, and they would no longer look like ours. A stopped process
 /// cannot fork, so the scans end once one finds nothing new.
 pub fn kill_descendants() {
-    let me = std::process::id();
+    kill_below(std::process::id(), false);
+}
+
+/// Kills process `root` and every process that descends from it, as [`kill_descendants`] does.
+pub fn kill_tree(root: u32) {
+    kill_below(root, true);
+}
+
+/// Stops, then kills, every descendant of `root`, and `root` itself when `with_root`.
+fn kill_below(root: u32, with_root: bool) {
     let mut stopped = std::collections::BTreeSet::new();
+    if with_root {
+        if let Ok(pid) = i32::try_from(root) {
+            // SAFETY: kill(2) touches no memory.
+            unsafe { libc::kill(pid, libc::SIGSTOP) };
+            stopped.insert(pid);
+        }
+    }
     for _ in 0..64 {
-        let found: Vec<i32> = descendants(me)
+        let found: Vec<i32> = descendants(root)
             .into_iter()
             .filter(|pid| !stopped.contains(pid))
             .collect();
@@ -222,7 +351,7 @@ pub fn kill_descendants() {
 
 /// The processes that descend from `ancestor`, itself left out.
 fn descendants(ancestor: u32) -> Vec<i32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
+    let Ok(entries) = crate::hostfs::read_dir(std::path::Path::new("/proc")) else {
         return Vec::new();
     };
     entries

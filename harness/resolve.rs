@@ -152,7 +152,7 @@ impl SearchContext {
         ctx.ld_library_path = std::env::var_os("LD_LIBRARY_PATH")
             .map(|v| split_search_path(&v.to_string_lossy()))
             .unwrap_or_default();
-        ctx.cache = std::fs::read("/etc/ld.so.cache")
+        ctx.cache = crate::hostfs::read(Path::new("/etc/ld.so.cache"), crate::hostfs::LISTING)
             .ok()
             .and_then(|bytes| ldcache::parse(&bytes).ok())
             .unwrap_or_default();
@@ -552,9 +552,9 @@ fn dst_token(text: &str) -> (Option<&'static str>, usize) {
 /// Checks one candidate as glibc's `open_verify` does, from its first 20 bytes (`e_ident`,
 /// `e_type`, `e_machine`).
 fn verify(path: &Path, class: &str, machine: &str) -> AttemptResult {
-    let mut file = match std::fs::File::open(path) {
-        Ok(file) => file,
-        Err(e) => {
+    let mut file = match crate::hostfs::open(path) {
+        Ok((file, _)) => file,
+        Err(crate::hostfs::ReadError::Io(e)) => {
             return match e.kind() {
                 std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory => {
                     AttemptResult::Missing
@@ -565,6 +565,11 @@ fn verify(path: &Path, class: &str, machine: &str) -> AttemptResult {
                 _ => AttemptResult::Invalid {
                     error: format!("cannot open shared object file: {e}"),
                 },
+            }
+        }
+        Err(refused) => {
+            return AttemptResult::Invalid {
+                error: format!("cannot open shared object file: {refused}"),
             }
         }
     };

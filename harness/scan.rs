@@ -337,9 +337,15 @@ fn read_problem(
     }
 }
 
+/// The fix for a file named like a library that is no file at all (a FIFO, a device) or far
+/// larger than any library (a sparse file).
+const NOT_A_LIBRARY: &str =
+    "no library is a FIFO, a device or this large: ask its owner to remove it";
+
 fn pe_problem(path: &Path, e: &PeError) -> Problem {
     let (kind, fix) = match e {
         PeError::Io { .. } => (ProblemKind::Unreadable, "check the file's permissions"),
+        PeError::Refused(why) => (ProblemKind::of_read_error(why), NOT_A_LIBRARY),
         PeError::NotPe => (
             ProblemKind::NotPe,
             "a file named like a DLL is not one; remove or rename it",
@@ -359,6 +365,7 @@ fn pe_problem(path: &Path, e: &PeError) -> Problem {
 fn elf_problem(path: &Path, e: &ElfError) -> Problem {
     let (kind, fix) = match e {
         ElfError::Io { .. } => (ProblemKind::Unreadable, "check the file's permissions"),
+        ElfError::Refused(why) => (ProblemKind::of_read_error(why), NOT_A_LIBRARY),
         ElfError::NotElf => (
             ProblemKind::NotElf,
             "a file named like a library is not one; remove or rename it",

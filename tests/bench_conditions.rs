@@ -10,6 +10,9 @@
 //! model's, not the host's, so no verdict here depends on how busy the machine is, and it takes
 //! the simulator about a second a run, where the 64 Mi-float vector add took tens of seconds.
 
+// Tests read the files they make and the checkout's own: std's readers are theirs (clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use common::{isolated_stackbench, on_simulator, stdout_json};

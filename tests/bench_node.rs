@@ -8,6 +8,9 @@
 //! To stay within seconds, each run is `--quick --repeat 1` and `--filter`s two cuBLAS matmuls
 //! (the smallest size on a simulated device) and the library load time.
 
+// Tests read the files they make and the checkout's own: std's readers are theirs (clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use common::{isolated_stackbench, on_simulator, stdout_json};

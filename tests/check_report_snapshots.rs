@@ -16,6 +16,9 @@
 //! Review a change with `INSTA_UPDATE=always cargo test --release --test check_report_snapshots`
 //! and a diff of `tests/snapshots/`.
 
+// Tests read the files they make and the checkout's own: std's readers are theirs (clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
 use serde_json::json;
 use stackbench::check::model::*;
 use stackbench::check::spec::SPECS;

@@ -4,6 +4,9 @@
 //! environment's variables, a real torch `version.py`, the kernel module, and a real PyCUDA
 //! source build run under `doctor --`.
 
+// Tests read the files they make and the checkout's own: std's readers are theirs (clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use common::{build_fixtures, doctor_report, findings_of, fixture, isolated_stackbench, TOOLKIT};

@@ -5,6 +5,9 @@
 //! The libraries come from the fixture toolkits built by `ci/fetch-toolkits`
 //! (`$STACKBENCH_TOOLKITS`, or `.toolkits/` in the repository). Missing fixtures fail the tests.
 
+// Tests read the files they make and the checkout's own: std's readers are theirs (clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 use common::fixture;
 

@@ -5,6 +5,9 @@
 //! elements and up) and cuBLAS's f32 GEMM is called `slower` on each of those rows, with no
 //! history on the host, from floors learned from the other committed runs, each one cited.
 
+// Tests read the files they make and the checkout's own: std's readers are theirs (clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
 use stackbench::bench::model::{BenchReport, Status};
 use stackbench::compare::model::CompareReport;
 use stackbench::compare::stats::{FloorSource, Verdict};

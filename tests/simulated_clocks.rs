@@ -5,6 +5,9 @@
 //! root may lock. These lock clocks, which NVML lets only root do: run as an ordinary user, the
 //! locking tests say they are skipped and why (CI runs as root); the refusal is tested either way.
 
+// Tests read the files they make and the checkout's own: std's readers are theirs (clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use common::{bench_row, on_simulator, stdout_json};

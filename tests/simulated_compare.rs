@@ -9,6 +9,9 @@
 //! The simulator's time is a model, so its GPU rows are the same in any load; the CPU rows
 //! (NVRTC compile, library load) are the host's and are left to tests/compare_repeated.rs.
 
+// Tests read the files they make and the checkout's own: std's readers are theirs (clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use common::{isolated_stackbench, on_simulator, simulator, stdout_json};

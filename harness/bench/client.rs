@@ -13,7 +13,7 @@ use crate::trust::identity::as_user;
 use crate::trust::Decision;
 use std::io::Write;
 use std::path::Path;
-use std::process::{Child, ChildStdin, Command as Process};
+use std::process::{Child, ChildStdin};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::Duration;
 use tempfile::TempDir;
@@ -93,7 +93,7 @@ impl Client {
         }
         let pin = pin::pin(combination)
             .map_err(|e| format!("cannot create the worker's pinning directory: {e}"))?;
-        let mut process = Process::new(worker);
+        let mut process = crate::process::worker_command(worker);
         process
             .arg("__bench")
             .env(

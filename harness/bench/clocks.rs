@@ -69,7 +69,7 @@ fn helper(
     devices: &[u32],
 ) -> Command {
     let list: Vec<String> = devices.iter().map(u32::to_string).collect();
-    let mut command = Command::new(worker);
+    let mut command = crate::process::worker_command(worker);
     command.arg("__clocks").arg(action).arg(list.join(","));
     crate::gpu::driver_search_path(&mut command, driver_dir, trust);
     command

@@ -22,7 +22,6 @@ use nvml_wrapper::error::NvmlError;
 use nvml_wrapper::Nvml;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 /// How long NVML may take to answer for every device.
@@ -246,7 +245,7 @@ pub fn read(
     devices: &[u32],
 ) -> Option<Vec<DeviceState>> {
     let list: Vec<String> = devices.iter().map(u32::to_string).collect();
-    let mut command = Command::new(worker);
+    let mut command = crate::process::worker_command(worker);
     command.arg("__gpu-state").arg(list.join(","));
     crate::gpu::driver_search_path(&mut command, driver_dir, trust);
     let out = crate::process::output_within(command, NVML_TIMEOUT)?;

@@ -97,9 +97,11 @@ impl Config {
 
     /// Reads and parses the file at `path`.
     pub fn read(path: &Path) -> Result<Config, ConfigError> {
-        let bytes = std::fs::read(path).map_err(|error| ConfigError::Read {
-            path: path.to_path_buf(),
-            error,
+        let bytes = crate::hostfs::read(path, crate::hostfs::LISTING).map_err(|error| {
+            ConfigError::Read {
+                path: path.to_path_buf(),
+                error: error.into(),
+            }
         })?;
         Config::from_bytes(&bytes, path)
     }
@@ -107,12 +109,12 @@ impl Config {
     /// Reads `./stackbench.toml` when it exists; `Ok(None)` when it does not.
     pub fn read_default() -> Result<Option<Config>, ConfigError> {
         let path = Path::new(DEFAULT_FILE);
-        match std::fs::read(path) {
+        match crate::hostfs::read(path, crate::hostfs::LISTING) {
             Ok(bytes) => Config::from_bytes(&bytes, path).map(Some),
-            Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(error) if error.is_not_found() => Ok(None),
             Err(error) => Err(ConfigError::Read {
                 path: path.to_path_buf(),
-                error,
+                error: error.into(),
             }),
         }
     }

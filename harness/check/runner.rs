@@ -14,7 +14,7 @@ use crate::trust::{Decision, Identity, Launch, Refusal};
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::{Command, ExitStatus};
+use std::process::ExitStatus;
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
@@ -141,7 +141,7 @@ fn one_worker(
         Ok(input) => input,
         Err(e) => return format!("request could not be encoded: {e}"),
     };
-    let mut command = Command::new(worker);
+    let mut command = crate::process::worker_command(worker);
     command
         .arg("__check")
         .env("LD_LIBRARY_PATH", search_path)

@@ -43,7 +43,7 @@ impl History {
     /// The bench runs among the JSON files directly in `dir`, except the files `compared` and
     /// any copy of their runs; files that are not readable bench runs are passed over.
     pub fn gather(dir: &Path, compared: &[(&Path, &BenchReport)]) -> History {
-        let Ok(entries) = std::fs::read_dir(dir) else {
+        let Ok(entries) = crate::hostfs::read_dir(dir) else {
             return History::default();
         };
         let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());

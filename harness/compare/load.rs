@@ -34,7 +34,7 @@ impl Kind {
 /// by their start time (bench, check) or else by the file's modification time. Files that are
 /// not readable results of that kind are passed over.
 pub fn latest(dir: &Path, kind: Kind) -> Result<(PathBuf, PathBuf), LatestError> {
-    let entries = std::fs::read_dir(dir).map_err(|source| LatestError::Dir {
+    let entries = crate::hostfs::read_dir(dir).map_err(|source| LatestError::Dir {
         dir: dir.to_path_buf(),
         source,
     })?;
@@ -179,10 +179,11 @@ pub enum LoadError {
 
 /// Reads `path` as a stackbench result of any kind.
 pub fn read(path: &Path) -> Result<Run, LoadError> {
-    let bytes = std::fs::read(path).map_err(|source| LoadError::Read {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let bytes =
+        crate::hostfs::read(path, crate::hostfs::RESULTS).map_err(|source| LoadError::Read {
+            path: path.to_path_buf(),
+            source: source.into(),
+        })?;
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(LoadError::Empty {
             path: path.to_path_buf(),

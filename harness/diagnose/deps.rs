@@ -158,7 +158,7 @@ fn sibling_reachable(library: &Library, name: &str, search: &SearchContext) -> b
     let same_family = library.name.split('_').next() == dep.component.split('_').next();
     same_family
         && library.real_path.parent().is_some_and(|dir| {
-            std::fs::read_dir(dir)
+            crate::hostfs::read_dir(dir)
                 .into_iter()
                 .flatten()
                 .flatten()
@@ -265,7 +265,11 @@ fn other_major_reachable(
         .filter_map(|a| a.path.parent().map(PathBuf::from))
         .collect();
     for dir in dirs {
-        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+        for entry in crate::hostfs::read_dir(&dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
             let file = entry.file_name().to_string_lossy().into_owned();
             let Some(named) = catalog::classify(&file) else {
                 continue;

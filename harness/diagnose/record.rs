@@ -98,7 +98,7 @@ fn inspect(path: &Path, entry: &Entry, verify_hashes: bool) -> Option<Damage> {
 
 /// A file's SHA-256 as RECORD writes it; `None` when it cannot be read.
 fn sha256_of(path: &Path) -> Option<String> {
-    let mut file = fs::File::open(path).ok()?;
+    let (mut file, _) = crate::hostfs::open(path).ok()?;
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 1 << 20];
     loop {

@@ -2,7 +2,7 @@
 //! version and `RECORD`, so that a rule can say which wheel ships a file and name it in a fix.
 
 use crate::discover::metadata::{name_and_version, nvidia_dist_infos};
-use std::fs;
+use crate::hostfs;
 use std::path::Path;
 
 /// One installed wheel.
@@ -20,9 +20,10 @@ pub fn wheels(site_packages: &Path) -> Vec<Wheel> {
     nvidia_dist_infos(site_packages)
         .into_iter()
         .filter_map(|dist_info| {
-            let metadata = fs::read_to_string(dist_info.join("METADATA")).ok()?;
+            let metadata =
+                hostfs::read_to_string(&dist_info.join("METADATA"), hostfs::TEXT).ok()?;
             let (name, version) = name_and_version(&metadata)?;
-            let record = fs::read_to_string(dist_info.join("RECORD")).ok()?;
+            let record = hostfs::read_to_string(&dist_info.join("RECORD"), hostfs::LISTING).ok()?;
             Some(Wheel {
                 name,
                 version,

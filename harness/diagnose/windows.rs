@@ -181,7 +181,7 @@ impl<'a> Searcher<'a> {
     /// The file called `name` (in any case) in `dir`.
     fn in_dir(&mut self, dir: &Path, name: &str) -> Option<PathBuf> {
         let listing = self.listings.entry(dir.to_path_buf()).or_insert_with(|| {
-            std::fs::read_dir(dir)
+            crate::hostfs::read_dir(dir)
                 .map(|entries| {
                     entries
                         .filter_map(Result::ok)
@@ -327,7 +327,7 @@ pub fn check(installations: &[Installation], search: &WindowsSearch) -> Vec<Find
 /// The DLL directories of NVIDIA's wheels in a site-packages: `nvidia/<lib>/bin`, and CUDA 13's
 /// `nvidia/cu13/bin`.
 fn wheel_dll_dirs(site_packages: &Path) -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(site_packages.join("nvidia"))
+    let mut dirs: Vec<PathBuf> = crate::hostfs::read_dir(&site_packages.join("nvidia"))
         .map(|entries| {
             entries
                 .filter_map(Result::ok)

@@ -164,7 +164,7 @@ impl EnvWalk {
             return None;
         }
         let mut listing = Listing::default();
-        for entry in fs::read_dir(dir).ok()?.flatten() {
+        for entry in crate::hostfs::read_dir(dir).ok()?.flatten() {
             listing.entries += 1;
             let path = entry.path();
             // A link to a directory is walked where it leads (inside a sysroot).

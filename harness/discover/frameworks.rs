@@ -68,7 +68,7 @@ pub fn read(host: &Host, sites: &[PathBuf]) -> Vec<Framework> {
 /// PyTorch from `torch/version.py` and its wheel's METADATA.
 fn torch(real: &Path, site: &Path, dist_infos: &[(PathBuf, String)]) -> Option<Framework> {
     let source = real.join("torch/version.py");
-    let text = std::fs::read_to_string(&source).ok()?;
+    let text = crate::hostfs::read_to_string(&source, crate::hostfs::TEXT).ok()?;
     let version = assignment(&text, "__version__")?;
     let cuda = assignment(&text, "cuda");
     let metadata = dist_infos
@@ -114,16 +114,12 @@ fn cudnn_pin(metadata: &str) -> Option<String> {
 
 /// Every `*.dist-info` directory of a site-packages with its METADATA.
 fn dist_infos(site: &Path) -> Vec<(PathBuf, String)> {
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(site)
+    crate::hostfs::entries(site)
         .into_iter()
-        .flatten()
-        .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|e| e == "dist-info"))
-        .collect();
-    dirs.sort();
-    dirs.into_iter()
         .filter_map(|d| {
-            let text = std::fs::read_to_string(d.join("METADATA")).ok()?;
+            let text =
+                crate::hostfs::read_to_string(&d.join("METADATA"), crate::hostfs::TEXT).ok()?;
             Some((d, text))
         })
         .collect()

@@ -19,7 +19,9 @@ fn collect(conf: &Path, sysroot: &Path, depth: usize, dirs: &mut Vec<PathBuf>) {
         true => Some(path.to_path_buf()),
         false => super::inside::resolve(sysroot, path),
     };
-    let Some(text) = real(conf).and_then(|conf| std::fs::read_to_string(conf).ok()) else {
+    let Some(text) =
+        real(conf).and_then(|conf| crate::hostfs::read_to_string(&conf, crate::hostfs::TEXT).ok())
+    else {
         return;
     };
     let base = conf.parent().unwrap_or(Path::new("/"));
@@ -62,7 +64,7 @@ fn expand_glob(pattern: &Path) -> Vec<PathBuf> {
         return vec![pattern.to_path_buf()];
     };
     let dir = pattern.parent().unwrap_or(Path::new("/"));
-    let Ok(entries) = std::fs::read_dir(dir) else {
+    let Ok(entries) = crate::hostfs::read_dir(dir) else {
         return vec![];
     };
     let mut found: Vec<PathBuf> = entries

@@ -1,10 +1,10 @@
 //! Version metadata that layouts keep beside their libraries: a toolkit's `version.json`,
 //! a conda environment's `conda-meta/*.json`, a wheel's `*.dist-info/METADATA` and `RECORD`.
 
+use crate::hostfs;
 use crate::model::{Problem, ProblemKind, VersionSource};
 use serde::Deserialize;
 use std::collections::HashMap;
-use std::fs;
 use std::path::{Path, PathBuf};
 
 /// Versions an installation's metadata gives, keyed so libraries can look theirs up.
@@ -28,8 +28,13 @@ pub fn toolkit(root: &Path) -> Metadata {
         ..Metadata::default()
     };
     let path = root.join("version.json");
-    let Ok(text) = fs::read_to_string(&path) else {
-        return meta;
+    let text = match hostfs::read_to_string(&path, hostfs::TEXT) {
+        Ok(text) => text,
+        Err(e) if e.is_not_found() => return meta,
+        Err(e) => {
+            meta.problems.push(unread(&path, &e));
+            return meta;
+        }
     };
     #[derive(Deserialize)]
     struct Component {
@@ -64,7 +69,7 @@ pub fn conda(prefix: &Path) -> Metadata {
         ..Metadata::default()
     };
     for path in files_with_extension(&prefix.join("conda-meta"), "json") {
-        let record = fs::read_to_string(&path)
+        let record = hostfs::read_to_string(&path, hostfs::LISTING)
             .map_err(|e| e.to_string())
             .and_then(|text| serde_json::from_str::<Record>(&text).map_err(|e| e.to_string()));
         match record {
@@ -93,11 +98,14 @@ pub fn wheels(site_packages: &Path) -> Metadata {
     };
     for dist_info in nvidia_dist_infos(site_packages) {
         let metadata_path = dist_info.join("METADATA");
-        let Some((name, version)) = fs::read_to_string(&metadata_path)
-            .ok()
-            .as_deref()
-            .and_then(name_and_version)
-        else {
+        let text = match hostfs::read_to_string(&metadata_path, hostfs::TEXT) {
+            Ok(text) => text,
+            Err(e) => {
+                meta.problems.push(unread(&metadata_path, &e));
+                continue;
+            }
+        };
+        let Some((name, version)) = name_and_version(&text) else {
             meta.problems.push(Problem {
                 kind: ProblemKind::MalformedMetadata,
                 path: metadata_path,
@@ -108,7 +116,15 @@ pub fn wheels(site_packages: &Path) -> Metadata {
         if name.starts_with("nvidia-cuda-runtime") {
             meta.cuda_version = Some(version.clone());
         }
-        let record = fs::read_to_string(dist_info.join("RECORD")).unwrap_or_default();
+        let record_path = dist_info.join("RECORD");
+        let record = match hostfs::read_to_string(&record_path, hostfs::LISTING) {
+            Ok(text) => text,
+            Err(e) if e.is_not_found() => String::new(),
+            Err(e) => {
+                meta.problems.push(unread(&record_path, &e));
+                String::new()
+            }
+        };
         for line in record.lines() {
             let file = line.split(',').next().unwrap_or("");
             if is_library_file(file) {
@@ -128,18 +144,14 @@ pub fn is_library_file(file: &str) -> bool {
 
 /// The `nvidia_*.dist-info` directories of a site-packages, sorted; none when it cannot be read.
 pub fn nvidia_dist_infos(site_packages: &Path) -> Vec<PathBuf> {
-    let mut dist_infos: Vec<PathBuf> = fs::read_dir(site_packages)
+    hostfs::entries(site_packages)
         .into_iter()
-        .flatten()
-        .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| {
             p.file_name()
                 .and_then(|n| n.to_str())
                 .is_some_and(|n| n.starts_with("nvidia_") && n.ends_with(".dist-info"))
         })
-        .collect();
-    dist_infos.sort();
-    dist_infos
+        .collect()
 }
 
 /// `Name` and `Version` from a wheel's METADATA (RFC 822 style headers).
@@ -153,14 +165,19 @@ pub fn name_and_version(text: &str) -> Option<(String, String)> {
 }
 
 fn files_with_extension(dir: &Path, ext: &str) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = fs::read_dir(dir)
+    hostfs::entries(dir)
         .into_iter()
-        .flatten()
-        .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|e| e == ext))
-        .collect();
-    files.sort();
-    files
+        .collect()
+}
+
+/// A metadata file that exists but was not read (a FIFO, a device, too large, unreadable).
+pub fn unread(path: &Path, error: &hostfs::ReadError) -> Problem {
+    Problem {
+        kind: ProblemKind::of_read_error(error),
+        path: path.to_path_buf(),
+        message: format!("{error}; versions fall back to file names"),
+    }
 }
 
 fn malformed(path: &Path, e: impl std::fmt::Display) -> Problem {
@@ -175,6 +192,7 @@ fn malformed(path: &Path, e: impl std::fmt::Display) -> Problem {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use std::fs;
 
     #[test]
     fn reads_wheel_headers() {

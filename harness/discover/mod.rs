@@ -131,7 +131,7 @@ impl Host {
 
     /// The bytes of the file `path` names on this host, read through [`Host::real`].
     pub fn read(&self, path: impl AsRef<Path>) -> Option<Vec<u8>> {
-        std::fs::read(self.real(path)?).ok()
+        crate::hostfs::read(&self.real(path)?, crate::hostfs::TEXT).ok()
     }
 
     /// Whether `path` names a directory on this host (below a sysroot, where its links lead
@@ -207,13 +207,7 @@ impl Host {
 
 /// The entries of `dir`, sorted; none when it cannot be read.
 fn sorted_entries(dir: &Path) -> Vec<PathBuf> {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .collect();
-    entries.sort();
-    entries
+    crate::hostfs::entries(dir)
 }
 
 /// `path` below `root` when it is absolute (`/opt` under `/tmp/t` is `/tmp/t/opt`), else as
@@ -371,7 +365,7 @@ pub fn search_plan(options: &Options, host: &Host) -> (Vec<(SearchRoot, Limits)>
         }
     }
     let ld_so_cache = host.place(&host.ld_so_cache);
-    if let Ok(bytes) = std::fs::read(&ld_so_cache) {
+    if let Ok(bytes) = crate::hostfs::read(&ld_so_cache, crate::hostfs::LISTING) {
         match ldcache::parse(&bytes) {
             Ok(entries) => {
                 let mut dirs: Vec<PathBuf> = entries
@@ -438,7 +432,7 @@ pub fn check_root(root: &Path) -> Result<(), Problem> {
         message,
     };
     match std::fs::metadata(root) {
-        Ok(meta) if meta.is_dir() => std::fs::read_dir(root)
+        Ok(meta) if meta.is_dir() => crate::hostfs::read_dir(root)
             .map(|_| ())
             .map_err(|e| unreadable(e.to_string())),
         Ok(_) => Err(unreadable(

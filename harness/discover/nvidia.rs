@@ -345,7 +345,7 @@ fn reachable(host: &Host, dirs: &[(PathBuf, String)], soname: &str) -> Vec<Drive
         let Some(real) = host.real(&path) else {
             continue;
         };
-        let Ok(bytes) = std::fs::read(&real) else {
+        let Ok(bytes) = crate::hostfs::read(&real, crate::hostfs::BINARY) else {
             continue;
         };
         let real = host_name(host, &real);

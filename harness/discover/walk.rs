@@ -121,7 +121,7 @@ impl Walk {
             self.report_again(id, &mut Vec::new());
             return Some(id);
         }
-        let entries = match fs::read_dir(dir) {
+        let entries = match crate::hostfs::read_dir(dir) {
             Ok(entries) => entries,
             Err(e) => {
                 self.problem(ProblemKind::Unreadable, dir, e.to_string());

@@ -8,12 +8,11 @@ use super::ElfError;
 use std::fs::File;
 use std::io::Read;
 use std::ops::Deref;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 /// The largest file copied: a file of another user larger than this (a sparse file claiming
 /// terabytes, say) is not read. The largest CUDA libraries are under 1.5 GiB.
-pub const COPY_LIMIT: u64 = 4 << 30;
+pub const COPY_LIMIT: u64 = crate::hostfs::BINARY;
 
 /// A file's bytes: mapped, or copied.
 pub(crate) enum Bytes {
@@ -82,29 +81,21 @@ pub(crate) fn copy(file: File, len: u64, path: &Path) -> Result<Vec<u8>, ElfErro
 }
 
 /// Opens a regular, non-empty file and gives its length; an empty file is
-/// [`ElfError::Truncated`]. Opened without blocking and checked after opening, so a FIFO put in
-/// a library's place (even between a look and the open) is refused, not waited on.
+/// [`ElfError::Truncated`]. Opened through the host reader ([`crate::hostfs::open`]), so a FIFO
+/// or a device put in a library's place (even between a look and the open) is refused, never
+/// opened for reading.
 pub(crate) fn open_regular(path: &Path) -> Result<(File, u64), ElfError> {
-    let io = |source| ElfError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(io)?;
-    let meta = file.metadata().map_err(io)?;
-    if !meta.is_file() {
-        return Err(io(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            "not a regular file",
-        )));
-    }
-    if meta.len() == 0 {
+    let (file, len) = crate::hostfs::open(path).map_err(|e| match e {
+        crate::hostfs::ReadError::Io(source) => ElfError::Io {
+            path: path.to_path_buf(),
+            source,
+        },
+        refused => ElfError::Refused(refused),
+    })?;
+    if len == 0 {
         return Err(ElfError::Truncated("empty file".into()));
     }
-    Ok((file, meta.len()))
+    Ok((file, len))
 }
 
 #[cfg(test)]

@@ -84,6 +84,9 @@ pub enum ElfError {
         path: std::path::PathBuf,
         source: std::io::Error,
     },
+    /// Not a regular file (a FIFO, a device), or larger than any library: never read.
+    #[error("{0}")]
+    Refused(crate::hostfs::ReadError),
     #[error("not an ELF file")]
     NotElf,
     #[error("truncated ELF file: {0}")]
@@ -1218,7 +1221,13 @@ mod tests {
         assert!(
             matches!(read_path(&missing), Err(ElfError::Io { ref path, .. }) if *path == missing)
         );
-        assert!(matches!(read_path(dir.path()), Err(ElfError::Io { .. })));
+        // A directory, as a FIFO or a device, is refused before it is opened for reading.
+        assert!(matches!(
+            read_path(dir.path()),
+            Err(ElfError::Refused(crate::hostfs::ReadError::NotRegular(
+                "a directory"
+            )))
+        ));
         let lib = dir.path().join("libself.so.1");
         std::fs::write(&lib, build(true, false)).unwrap();
         assert_eq!(read_path(&lib).unwrap().soname.as_deref(), Some(SONAME));

@@ -44,9 +44,8 @@ impl DebugLog {
     /// What NCCL has written so far (its last 4 MiB), parsed.
     pub fn read(&self) -> Result<Seen, String> {
         let path = self.path();
-        let mut file = std::fs::File::open(&path)
+        let (mut file, len) = crate::hostfs::open(&path)
             .map_err(|e| format!("NCCL wrote no debug log at {}: {e}", path.display()))?;
-        let len = file.metadata().map(|m| m.len()).unwrap_or(0);
         if len > MOST {
             use std::io::Seek;
             file.seek(std::io::SeekFrom::Start(len - MOST))

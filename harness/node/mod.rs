@@ -13,7 +13,6 @@ use crate::trust::Policy;
 use model::{Engine, NodeReport};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 /// What the node worker is asked.
@@ -59,7 +58,7 @@ pub fn probe(
     timeout: Duration,
 ) -> Result<NodeReport, String> {
     let json = serde_json::to_string(request).map_err(|e| e.to_string())?;
-    let mut command = Command::new(worker);
+    let mut command = crate::process::worker_command(worker);
     command.arg("__node").arg(json).env(
         crate::devices::DEVICE_ORDER.0,
         crate::devices::DEVICE_ORDER.1,

@@ -170,7 +170,11 @@ fn fabric(device: &Device) -> Option<Fabric> {
 /// `/sys/bus/pci/devices/<bus id>/numa_node`, when it names one (`-1`: none).
 fn sysfs_numa_node(bus_id: &str) -> Option<i32> {
     let path = format!("/sys/bus/pci/devices/{bus_id}/numa_node");
-    let node: i32 = std::fs::read_to_string(path).ok()?.trim().parse().ok()?;
+    let node: i32 = crate::hostfs::read_to_string(std::path::Path::new(&path), crate::hostfs::TEXT)
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
     (node >= 0).then_some(node)
 }
 

@@ -58,6 +58,9 @@ pub enum PeError {
         path: std::path::PathBuf,
         source: std::io::Error,
     },
+    /// Not a regular file (a FIFO, a device), or larger than any DLL: never read.
+    #[error("{0}")]
+    Refused(crate::hostfs::ReadError),
     #[error("not a PE file")]
     NotPe,
     #[error("truncated PE file: {0}")]
@@ -111,6 +114,7 @@ pub fn read_path(path: &Path) -> Result<PeInfo, PeError> {
 fn from_file_error(error: crate::elf::ElfError) -> PeError {
     match error {
         crate::elf::ElfError::Io { path, source } => PeError::Io { path, source },
+        crate::elf::ElfError::Refused(why) => PeError::Refused(why),
         other => PeError::Truncated(other.to_string()),
     }
 }

@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus};
+use std::process::{Child, ExitStatus};
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
@@ -242,7 +242,7 @@ fn run_batch(request: &ProbeRequest, worker: &Path, batch: &[PathBuf]) -> Batch 
         Ok(input) => input,
         Err(e) => return failed(format!("cannot encode the probe request: {e}")),
     };
-    let mut command = Command::new(worker);
+    let mut command = crate::process::worker_command(worker);
     command
         .arg("__probe")
         .env("LD_DEBUG", "libs")

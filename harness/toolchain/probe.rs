@@ -11,7 +11,6 @@ use super::toolkit::Toolkit;
 use crate::trust::{Decision, Policy};
 use serde::{Deserialize, Serialize};
 use std::io::Read;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -204,12 +203,11 @@ fn library_dirs<'a>(
 /// Runs one step; its output (standard output and error together) when it fails, with its
 /// status in words.
 fn run_step(mut command: Command) -> Result<(), (String, String)> {
-    let mut child = command
+    command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
+        .stderr(Stdio::piped());
+    let mut child = crate::process::spawn(&mut command)
         .map_err(|e| (format!("not run: {e}"), String::new()))?;
     let readers: Vec<_> = (crate::process::output_streams(&mut child).into_iter())
         .map(|stream| {

@@ -289,7 +289,9 @@ fn wheels_named(host: &Host, root: &Path, prefix: &str) -> Vec<String> {
     };
     crate::discover::metadata::nvidia_dist_infos(&real)
         .iter()
-        .filter_map(|d| std::fs::read_to_string(d.join("METADATA")).ok())
+        .filter_map(|d| {
+            crate::hostfs::read_to_string(&d.join("METADATA"), crate::hostfs::TEXT).ok()
+        })
         .filter_map(|text| crate::discover::metadata::name_and_version(&text))
         .filter(|(name, _)| name.starts_with(prefix))
         .map(|(name, version)| format!("{name} {version}"))

@@ -291,16 +291,16 @@ pub fn output_if_trusted(
 /// CPU would use.
 const HWCAPS_DIR: &str = "glibc-hwcaps";
 
-/// The legacy subdirectories glibc up to 2.36 searches below every search directory, nested up
-/// to three deep (`tls/x86_64/x86_64`, as `LD_DEBUG=libs` lists them): `tls`, and the platform
-/// and hardware-capability names of x86-64, i386 and AArch64.
+/// The legacy subdirectories glibc 2.26 to 2.36 searches below every search directory, nested up
+/// to four deep (`tls/haswell/avx512_1/x86_64` on an AVX-512 CPU under RHEL 8, as `LD_DEBUG=libs`
+/// lists them): `tls`, and the platform and hardware-capability names of x86-64, i386 and AArch64.
 const LEGACY_SUBDIRS: [&str; 11] = [
     "tls", "x86_64", "haswell", "xeon_phi", "avx512_1", "i386", "i486", "i586", "i686", "sse2",
     "aarch64",
 ];
 
 /// How deep the legacy subdirectories nest.
-const LEGACY_DEPTH: usize = 3;
+const LEGACY_DEPTH: usize = 4;
 
 /// Why `uid` may not search `dir`, if it may not: the directory, every shared object in it, and
 /// every subdirectory the loader searches below it, with theirs. A missing directory holds
@@ -348,7 +348,7 @@ impl Below {
 /// while we look holds nothing.
 fn searchable(dir: &Path, uid: u32, below: Below) -> Result<(), Distrust> {
     rule::check(dir, true, uid)?;
-    let Ok(entries) = std::fs::read_dir(dir) else {
+    let Ok(entries) = crate::hostfs::read_dir(dir) else {
         return Ok(());
     };
     for entry in entries.flatten() {
@@ -487,6 +487,23 @@ mod tests {
             Some(Distrust::Writable { path, by: Writers::Group(_) }) if path == legacy.join("libcupti.so.12")
         ));
         chmod(&legacy.join("libcupti.so.12"), 0o644);
+        // Four deep, as RHEL 8's glibc searches on an AVX-512 CPU.
+        let deepest = dir.path().join("tls/haswell/avx512_1/x86_64");
+        fs::create_dir_all(&deepest).unwrap();
+        for step in [
+            "tls/haswell",
+            "tls/haswell/avx512_1",
+            "tls/haswell/avx512_1/x86_64",
+        ] {
+            chmod(&dir.path().join(step), 0o755);
+        }
+        fs::write(deepest.join("libcudart.so.12"), b"").unwrap();
+        chmod(&deepest.join("libcudart.so.12"), 0o666);
+        assert!(matches!(
+            search_distrust(dir.path(), me()),
+            Some(Distrust::Writable { path, by: Writers::Everyone }) if path == deepest.join("libcudart.so.12")
+        ));
+        chmod(&deepest.join("libcudart.so.12"), 0o644);
         // A subdirectory the loader never searches is none of its business.
         let other = dir.path().join("python3.11");
         fs::create_dir(&other).unwrap();

@@ -20,9 +20,12 @@ impl Environment {
             injection: std::env::var("CUDA_INJECTION64_PATH")
                 .ok()
                 .filter(|p| !p.is_empty()),
-            admin_only: std::fs::read_to_string("/proc/driver/nvidia/params")
-                .ok()
-                .and_then(|params| admin_only(&params)),
+            admin_only: crate::hostfs::read_to_string(
+                std::path::Path::new("/proc/driver/nvidia/params"),
+                crate::hostfs::TEXT,
+            )
+            .ok()
+            .and_then(|params| admin_only(&params)),
         }
     }
 }

@@ -35,9 +35,12 @@ pub fn agreement(s: &mut Session) -> Checked {
     let Some(path) = s.request.nvml.clone() else {
         return Err(Outcome::fail(no_nvml(s.request.driver.as_deref())));
     };
-    let kernel = std::fs::read_to_string(KERNEL_MODULE_VERSION)
-        .ok()
-        .and_then(|text| kernel_module_version(&text));
+    let kernel = crate::hostfs::read_to_string(
+        std::path::Path::new(KERNEL_MODULE_VERSION),
+        crate::hostfs::TEXT,
+    )
+    .ok()
+    .and_then(|text| kernel_module_version(&text));
     let nvml_file = file_version(&path);
     let nvml = Nvml::builder()
         .lib_path(path.as_os_str())
