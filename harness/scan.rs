@@ -237,11 +237,36 @@ fn library(
     match read {
         Some(Ok(Binary::Elf(info))) => fill_elf(&mut library, info),
         Some(Ok(Binary::Pe(info))) => fill_pe(&mut library, info),
-        Some(Err(ReadError::Elf(e))) => library.problems.push(elf_problem(&library.real_path, e)),
-        Some(Err(ReadError::Pe(e))) => library.problems.push(pe_problem(&library.real_path, e)),
+        Some(Err(ReadError::Elf(e))) => {
+            let problem = elf_problem(&library.real_path, e);
+            let problem = named_as_found(problem, &library, matches!(e, ElfError::Refused(_)));
+            library.problems.push(problem);
+        }
+        Some(Err(ReadError::Pe(e))) => {
+            let problem = pe_problem(&library.real_path, e);
+            let problem = named_as_found(problem, &library, matches!(e, PeError::Refused(_)));
+            library.problems.push(problem);
+        }
         None => {}
     }
     library
+}
+
+/// A problem with what a library file leads to, named by the file as found when the reader
+/// refused it (a `libcublas.so.12` linked to `/dev/zero`), so its owner can find it.
+fn named_as_found(problem: Problem, library: &Library, refused: bool) -> Problem {
+    if !refused || library.path == library.real_path {
+        return problem;
+    }
+    Problem {
+        path: library.path.clone(),
+        message: format!(
+            "it leads to {}: {}",
+            library.real_path.display(),
+            problem.message
+        ),
+        ..problem
+    }
 }
 
 /// One ELF file read as a library, wherever it is (a program given to `doctor --program`):

@@ -369,6 +369,8 @@ fn identity(f: &Finding) -> impl Ord + '_ {
 
 /// One finding per (cause, installation, library, missing): the same cause seen by several
 /// rules (the loader's simulation and the live load) becomes one finding with all the evidence.
+/// What the scan could not read is one finding per file: two venvs' unreadable `METADATA` are
+/// two files for their owners to mend.
 fn merge(findings: Vec<Finding>) -> Vec<Finding> {
     let mut merged: Vec<Finding> = Vec::new();
     for finding in findings {
@@ -380,6 +382,7 @@ fn merge(findings: Vec<Finding>) -> Vec<Finding> {
                     &finding.library,
                     &finding.missing,
                 )
+                && (m.cause != Cause::ScanProblem || m.path == finding.path)
         });
         match same {
             Some(kept) => {

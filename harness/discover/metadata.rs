@@ -69,10 +69,14 @@ pub fn conda(prefix: &Path) -> Metadata {
         ..Metadata::default()
     };
     for path in files_with_extension(&prefix.join("conda-meta"), "json") {
-        let record = hostfs::read_to_string(&path, hostfs::LISTING)
-            .map_err(|e| e.to_string())
-            .and_then(|text| serde_json::from_str::<Record>(&text).map_err(|e| e.to_string()));
-        match record {
+        let text = match hostfs::read_to_string(&path, hostfs::LISTING) {
+            Ok(text) => text,
+            Err(e) => {
+                meta.problems.push(unread(&path, &e));
+                continue;
+            }
+        };
+        match serde_json::from_str::<Record>(&text) {
             Ok(record) => {
                 if record.name == "cuda-version"
                     || (record.name == "cuda-cudart" && meta.cuda_version.is_none())

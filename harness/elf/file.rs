@@ -10,10 +10,6 @@ use std::io::Read;
 use std::ops::Deref;
 use std::path::Path;
 
-/// The largest file copied: a file of another user larger than this (a sparse file claiming
-/// terabytes, say) is not read. The largest CUDA libraries are under 1.5 GiB.
-pub const COPY_LIMIT: u64 = crate::hostfs::BINARY;
-
 /// A file's bytes: mapped, or copied.
 pub(crate) enum Bytes {
     Mapped(memmap2::Mmap),
@@ -54,19 +50,13 @@ pub(crate) fn only_ours_to_change(path: &Path) -> bool {
     crate::trust::rule::check(path, false, me).is_ok()
 }
 
-/// Copies `len` bytes of `file`, which must still hold them: one that shrank while read is
-/// [`ElfError::Truncated`], one larger than [`COPY_LIMIT`] is not read.
+/// Copies `len` bytes of `file` (opened by [`open_regular`], so at most [`crate::hostfs::BINARY`]), which
+/// must still hold them: one that shrank while read is [`ElfError::Truncated`].
 pub(crate) fn copy(file: File, len: u64, path: &Path) -> Result<Vec<u8>, ElfError> {
     let io = |source| ElfError::Io {
         path: path.to_path_buf(),
         source,
     };
-    if len > COPY_LIMIT {
-        return Err(io(std::io::Error::other(format!(
-            "{len} bytes, more than the {} GiB read of a file another user can change",
-            COPY_LIMIT >> 30
-        ))));
-    }
     let wanted = usize::try_from(len).map_err(|e| io(std::io::Error::other(e)))?;
     let mut bytes = Vec::with_capacity(wanted);
     file.take(len).read_to_end(&mut bytes).map_err(io)?;
@@ -94,6 +84,12 @@ pub(crate) fn open_regular(path: &Path) -> Result<(File, u64), ElfError> {
     })?;
     if len == 0 {
         return Err(ElfError::Truncated("empty file".into()));
+    }
+    // No library is this large: a sparse file claiming terabytes is not read.
+    if len > crate::hostfs::BINARY {
+        return Err(ElfError::Refused(crate::hostfs::ReadError::TooLarge {
+            cap: crate::hostfs::BINARY,
+        }));
     }
     Ok((file, len))
 }

@@ -93,12 +93,6 @@ pub fn read_path(path: &Path) -> Result<PeInfo, PeError> {
     };
     let (file, len) = crate::elf::open_regular(path).map_err(from_file_error)?;
     let may_map = crate::elf::file::only_ours_to_change(path);
-    if !may_map && len > crate::elf::file::COPY_LIMIT {
-        return Err(io(std::io::Error::other(format!(
-            "{len} bytes, more than the {} GiB read of a file another user can change",
-            crate::elf::file::COPY_LIMIT >> 30
-        ))));
-    }
     let image = image::Image::read(&file, len, may_map).map_err(io)?;
     let head = image.read_bytes_at(0, 2.min(len)).unwrap_or_default();
     check_magic(head)?;
