@@ -6,12 +6,15 @@
 //! image's environment (target: under 1 s); and the trust rule's cost (issue 27): the rule alone
 //! over every fixture installation, and a full `doctor` of the fixtures with the rule off
 //! (`--load-untrusted`) beside the one with it on; and what `--build` adds (issue 42): `doctor`
-//! of the CUDA 13.0 compiler wheels with and without compiling and linking the probe.
+//! of the CUDA 13.0 compiler wheels with and without compiling and linking the probe; and a
+//! shared node's homes (issue 49): `doctor --sysroot` of a host with 5,000 venvs, each with an
+//! NVIDIA wheel's metadata and its runtime (a hard link to the fixture's), time per venv and the
+//! run's peak memory (printed once: criterion measures time only).
 
 #[path = "../tests/common/mod.rs"]
 mod common;
 
-use common::{build_fixtures, fixture, image, stackbench_bin, toolkits, VENV_CU12};
+use common::{build_fixtures, fixture, image, real_cudart, stackbench_bin, toolkits, VENV_CU12};
 use criterion::{criterion_group, criterion_main, Criterion};
 use stackbench::discover::{Host, Options};
 use stackbench::doctor::{doctor, DoctorOptions};
@@ -169,5 +172,80 @@ fn trust(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench, command, sysroot, trust);
+/// How many venvs the shared node's homes hold.
+const VENVS: usize = 5000;
+
+/// A host whose `/home` holds [`VENVS`] venvs, each a wheel's metadata and runtime.
+fn many_venvs() -> tempfile::TempDir {
+    let root = tempfile::tempdir().expect("a scratch directory");
+    let cudart = real_cudart();
+    for i in 0..VENVS {
+        let site = root
+            .path()
+            .join(format!("home/u{i}/venv/lib/python3.11/site-packages"));
+        let lib = site.join("nvidia/cuda_runtime/lib");
+        std::fs::create_dir_all(&lib).expect("a venv");
+        std::fs::write(
+            root.path().join(format!("home/u{i}/venv/pyvenv.cfg")),
+            "home = /usr/bin\n",
+        )
+        .expect("pyvenv.cfg");
+        let dist_info = site.join("nvidia_cuda_runtime_cu12-12.9.79.dist-info");
+        std::fs::create_dir_all(&dist_info).expect("a dist-info");
+        std::fs::write(
+            dist_info.join("METADATA"),
+            "Name: nvidia-cuda-runtime-cu12\nVersion: 12.9.79\n",
+        )
+        .expect("METADATA");
+        std::fs::write(
+            dist_info.join("RECORD"),
+            "nvidia/cuda_runtime/lib/libcudart.so.12,sha256=x,741088\n",
+        )
+        .expect("RECORD");
+        let library = lib.join("libcudart.so.12");
+        if std::fs::hard_link(&cudart, &library).is_err() {
+            std::os::unix::fs::symlink(&cudart, &library).expect("a runtime");
+        }
+    }
+    root
+}
+
+fn homes(c: &mut Criterion) {
+    let host = many_venvs();
+    let run = || {
+        std::process::Command::new(stackbench_bin())
+            .args(["doctor", "--format", "json", "--sysroot"])
+            .arg(host.path())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("run stackbench")
+    };
+    // Peak memory, from the kernel's account of the finished child.
+    let child = run();
+    let mut status = 0;
+    // SAFETY: a zeroed rusage that wait4 fills for our own child.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };
+    eprintln!(
+        "doctor --sysroot of {VENVS} venvs: peak RSS {} MiB",
+        usage.ru_maxrss / 1024
+    );
+    std::mem::forget(child);
+    let mut group = c.benchmark_group("doctor_homes");
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(60));
+    group.throughput(criterion::Throughput::Elements(VENVS as u64));
+    group.bench_function(format!("{VENVS} venvs under /home, --sysroot"), |b| {
+        b.iter(|| {
+            let status = run().wait().expect("stackbench ran");
+            assert!(status.code().is_some_and(|c| c < 2), "{status}");
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench, command, sysroot, trust, homes);
 criterion_main!(benches);

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 /// The most of a helper's standard output kept, or of a worker's standard error.
 pub const OUTPUT_LIMIT: u64 = 16 << 20;
 /// The longest line of events a worker may write; a longer one ends its events.
-const EVENT_LINE_LIMIT: u64 = 64 << 20;
+const EVENT_LINE_LIMIT: u64 = 16 << 20;
 /// The most a worker may write as events in all; past it, its events end.
 const EVENTS_LIMIT: u64 = 1 << 30;
 

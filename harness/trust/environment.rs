@@ -12,24 +12,57 @@ use std::process::Command;
 /// The `PATH` a worker run as another user gets, whatever ours is.
 pub const SAFE_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
-/// Variables passed along by name.
-const KEPT: [&str; 4] = [
+/// Variables passed along, by exact name: the locale and time zone, the settings of CUDA and
+/// NCCL that choose devices and behaviour, and the simulated GPU's (tests only). None names
+/// code or a place a library reads from or writes to: `CUDA_INJECTION64_PATH`,
+/// `NVTX_INJECTION64_PATH` and NCCL's plugin variables name code a library loads unjudged, and
+/// `CUDA_CACHE_PATH` would share one user's JIT cache with another's; they stay ours.
+const KEPT: [&str; 40] = [
     "LANG",
+    "LANGUAGE",
+    "LC_ALL",
+    "LC_CTYPE",
+    "LC_NUMERIC",
+    "LC_TIME",
+    "LC_COLLATE",
+    "LC_MONETARY",
+    "LC_MESSAGES",
     "TZ",
-    "CUDA_VISIBLE_DEVICES",
     "NVIDIA_VISIBLE_DEVICES",
+    "CUDA_VISIBLE_DEVICES",
+    "CUDA_DEVICE_ORDER",
+    "CUDA_MODULE_LOADING",
+    "CUDA_LAUNCH_BLOCKING",
+    "CUDA_CACHE_DISABLE",
+    "CUDA_CACHE_MAXSIZE",
+    "CUDA_FORCE_PTX_JIT",
+    "CUDA_DISABLE_PTX_JIT",
+    "CUDA_DEVICE_MAX_CONNECTIONS",
+    "CUDA_AUTO_BOOST",
+    "CUDA_ENABLE_COREDUMP_ON_EXCEPTION",
+    "NCCL_DEBUG",
+    "NCCL_DEBUG_SUBSYS",
+    "NCCL_P2P_DISABLE",
+    "NCCL_P2P_LEVEL",
+    "NCCL_SHM_DISABLE",
+    "NCCL_IB_DISABLE",
+    "NCCL_IB_HCA",
+    "NCCL_NET",
+    "NCCL_SOCKET_IFNAME",
+    "NCCL_ALGO",
+    "NCCL_PROTO",
+    "NCCL_NVLS_ENABLE",
+    "NCCL_CUMEM_ENABLE",
+    "NCCL_MIN_NCHANNELS",
+    "NCCL_MAX_NCHANNELS",
+    "STACKBENCH_SIM_PROFILE",
+    "STACKBENCH_SIM_TRACE",
+    "STACKBENCH_SIM_BOOT",
 ];
-
-/// Variables passed along by prefix: the locale's, CUDA's and NCCL's settings, and the
-/// simulated GPU's (tests only).
-const KEPT_PREFIXES: [&str; 4] = ["LC_", "CUDA_", "NCCL_", "STACKBENCH_SIM_"];
 
 /// Whether a variable of ours goes along to a worker run as another user.
 pub fn is_kept(name: &OsStr) -> bool {
-    let Some(name) = name.to_str() else {
-        return false;
-    };
-    KEPT.contains(&name) || KEPT_PREFIXES.iter().any(|p| name.starts_with(p))
+    name.to_str().is_some_and(|name| KEPT.contains(&name))
 }
 
 /// The variables a worker run as `user` starts with, from `ours` (our own environment): the
@@ -125,6 +158,14 @@ mod tests {
             ("NVIDIA_VISIBLE_DEVICES", "all"),
             ("NCCL_DEBUG", "INFO"),
             ("STACKBENCH_SIM_PROFILE", "h100"),
+            // Code and places a library reads: never another user's to get from root.
+            ("CUDA_INJECTION64_PATH", "/root/inject.so"),
+            ("NVTX_INJECTION64_PATH", "/root/nvtx.so"),
+            ("NCCL_NET_PLUGIN", "/root/net.so"),
+            ("NCCL_TUNER_PLUGIN", "/root/tuner.so"),
+            ("NCCL_PROFILER_PLUGIN", "/root/profiler.so"),
+            ("CUDA_CACHE_PATH", "/root/.nv/ComputeCache"),
+            ("NCCL_DEBUG_FILE", "/root/nccl.%h.%p"),
         ]);
         let got = for_user(&alice(), ours);
         let expected = vars(&[
