@@ -79,8 +79,16 @@ pub fn spawn(command: &mut Command) -> std::io::Result<Child> {
 /// opened when the run began, so that a worker run as another user starts even where that
 /// user cannot reach the file (installed under `/root` by `pipx`), since executing a
 /// descriptor checks only the file's own permission; by its path where that descriptor could
-/// not be had (no `/proc`). Its `argv[0]` is the path either way.
+/// not be had (no `/proc`). Its `argv[0]` is the path either way. Of our code variables
+/// (`CUDA_INJECTION64_PATH`, NCCL's plugins) it keeps only those naming a file we may load.
 pub fn worker_command(executable: &std::path::Path) -> Command {
+    let mut command = own_executable(executable);
+    crate::trust::environment::drop_untrusted_code(&mut command);
+    command
+}
+
+/// A command of our own executable, through its descriptor where it can be had.
+fn own_executable(executable: &std::path::Path) -> Command {
     use std::sync::OnceLock;
     static OWN: OnceLock<Option<(std::path::PathBuf, std::fs::File)>> = OnceLock::new();
     let own = OWN.get_or_init(|| {

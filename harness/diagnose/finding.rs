@@ -97,6 +97,9 @@ pub enum Cause {
     /// An `LD_LIBRARY_PATH` entry that a user other than the one running could write, or
     /// another user's: every program of this user, root's included, would run what is there.
     UntrustedSearchPath,
+    /// `CUDA_INJECTION64_PATH`, `NVTX_INJECTION64_PATH` or an NCCL plugin variable names a file
+    /// another user can change: every CUDA or NCCL program of this user would run it.
+    UntrustedCodeVariable,
     /// A `libcuda.so.1` is reachable but no NVIDIA kernel module is loaded, or its device
     /// nodes are missing: every CUDA call fails (after a driver upgrade before a reboot, in a
     /// container started without the GPU).

@@ -101,7 +101,8 @@ pub fn run(
         ran_as: String::new(),
     };
     let search_path = std::env::var("LD_LIBRARY_PATH").unwrap_or_default();
-    let launch = match Policy::strict().decide(std::slice::from_ref(nvcc), &[], &search_path) {
+    let chain = chain(nvcc, compiler);
+    let launch = match Policy::strict().decide(&chain, &[], &search_path) {
         Decision::Load(launch) => launch,
         Decision::Refuse(refusal) => {
             return Some(not_run(format!("the trust rule: {}", refusal.reason())))
@@ -114,6 +115,11 @@ pub fn run(
     let step = |args: Vec<String>| {
         let mut command = Command::new(nvcc);
         command.args(args).current_dir(dir.path());
+        // The host compiler is the judged one given with -ccbin: nothing of the environment
+        // names another or adds flags that would.
+        for name in NVCC_VARIABLES {
+            command.env_remove(name);
+        }
         match launch.search_path.as_str() {
             "" => command.env_remove("LD_LIBRARY_PATH"),
             path => command.env("LD_LIBRARY_PATH", path),
@@ -156,6 +162,26 @@ pub fn run(
             Some(done(true, false, Some(failed), ran_as))
         }
     }
+}
+
+/// What nvcc reads of the environment to choose its host compiler or add to its command line.
+const NVCC_VARIABLES: [&str; 3] = ["NVCC_CCBIN", "NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS"];
+
+/// Every file a compile runs or reads as code, judged together by the trust rule: nvcc, its
+/// `nvcc.profile`, the device compilers it starts (`cicc` under `nvvm/bin`, `ptxas`), and the
+/// host compiler it is given; those a toolkit lacks are left out.
+fn chain(nvcc: &Path, compiler: Option<&HostCompiler>) -> Vec<PathBuf> {
+    let bin = nvcc.parent().unwrap_or(Path::new("/"));
+    let top = bin.parent().unwrap_or(bin);
+    let beside = [
+        bin.join("nvcc.profile"),
+        bin.join("ptxas"),
+        top.join("nvvm/bin/cicc"),
+    ];
+    std::iter::once(nvcc.to_path_buf())
+        .chain(beside.into_iter().filter(|p| p.exists()))
+        .chain(compiler.map(|c| c.path.clone()))
+        .collect()
 }
 
 /// ` as alice (uid 1000)` when the object the compile wrote is another user's than ours.
@@ -285,6 +311,72 @@ fn tool_of(line: &str) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn the_whole_compiler_chain_is_judged_and_another_user_s_compiler_runs_as_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let open = |p: &Path, mode| {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap()
+        };
+        open(dir.path(), 0o755);
+        let bin = dir.path().join("bin");
+        std::fs::create_dir_all(dir.path().join("nvvm/bin")).unwrap();
+        std::fs::create_dir_all(&bin).unwrap();
+        for dir in [
+            dir.path().join("nvvm"),
+            dir.path().join("nvvm/bin"),
+            bin.clone(),
+        ] {
+            open(&dir, 0o755);
+        }
+        for tool in ["bin/nvcc", "bin/nvcc.profile", "bin/ptxas", "nvvm/bin/cicc"] {
+            std::fs::write(dir.path().join(tool), b"").unwrap();
+            open(&dir.path().join(tool), 0o755);
+        }
+        let gcc = dir.path().join("g++");
+        std::fs::write(&gcc, b"").unwrap();
+        open(&gcc, 0o755);
+        let compiler = HostCompiler {
+            path: gcc.clone(),
+            named_by: "NVCC_CCBIN".into(),
+            kind: super::super::host_config::CompilerKind::Gnu,
+            version: "12.2.0".into(),
+            major: 12,
+        };
+        let nvcc = bin.join("nvcc");
+        let judged = chain(&nvcc, Some(&compiler));
+        for tool in [
+            "bin/nvcc",
+            "bin/nvcc.profile",
+            "bin/ptxas",
+            "nvvm/bin/cicc",
+            "g++",
+        ] {
+            assert!(
+                judged.contains(&dir.path().join(tool)),
+                "{tool}: {judged:?}"
+            );
+        }
+        // The chain is decided as one: a ptxas anyone may rewrite stops the compile.
+        open(&bin.join("ptxas"), 0o777);
+        assert!(matches!(
+            Policy::strict().decide(&judged, &[], ""),
+            Decision::Refuse(_)
+        ));
+        open(&bin.join("ptxas"), 0o755);
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            // As root, a service user's g++ under root's nvcc runs as that user, not as root.
+            std::os::unix::fs::chown(&gcc, Some(4242), Some(4242)).unwrap();
+            match Policy::strict().decide(&judged, &[], "") {
+                Decision::Load(launch) => {
+                    assert_eq!(launch.user.map(|u| u.uid), Some(4242))
+                }
+                Decision::Refuse(refusal) => panic!("{}", refusal.reason()),
+            }
+        }
+    }
 
     #[test]
     fn the_first_error_and_its_tool_are_read_from_each_step_s_output() {

@@ -60,6 +60,50 @@ const KEPT: [&str; 40] = [
     "STACKBENCH_SIM_BOOT",
 ];
 
+/// The variables that name code a CUDA or NCCL library loads by itself, unjudged by the loader's
+/// search: CUPTI's and NVTX's injection libraries, NCCL's network, tuner and profiler plugins.
+pub const CODE_VARIABLES: [&str; 5] = [
+    "CUDA_INJECTION64_PATH",
+    "NVTX_INJECTION64_PATH",
+    "NCCL_NET_PLUGIN",
+    "NCCL_TUNER_PLUGIN",
+    "NCCL_PROFILER_PLUGIN",
+];
+
+/// The code variables among `vars` whose file `uid` may not load by the trust rule, each with
+/// its value and why: a worker of `uid` must not get them. A bare name (`NCCL_NET_PLUGIN=ofi`)
+/// is a library the loader searches for, judged as every search path is; a file that is missing
+/// loads nothing.
+pub fn untrusted_code<'v>(
+    uid: u32,
+    vars: impl IntoIterator<Item = (&'v str, &'v str)>,
+) -> Vec<(&'v str, &'v str, super::rule::Distrust)> {
+    vars.into_iter()
+        .filter(|(name, value)| CODE_VARIABLES.contains(name) && value.starts_with('/'))
+        .filter_map(|(name, value)| {
+            match super::rule::check(std::path::Path::new(value), false, uid) {
+                Ok(()) | Err(super::rule::Distrust::Missing { .. }) => None,
+                Err(distrust) => Some((name, value, distrust)),
+            }
+        })
+        .collect()
+}
+
+/// Leaves out of `command`'s environment the code variables of ours that name a file this
+/// process's user may not load ([`untrusted_code`]): a worker run as ourselves (root) would
+/// otherwise run another user's injection library or plugin as root.
+pub fn drop_untrusted_code(command: &mut Command) {
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    let ours: Vec<(String, String)> = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .collect();
+    let pairs = ours.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+    for (name, _, _) in untrusted_code(me, pairs) {
+        command.env_remove(name);
+    }
+}
+
 /// Whether a variable of ours goes along to a worker run as another user.
 pub fn is_kept(name: &OsStr) -> bool {
     name.to_str().is_some_and(|name| KEPT.contains(&name))
@@ -184,6 +228,38 @@ mod tests {
             ("SHELL", "/bin/bash"),
         ]);
         assert_eq!(got, expected);
+    }
+
+    #[test]
+    fn code_variables_naming_a_file_others_can_change_are_found() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let mode = |p: &std::path::Path, m| {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap()
+        };
+        mode(dir.path(), 0o755);
+        let ours = dir.path().join("inject.so");
+        let open = dir.path().join("plugin.so");
+        for file in [&ours, &open] {
+            std::fs::write(file, b"").unwrap();
+        }
+        mode(&ours, 0o644);
+        mode(&open, 0o666);
+        let (ours, open) = (ours.display().to_string(), open.display().to_string());
+        let vars = [
+            ("CUDA_INJECTION64_PATH", ours.as_str()),
+            ("NCCL_NET_PLUGIN", open.as_str()),
+            ("NCCL_TUNER_PLUGIN", "ofi"),
+            ("NVTX_INJECTION64_PATH", "/nonexistent/nvtx.so"),
+            ("LD_PRELOAD", open.as_str()),
+        ];
+        // SAFETY: geteuid has no preconditions.
+        let me = unsafe { libc::geteuid() };
+        let found: Vec<&str> = untrusted_code(me, vars)
+            .into_iter()
+            .map(|(n, _, _)| n)
+            .collect();
+        assert_eq!(found, ["NCCL_NET_PLUGIN"]);
     }
 
     #[test]
