@@ -132,9 +132,11 @@ fn watch(read: RawFd) {
     crate::process::stop_spawning();
     crate::process::kill_descendants();
     let cleanups = std::mem::take(&mut *CLEANUPS.lock().unwrap_or_else(|e| e.into_inner()));
-    for (_, cleanup) in cleanups {
-        cleanup();
-    }
+    crate::process::while_cleaning_up(|| {
+        for (_, cleanup) in cleanups {
+            cleanup();
+        }
+    });
     let signal = libc::c_int::from(byte);
     // SAFETY: back to the default action, then the signal itself ends the process.
     unsafe {

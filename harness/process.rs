@@ -24,12 +24,31 @@ const EVENT_LINE_LIMIT: u64 = 16 << 20;
 /// The most a worker may write as events in all; past it, its events end.
 const EVENTS_LIMIT: u64 = 1 << 30;
 
-/// Set once the run is ending on a signal: no child starts after that.
+/// Set once the run is ending on a signal: no child starts after that, but its cleanups'.
 static STOPPING: AtomicBool = AtomicBool::new(false);
+
+std::thread_local! {
+    /// Set on the thread running the run's cleanups, which may start what they need (the
+    /// helper that resets locked clocks).
+    static CLEANING_UP: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
 
 /// Stops every later [`spawn`]: the run is ending.
 pub fn stop_spawning() {
     STOPPING.store(true, Ordering::SeqCst);
+}
+
+/// Runs `cleanup` on this thread with [`spawn`] allowed again, as the run's cleanups must be.
+pub fn while_cleaning_up<R>(cleanup: impl FnOnce() -> R) -> R {
+    CLEANING_UP.with(|c| c.set(true));
+    let result = cleanup();
+    CLEANING_UP.with(|c| c.set(false));
+    result
+}
+
+/// Whether a [`spawn`] on this thread is refused.
+fn refused() -> bool {
+    STOPPING.load(Ordering::SeqCst) && !CLEANING_UP.with(|c| c.get())
 }
 
 /// Starts `command` as every child of stackbench starts: in a session of its own with no
@@ -37,7 +56,7 @@ pub fn stop_spawning() {
 /// user was set on `command` ([`crate::trust::Identity::apply`]): the death signal is set after
 /// that change, which would clear it. Refused once the run is ending.
 pub fn spawn(command: &mut Command) -> std::io::Result<Child> {
-    if STOPPING.load(Ordering::SeqCst) {
+    if refused() {
         return Err(std::io::Error::new(
             std::io::ErrorKind::Interrupted,
             "the run is ending: no new process is started",
@@ -63,7 +82,7 @@ pub fn spawn(command: &mut Command) -> std::io::Result<Child> {
     }
     let child = command.spawn()?;
     // A stop that came while it was forked: it must not run on.
-    if STOPPING.load(Ordering::SeqCst) {
+    if refused() {
         let mut child = child;
         kill_group(&mut child);
         let _ = child.wait();

@@ -679,7 +679,7 @@ fn installation_problems_are_in_a_stable_order() {
 }
 
 /// A FIFO named like a library: reading it must not block the scan (opening a FIFO for reading
-/// waits for a writer); it is not a regular file, so it is reported as unreadable.
+/// waits for a writer); it is not a regular file, so it is reported as one.
 #[test]
 fn a_fifo_named_like_a_library_does_not_hang_the_scan() {
     let dir = tempfile::tempdir().unwrap();
@@ -703,7 +703,7 @@ fn a_fifo_named_like_a_library_does_not_hang_the_scan() {
     let problems = all_problems(&report);
     assert_eq!(
         kinds_for(&problems, "libcufft.so.11"),
-        ["unreadable"],
+        ["not_regular_file"],
         "{problems:#?}"
     );
     assert_eq!(problems.len(), 1, "{problems:#?}");

@@ -78,6 +78,9 @@ pub struct Context<'a> {
     pub gpu: Option<ComputeCapability>,
     /// Symbol versions of files outside the scan (a system libc), read once.
     elf_cache: RefCell<HashMap<PathBuf, Option<Vec<String>>>>,
+    /// Every library of the scan by each name it goes by (soname, file names along its links),
+    /// built on first use: rules ask for copies of a name once per library they judge.
+    by_name: std::cell::OnceCell<HashMap<String, Vec<(&'a Installation, &'a Library)>>>,
     /// Installations of Windows DLLs, kept out of `scan`: the rules for them are in [`windows`].
     pub windows: &'a [Installation],
     /// How programs search for DLLs there.
@@ -120,6 +123,7 @@ impl<'a> Context<'a> {
             probes,
             gpu,
             elf_cache: RefCell::default(),
+            by_name: std::cell::OnceCell::new(),
             windows: &[],
             windows_search: &NO_WINDOWS_SEARCH,
             verify_hashes: false,
@@ -202,18 +206,29 @@ impl<'a> Context<'a> {
 
     /// Every library file on the host the scan saw whose name or soname is `name`.
     pub fn copies_of(&self, name: &str) -> Vec<(&'a Installation, &'a Library)> {
-        self.scan
-            .installations
-            .iter()
-            .flat_map(|i| i.libraries.iter().map(move |l| (i, l)))
-            .filter(|(_, l)| {
-                l.soname.as_deref() == Some(name)
-                    || std::iter::once(&l.path)
-                        .chain(&l.aliases)
-                        .chain(&l.symlink_chain)
-                        .any(|p| file_name(p) == name)
-            })
-            .collect()
+        let by_name = self.by_name.get_or_init(|| {
+            let mut by_name: HashMap<String, Vec<(&'a Installation, &'a Library)>> = HashMap::new();
+            for installation in &self.scan.installations {
+                for library in &installation.libraries {
+                    let mut names: Vec<String> = std::iter::once(&library.path)
+                        .chain(&library.aliases)
+                        .chain(&library.symlink_chain)
+                        .map(|p| file_name(p))
+                        .chain(library.soname.clone())
+                        .collect();
+                    names.sort();
+                    names.dedup();
+                    for name in names {
+                        by_name
+                            .entry(name)
+                            .or_default()
+                            .push((installation, library));
+                    }
+                }
+            }
+            by_name
+        });
+        by_name.get(name).cloned().unwrap_or_default()
     }
 
     /// The installation a path lies in.
@@ -372,19 +387,31 @@ fn identity(f: &Finding) -> impl Ord + '_ {
 /// What the scan could not read is one finding per file: two venvs' unreadable `METADATA` are
 /// two files for their owners to mend.
 fn merge(findings: Vec<Finding>) -> Vec<Finding> {
+    // Found by key, not by a scan of those merged: a host of thousands of environments has
+    // tens of thousands of findings.
+    type Key = (
+        Cause,
+        Option<PathBuf>,
+        Option<String>,
+        Option<String>,
+        Option<PathBuf>,
+    );
+    let key = |f: &Finding| -> Key {
+        let path = (f.cause == Cause::ScanProblem)
+            .then(|| f.path.clone())
+            .flatten();
+        (
+            f.cause,
+            f.installation.clone(),
+            f.library.clone(),
+            f.missing.clone(),
+            path,
+        )
+    };
     let mut merged: Vec<Finding> = Vec::new();
+    let mut at: HashMap<Key, usize> = HashMap::new();
     for finding in findings {
-        let same = merged.iter_mut().find(|m| {
-            (m.cause, &m.installation, &m.library, &m.missing)
-                == (
-                    finding.cause,
-                    &finding.installation,
-                    &finding.library,
-                    &finding.missing,
-                )
-                && (m.cause != Cause::ScanProblem || m.path == finding.path)
-        });
-        match same {
+        match at.get(&key(&finding)).map(|i| &mut merged[*i]) {
             Some(kept) => {
                 for line in finding.evidence {
                     if !kept.evidence.contains(&line) {
@@ -397,7 +424,10 @@ fn merge(findings: Vec<Finding>) -> Vec<Finding> {
                     }
                 }
             }
-            None => merged.push(finding),
+            None => {
+                at.insert(key(&finding), merged.len());
+                merged.push(finding);
+            }
         }
     }
     merged
@@ -431,21 +461,30 @@ fn under_damaged_wheels(findings: Vec<Finding>) -> Vec<Finding> {
 /// The first (in identity order) stands for the rest, which it lists in `also`.
 fn fold(findings: Vec<Finding>) -> Vec<Finding> {
     let mut folded: Vec<Finding> = Vec::new();
+    let mut at: HashMap<FoldKey, usize> = HashMap::new();
     for finding in findings {
-        let same = folded
-            .iter_mut()
-            .find(|f| fold_key(f) == fold_key(&finding));
-        match same {
-            Some(kept) => kept.fold(finding),
-            None => folded.push(finding),
+        match at.get(&fold_key(&finding)) {
+            Some(i) => folded[*i].fold(finding),
+            None => {
+                at.insert(fold_key(&finding), folded.len());
+                folded.push(finding);
+            }
         }
     }
     folded
 }
 
 /// What findings folded into one share.
-fn fold_key(f: &Finding) -> (Severity, Cause, &Option<PathBuf>, &Option<String>, &String) {
-    (f.severity, f.cause, &f.installation, &f.library, &f.fix)
+type FoldKey = (Severity, Cause, Option<PathBuf>, Option<String>, String);
+
+fn fold_key(f: &Finding) -> FoldKey {
+    (
+        f.severity,
+        f.cause,
+        f.installation.clone(),
+        f.library.clone(),
+        f.fix.clone(),
+    )
 }
 
 /// Root cause first: by severity; within one, the driver's causes, then damaged wheels, then
