@@ -418,11 +418,13 @@ fn a_library_that_forks_a_new_session_away_leaves_nothing_behind() {
     let marks = root.join("marks");
     fs::create_dir(&marks).unwrap();
     fs::set_permissions(&marks, fs::Permissions::from_mode(0o777)).unwrap();
-    // Forks twice, the grandchild in a session of its own, and records its pid.
+    // Forks twice, the grandchild in a session of its own, which records its pid; the load
+    // goes on once the record is there.
     let body = format!(
         "if (fork() == 0) {{ if (fork() == 0) {{ setsid();\
-           FILE *m = fopen(\"{}/pid\", \"w\"); fprintf(m, \"%d\", getpid()); fclose(m);\
-           sleep(300); _exit(0); }} _exit(0); }}",
+           FILE *m = fopen(\"{0}/pid.new\", \"w\"); fprintf(m, \"%d\", getpid()); fclose(m);\
+           rename(\"{0}/pid.new\", \"{0}/pid\"); sleep(300); _exit(0); }} _exit(0); }}\
+         for (int i = 0; i < 1000 && access(\"{0}/pid\", F_OK) != 0; i++) usleep(10000);",
         marks.display()
     );
     let venv = probed_library(&root, &body);
