@@ -363,13 +363,20 @@ fn probed_library(dir: &Path, body: &str) -> PathBuf {
     dir.join("venv")
 }
 
-#[test]
-fn a_library_finds_no_terminal_to_push_input_into() {
+/// A scratch directory others may enter (canonical), and in it `marks/`, where a probed
+/// library, run as whichever user, leaves what it saw.
+fn with_marks() -> (tempfile::TempDir, PathBuf, PathBuf) {
     let dir = open_tempdir();
     let root = dir.path().canonicalize().unwrap();
     let marks = root.join("marks");
     fs::create_dir(&marks).unwrap();
     fs::set_permissions(&marks, fs::Permissions::from_mode(0o777)).unwrap();
+    (dir, root, marks)
+}
+
+#[test]
+fn a_library_finds_no_terminal_to_push_input_into() {
+    let (_dir, root, marks) = with_marks();
     let body = format!(
         "int fd = open(\"/dev/tty\", O_RDWR | O_NOCTTY);\
          FILE *m = fopen(\"{}/tty\", \"w\");\
@@ -413,11 +420,7 @@ fn gone(pid: i32) -> bool {
 
 #[test]
 fn a_library_that_forks_a_new_session_away_leaves_nothing_behind() {
-    let dir = open_tempdir();
-    let root = dir.path().canonicalize().unwrap();
-    let marks = root.join("marks");
-    fs::create_dir(&marks).unwrap();
-    fs::set_permissions(&marks, fs::Permissions::from_mode(0o777)).unwrap();
+    let (_dir, root, marks) = with_marks();
     // Forks twice, the grandchild in a session of its own, which records its pid; the load
     // goes on once the record is there.
     let body = format!(
