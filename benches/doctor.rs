@@ -213,7 +213,11 @@ fn many_venvs() -> tempfile::TempDir {
 fn homes(c: &mut Criterion) {
     let host = many_venvs();
     let run = || {
+        // A node's own environment, not cargo's (whose LD_LIBRARY_PATH adds search directories
+        // to every one of the 25,000 missing dependencies a root without libc gives).
         std::process::Command::new(stackbench_bin())
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
             .args(["doctor", "--format", "json", "--sysroot"])
             .arg(host.path())
             .stdout(std::process::Stdio::null())
@@ -221,18 +225,30 @@ fn homes(c: &mut Criterion) {
             .spawn()
             .expect("run stackbench")
     };
-    // Peak memory, from the kernel's account of the finished child.
-    let child = run();
-    let mut status = 0;
-    // SAFETY: a zeroed rusage that wait4 fills for our own child.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: as above.
-    unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };
+    // Peak memory, as the kernel accounts a finished child, taken through a small python3:
+    // a child forked straight from this large process would count this process's own peak.
+    let measured = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import resource, subprocess, sys; \
+             subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); \
+             print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)",
+        ])
+        .arg(stackbench_bin())
+        .args(["doctor", "--format", "json", "--sysroot"])
+        .arg(host.path())
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .expect("run python3");
+    let kb: u64 = String::from_utf8_lossy(&measured.stdout)
+        .trim()
+        .parse()
+        .expect("python3 printed the peak");
     eprintln!(
         "doctor --sysroot of {VENVS} venvs: peak RSS {} MiB",
-        usage.ru_maxrss / 1024
+        kb / 1024
     );
-    std::mem::forget(child);
     let mut group = c.benchmark_group("doctor_homes");
     group
         .sample_size(10)
