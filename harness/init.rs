@@ -35,14 +35,7 @@ pub fn supervise_if_pid1() -> Option<u8> {
     };
     RUN.store(run, Ordering::SeqCst);
     for signal in FORWARDED {
-        // SAFETY: a zeroed sigaction with our handler and an empty mask.
-        unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = forward as *const () as usize;
-            action.sa_flags = libc::SA_RESTART;
-            libc::sigemptyset(&mut action.sa_mask);
-            libc::sigaction(signal, &action, std::ptr::null_mut());
-        }
+        crate::lifetime::handle(signal, forward);
     }
     loop {
         let mut status = 0;

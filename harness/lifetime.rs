@@ -69,18 +69,23 @@ pub fn end_workers_on_signals() {
         SIGNAL_PIPE.store(write, Ordering::Relaxed);
         std::thread::spawn(move || watch(read));
         for signal in SIGNALS.into_iter().filter(|s| !ignored(*s)) {
-            // SAFETY: a zeroed sigaction with our handler and an empty mask.
-            unsafe {
-                let mut action: libc::sigaction = std::mem::zeroed();
-                action.sa_sigaction = on_signal as *const () as usize;
-                // A read the handler interrupts (the watcher's own, on whichever thread the
-                // signal lands) carries on rather than failing with EINTR.
-                action.sa_flags = libc::SA_RESTART;
-                libc::sigemptyset(&mut action.sa_mask);
-                libc::sigaction(signal, &action, std::ptr::null_mut());
-            }
+            handle(signal, on_signal);
         }
     });
+}
+
+/// Makes `handler` (async-signal-safe) handle `signal`, with an empty mask; a read or wait the
+/// handler interrupts (the watcher's own, on whichever thread the signal lands) carries on
+/// rather than failing with EINTR.
+pub fn handle(signal: libc::c_int, handler: extern "C" fn(libc::c_int)) {
+    // SAFETY: a zeroed sigaction with the handler, SA_RESTART and an empty mask.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = handler as *const () as usize;
+        action.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut action.sa_mask);
+        libc::sigaction(signal, &action, std::ptr::null_mut());
+    }
 }
 
 /// A cleanup registered with [`on_interrupt`]: dropping it unregisters it, unrun.
