@@ -7,11 +7,9 @@
 //! every read stops at a cap for its kind of file. What is refused is a [`ReadError`] whose
 //! message says why, for the caller to report on that file while the run goes on.
 
-use std::ffi::OsString;
 use std::fs::{File, OpenOptions};
 use std::io::Read;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
@@ -95,23 +93,13 @@ pub fn open(path: &Path) -> Result<(File, u64), ReadError> {
 /// The file an `O_PATH` handle holds, opened for reading: through `/proc/self/fd` (the very
 /// inode), or by its path again where `/proc` is missing (a chroot), non-blocking either way.
 fn reopen(handle: &File, path: &Path) -> std::io::Result<File> {
-    let flags = libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC;
-    let by_fd = format!("/proc/self/fd/{}\0", handle.as_raw_fd());
-    // SAFETY: a NUL-terminated path; open(2) returns a new descriptor or -1.
-    let fd = unsafe { libc::open(by_fd.as_ptr().cast(), flags) };
-    if fd >= 0 {
-        // SAFETY: `fd` was just opened and is owned by nobody else.
-        return Ok(File::from(unsafe { OwnedFd::from_raw_fd(fd) }));
-    }
-    let mut name = path.as_os_str().as_bytes().to_vec();
-    name.push(0);
-    // SAFETY: as above, with the path NUL-terminated.
-    let fd = unsafe { libc::open(name.as_ptr().cast(), flags) };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: as above.
-    Ok(File::from(unsafe { OwnedFd::from_raw_fd(fd) }))
+    let reading = |at: &Path| {
+        OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+            .open(at)
+    };
+    reading(Path::new(&format!("/proc/self/fd/{}", handle.as_raw_fd()))).or_else(|_| reading(path))
 }
 
 fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
@@ -131,7 +119,7 @@ pub fn read(path: &Path, cap: u64) -> Result<Vec<u8>, ReadError> {
 
 /// Reads `file` to its end, at most `cap` bytes; `len` (its size when opened) sizes the buffer.
 /// Files of `/proc` and `/sys` say 0 and are read to their end all the same.
-pub fn read_capped(file: File, len: u64, cap: u64) -> Result<Vec<u8>, ReadError> {
+fn read_capped(file: File, len: u64, cap: u64) -> Result<Vec<u8>, ReadError> {
     let mut bytes = Vec::with_capacity(usize::try_from(len.min(cap)).unwrap_or(0));
     file.take(cap.saturating_add(1)).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > cap {
@@ -173,15 +161,6 @@ pub fn entries(dir: &Path) -> Vec<PathBuf> {
     entries
 }
 
-/// The names in the directory `dir`, unsorted; none when it cannot be read.
-pub fn names(dir: &Path) -> Vec<OsString> {
-    read_dir(dir)
-        .into_iter()
-        .flatten()
-        .filter_map(|e| e.ok().map(|e| e.file_name()))
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -206,7 +185,7 @@ mod tests {
     fn a_fifo_is_refused_not_waited_on() {
         let dir = tempfile::tempdir().unwrap();
         let fifo = dir.path().join("METADATA");
-        let name = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
+        let name = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
         // SAFETY: a NUL-terminated path.
         assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o644) }, 0);
         let error = read(&fifo, TEXT).unwrap_err();

@@ -284,7 +284,7 @@ impl Collected {
 
 /// At most `limit` bytes of `source`, as text; the rest is read and dropped, so the writer
 /// never blocks on a full pipe.
-pub fn read_bounded(source: impl Read, limit: u64) -> String {
+fn read_bounded(source: impl Read, limit: u64) -> String {
     let mut source = source;
     let mut kept = Vec::new();
     let _ = (&mut source).take(limit).read_to_end(&mut kept);
