@@ -120,7 +120,7 @@ pub fn run(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let started = Instant::now();
-    let mut child = match crate::process::spawn(&mut child) {
+    let mut child = match crate::process::spawn(&mut child, None, crate::process::Sight::Own) {
         Ok(child) => child,
         Err(e) => {
             report.not_run = Some(format!("cannot run {program}: {e}"));

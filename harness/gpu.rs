@@ -98,7 +98,7 @@ pub fn detect_with(worker: &Path, driver_dir: Option<&Path>, trust: &Policy) -> 
     let mut command = crate::process::worker_command(worker);
     command.arg("__gpu");
     driver_search_path(&mut command, driver_dir, trust);
-    match crate::process::output_within(command, NVML_TIMEOUT)
+    match crate::process::output_within(command, None, crate::process::Sight::Node, NVML_TIMEOUT)
         .and_then(|out| serde_json::from_str(&out).ok())
     {
         Some(info) => info,

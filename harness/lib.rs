@@ -20,6 +20,7 @@ pub mod cli;
 pub mod command;
 pub mod compare;
 pub mod compat;
+pub mod contain;
 pub mod devices;
 pub mod diagnose;
 pub mod discover;

@@ -6,8 +6,11 @@
 //! reaches the terminal of whoever ran us), dies when the thread that started it does
 //! (`PR_SET_PDEATHSIG`, set after any change of user and checked against our pid), writes at
 //! most a bounded amount we keep, and is killed with everything it started, setsid'd
-//! descendants included; none starts once the run is ending.
+//! descendants included; none starts once the run is ending. One that runs code not ours gets
+//! a PID namespace of its own where the kernel allows ([`crate::contain`]), so that what it
+//! started ends with it even when stackbench is killed outright.
 
+use crate::trust::identity::Identity;
 use serde::de::DeserializeOwned;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::CommandExt;
@@ -51,31 +54,55 @@ fn refused() -> bool {
     STOPPING.load(Ordering::SeqCst) && !CLEANING_UP.with(|c| c.get())
 }
 
+/// What a child sees of the node's processes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sight {
+    /// A PID namespace of its own where the kernel lets us make one ([`crate::contain`]):
+    /// whatever it starts ends with it, even if stackbench is killed outright. For every child
+    /// that runs code not ours: workers loading libraries, compilers, a user's command.
+    Own,
+    /// The node's: for our own helpers that ask the driver which processes use a GPU (the open
+    /// kernel modules answer with those of the asker's namespace only).
+    Node,
+}
+
 /// Starts `command` as every child of stackbench starts: in a session of its own with no
-/// controlling terminal, dying with the thread that started it. Call it after any change of
-/// user was set on `command` ([`crate::trust::Identity::apply`]): the death signal is set after
-/// that change, which would clear it. Refused once the run is ending.
-pub fn spawn(command: &mut Command) -> std::io::Result<Child> {
+/// controlling terminal, dying with the thread that started it, seeing what `sight` says, and
+/// as `user` when one is given (its environment reset to the allow-list first,
+/// [`crate::trust::environment::reset`]). Refused once the run is ending.
+pub fn spawn(
+    command: &mut Command,
+    user: Option<&Identity>,
+    sight: Sight,
+) -> std::io::Result<Child> {
     if refused() {
         return Err(std::io::Error::new(
             std::io::ErrorKind::Interrupted,
             "the run is ending: no new process is started",
         ));
     }
+    if let Some(user) = user {
+        crate::trust::environment::reset(command, user);
+    }
+    let switch = user.map(Identity::switch);
+    let descriptors = crate::contain::descriptor_limit();
     // Taken before the fork: the child checks that the parent it dies with is still us.
     let parent = libc::pid_t::try_from(std::process::id()).unwrap_or(0);
     // SAFETY: the closure runs in the child between fork and exec and makes only
-    // async-signal-safe system calls.
+    // async-signal-safe system calls, on memory allocated before the fork.
     unsafe {
         command.pre_exec(move || {
             if libc::setsid() < 0 {
                 return Err(std::io::Error::last_os_error());
             }
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            if libc::getppid() != parent {
-                libc::_exit(2);
+            die_with(parent)?;
+            // Made before the change of user, which takes the right to make one.
+            let contained = sight == Sight::Own && crate::contain::enter(descriptors)?;
+            if let Some(switch) = &switch {
+                switch.make()?;
+                // The change of user cleared the death signal; inside the namespace the
+                // parent is its init, pid 1 there, killed with the namespace.
+                die_with(if contained { 1 } else { parent })?;
             }
             Ok(())
         });
@@ -92,6 +119,21 @@ pub fn spawn(command: &mut Command) -> std::io::Result<Child> {
         ));
     }
     Ok(child)
+}
+
+/// In a child between fork and exec: dies when its parent does, and at once if that parent,
+/// `parent`, is already gone.
+///
+/// # Safety
+/// Only between fork and exec (async-signal-safe calls only).
+unsafe fn die_with(parent: libc::pid_t) -> std::io::Result<()> {
+    if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if libc::getppid() != parent {
+        libc::_exit(2);
+    }
+    Ok(())
 }
 
 /// The command that starts stackbench's own executable as a worker: through a descriptor
@@ -126,15 +168,20 @@ fn own_executable(executable: &std::path::Path) -> Command {
     }
 }
 
-/// Runs `command` and returns its standard output (at most [`OUTPUT_LIMIT`]) if it exits
-/// successfully within `timeout`; a process that runs longer is killed with everything it
-/// started, so a grandchild holding the pipe open cannot keep us waiting.
-pub fn output_within(mut command: Command, timeout: Duration) -> Option<String> {
+/// Runs `command` as [`spawn`] does and returns its standard output (at most [`OUTPUT_LIMIT`])
+/// if it exits successfully within `timeout`; a process that runs longer is killed with
+/// everything it started, so a grandchild holding the pipe open cannot keep us waiting.
+pub fn output_within(
+    mut command: Command,
+    user: Option<&Identity>,
+    sight: Sight,
+    timeout: Duration,
+) -> Option<String> {
     command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
-    let mut child = spawn(&mut command).ok()?;
+    let mut child = spawn(&mut command, user, sight).ok()?;
     let stdout = child.stdout.take()?;
     let reader = std::thread::spawn(move || read_bounded(stdout, OUTPUT_LIMIT));
     let status = exit_within(&mut child, timeout);
@@ -175,12 +222,14 @@ pub struct Worker<E> {
 }
 
 /// Starts `command` (its arguments and environment already given) with piped standard streams,
-/// through [`spawn`], and writes `input` to its standard input.
+/// through [`spawn`] in a namespace of its own, as `user` if one is given, and writes `input` to
+/// its standard input.
 pub fn start_worker<E: DeserializeOwned + Send + 'static>(
     command: Command,
+    user: Option<&Identity>,
     input: Vec<u8>,
 ) -> std::io::Result<Worker<E>> {
-    let (worker, mut stdin) = start_conversation(command)?;
+    let (worker, mut stdin) = start_conversation(command, user)?;
     // A worker that dies before reading its request makes this fail; its exit says why.
     std::thread::spawn(move || {
         let _ = stdin.write_all(&input);
@@ -192,12 +241,13 @@ pub fn start_worker<E: DeserializeOwned + Send + 'static>(
 /// conversation: a line written, an event read, for as long as the worker lives.
 pub fn start_conversation<E: DeserializeOwned + Send + 'static>(
     mut command: Command,
+    user: Option<&Identity>,
 ) -> std::io::Result<(Worker<E>, ChildStdin)> {
     command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let mut child = spawn(&mut command)?;
+    let mut child = spawn(&mut command, user, Sight::Own)?;
     // The pipes were all requested above, so each is there.
     let (Some(stdin), Some(stdout), Some(stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
@@ -398,18 +448,54 @@ mod tests {
         let mut echo = Command::new("sh");
         echo.args(["-c", "echo hi"]);
         assert_eq!(
-            output_within(echo, Duration::from_secs(5)).as_deref(),
+            output_within(echo, None, Sight::Own, Duration::from_secs(5)).as_deref(),
             Some("hi\n")
         );
         let mut hang = Command::new("sh");
         hang.args(["-c", "sleep 30"]);
         let started = Instant::now();
-        assert_eq!(output_within(hang, Duration::from_millis(200)), None);
+        assert_eq!(
+            output_within(hang, None, Sight::Own, Duration::from_millis(200)),
+            None
+        );
         // Well short of the 30 s sleep, on a machine as busy as it may be.
         assert!(started.elapsed() < Duration::from_secs(20));
         let mut fail = Command::new("sh");
         fail.args(["-c", "exit 3"]);
-        assert_eq!(output_within(fail, Duration::from_secs(5)), None);
+        assert_eq!(
+            output_within(fail, None, Sight::Own, Duration::from_secs(5)),
+            None
+        );
+    }
+
+    /// The status of `script` run by `sh` as [`spawn`] starts it.
+    fn status_of(script: &str, sight: Sight) -> (ExitStatus, String) {
+        let mut sh = Command::new("sh");
+        sh.args(["-c", script]).stdout(Stdio::piped());
+        let child = spawn(&mut sh, None, sight).unwrap();
+        let out = child.wait_with_output().unwrap();
+        (
+            out.status,
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    }
+
+    #[test]
+    fn a_child_in_its_own_namespace_ends_as_it_would_anywhere() {
+        use std::os::unix::process::ExitStatusExt;
+        if !crate::trust::running_as_root("a child has a namespace of its own") {
+            return;
+        }
+        // Its namespace's init is pid 1 there; the command comes next.
+        let (status, pid) = status_of("echo $$", Sight::Own);
+        assert!(status.success());
+        assert_eq!(pid.trim(), "2");
+        assert_ne!(status_of("echo $$", Sight::Node).1.trim(), "2");
+        assert_eq!(status_of("exit 3", Sight::Own).0.code(), Some(3));
+        // An abort ends it by its signal, as a crashing library's would (as a namespace's init
+        // the command would ignore it, and go on).
+        let (aborted, _) = status_of("kill -ABRT $$; exit 7", Sight::Own);
+        assert_eq!(aborted.signal(), Some(libc::SIGABRT), "{aborted:?}");
     }
 
     #[test]

@@ -418,30 +418,38 @@ fn gone(pid: i32) -> bool {
     false
 }
 
-#[test]
-fn a_library_that_forks_a_new_session_away_leaves_nothing_behind() {
-    let (_dir, root, marks) = with_marks();
-    // Forks twice, the grandchild in a session of its own, which records its pid; the load
-    // goes on once the record is there.
+/// A library that forks twice, the grandchild in a session of its own, which records its pid
+/// (as the node numbers it: the worker may be in a namespace of its own) and sleeps; the load
+/// goes on once the record is there, then does `then` (C). The venv, and where the pid will be.
+fn forking_away(then: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let (dir, root, marks) = with_marks();
     let body = format!(
-        "if (fork() == 0) {{ if (fork() == 0) {{ setsid();\
-           FILE *m = fopen(\"{0}/pid.new\", \"w\"); fprintf(m, \"%d\", getpid()); fclose(m);\
+        "if (fork() == 0) {{ if (fork() == 0) {{ setsid(); char self[32] = {{0}};\
+           readlink(\"/proc/self\", self, sizeof self - 1);\
+           FILE *m = fopen(\"{0}/pid.new\", \"w\"); fputs(self, m); fclose(m);\
            rename(\"{0}/pid.new\", \"{0}/pid\"); sleep(300); _exit(0); }} _exit(0); }}\
-         for (int i = 0; i < 1000 && access(\"{0}/pid\", F_OK) != 0; i++) usleep(10000);",
+         for (int i = 0; i < 1000 && access(\"{0}/pid\", F_OK) != 0; i++) usleep(10000);\
+         {then}",
         marks.display()
     );
     let venv = probed_library(&root, &body);
     give_away(&venv);
-    let output = Command::new(stackbench_bin())
-        .args(["doctor", "--no-system", "--root"])
-        .arg(&venv)
-        .output()
-        .unwrap();
-    assert!(output.status.code().is_some_and(|c| c < 2), "{output:?}");
-    let pid: i32 = fs::read_to_string(marks.join("pid"))
-        .expect("the library forked")
-        .parse()
-        .unwrap();
+    (dir, venv, marks.join("pid"))
+}
+
+/// The pid recorded at `record`, once it is there.
+fn recorded(record: &Path) -> i32 {
+    for _ in 0..600 {
+        if let Ok(pid) = fs::read_to_string(record) {
+            return pid.parse().unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("the library never forked: no {}", record.display());
+}
+
+/// Asserts that process `pid`, forked away by a probed library, is gone (killing it if not).
+fn assert_gone(pid: i32, after: &str) {
     let left = gone(pid);
     if !left {
         // SAFETY: kill(2) of the process the test's own library started.
@@ -449,8 +457,41 @@ fn a_library_that_forks_a_new_session_away_leaves_nothing_behind() {
     }
     assert!(
         left,
-        "process {pid}, forked away by a probed library, outlived doctor"
+        "process {pid}, forked away by a probed library, outlived {after}"
     );
+}
+
+#[test]
+fn a_library_that_forks_a_new_session_away_leaves_nothing_behind() {
+    let (_dir, venv, record) = forking_away("");
+    let output = Command::new(stackbench_bin())
+        .args(["doctor", "--no-system", "--root"])
+        .arg(&venv)
+        .output()
+        .unwrap();
+    assert!(output.status.code().is_some_and(|c| c < 2), "{output:?}");
+    assert_gone(recorded(&record), "doctor");
+}
+
+#[test]
+fn a_library_s_runaway_dies_with_a_run_killed_outright() {
+    if !is_root() {
+        // Only root may give a worker a namespace of its own.
+        return;
+    }
+    // The load then hangs: doctor is mid-run when it is killed.
+    let (_dir, venv, record) = forking_away("sleep(300);");
+    let mut doctor = Command::new(stackbench_bin())
+        .args(["doctor", "--no-system", "--root"])
+        .arg(&venv)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = recorded(&record);
+    doctor.kill().unwrap();
+    doctor.wait().unwrap();
+    assert_gone(pid, "doctor killed with SIGKILL");
 }
 
 #[test]

@@ -105,9 +105,6 @@ impl Client {
                 crate::devices::DEVICE_ORDER.1,
             );
         let user = run_as(combination);
-        if let Some(user) = user {
-            user.apply(&mut process);
-        }
         let (
             Worker {
                 child,
@@ -115,7 +112,7 @@ impl Client {
                 errors,
             },
             stdin,
-        ) = start_conversation::<Reply>(process).map_err(|e| {
+        ) = start_conversation::<Reply>(process, user).map_err(|e| {
             format!(
                 "the bench worker {} could not be started{}: {e}",
                 worker.display(),

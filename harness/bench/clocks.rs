@@ -77,7 +77,8 @@ fn helper(
 
 /// Runs a helper `command` and reads its answer.
 fn ask(command: Command) -> Answer {
-    match crate::process::output_within(command, HELPER_TIMEOUT) {
+    match crate::process::output_within(command, None, crate::process::Sight::Node, HELPER_TIMEOUT)
+    {
         Some(out) => serde_json::from_str(&out).unwrap_or_else(|e| {
             Answer::Failed(format!("the helper's answer could not be read: {e}"))
         }),

@@ -248,7 +248,8 @@ pub fn read(
     let mut command = crate::process::worker_command(worker);
     command.arg("__gpu-state").arg(list.join(","));
     crate::gpu::driver_search_path(&mut command, driver_dir, trust);
-    let out = crate::process::output_within(command, NVML_TIMEOUT)?;
+    let out =
+        crate::process::output_within(command, None, crate::process::Sight::Node, NVML_TIMEOUT)?;
     let mut states: Vec<DeviceState> = serde_json::from_str(&out).ok()?;
     let me = std::process::id();
     for state in &mut states {

@@ -149,14 +149,11 @@ fn one_worker(
             crate::devices::DEVICE_ORDER.0,
             crate::devices::DEVICE_ORDER.1,
         );
-    if let Some(user) = user {
-        user.apply(&mut command);
-    }
     let Worker {
         mut child,
         events,
         errors,
-    } = match start_worker::<CheckEvent>(command, input) {
+    } = match start_worker::<CheckEvent>(command, user, input) {
         Ok(worker) => worker,
         Err(e) => {
             return format!(

@@ -64,12 +64,13 @@ pub fn probe(
         crate::devices::DEVICE_ORDER.1,
     );
     crate::gpu::driver_search_path(&mut command, driver_dir, trust);
-    let out = crate::process::output_within(command, timeout).ok_or_else(|| {
-        format!(
-            "the node probe (stackbench __node) crashed or did not finish within {} s",
-            timeout.as_secs()
-        )
-    })?;
+    let out = crate::process::output_within(command, None, crate::process::Sight::Node, timeout)
+        .ok_or_else(|| {
+            format!(
+                "the node probe (stackbench __node) crashed or did not finish within {} s",
+                timeout.as_secs()
+            )
+        })?;
     let mut report: NodeReport = serde_json::from_str(&out)
         .map_err(|e| format!("the node probe's answer could not be read: {e}"))?;
     add_peaks(&mut report);

@@ -251,14 +251,11 @@ fn run_batch(request: &ProbeRequest, worker: &Path, batch: &[PathBuf]) -> Batch 
         Some(path) => command.env("LD_LIBRARY_PATH", path),
         None => command.env_remove("LD_LIBRARY_PATH"),
     };
-    if let Some(user) = &request.run_as {
-        user.apply(&mut command);
-    }
     let crate::process::Worker {
         mut child,
         events,
         errors,
-    } = match crate::process::start_worker::<WorkerEvent>(command, input) {
+    } = match crate::process::start_worker::<WorkerEvent>(command, request.run_as.as_ref(), input) {
         Ok(worker) => worker,
         Err(e) => {
             return failed(format!(

@@ -8,6 +8,7 @@
 
 use super::compiler::HostCompiler;
 use super::toolkit::Toolkit;
+use crate::trust::identity::Identity;
 use crate::trust::{Decision, Policy};
 use serde::{Deserialize, Serialize};
 use std::io::Read;
@@ -124,10 +125,7 @@ pub fn run(
             "" => command.env_remove("LD_LIBRARY_PATH"),
             path => command.env("LD_LIBRARY_PATH", path),
         };
-        if let Some(user) = &launch.user {
-            user.apply(&mut command);
-        }
-        run_step(command)
+        run_step(command, launch.user.as_ref())
     };
     let ccbin: Vec<String> = compiler
         .map(|c| vec!["-ccbin".into(), c.path.display().to_string()])
@@ -228,12 +226,12 @@ fn library_dirs<'a>(
 
 /// Runs one step; its output (standard output and error together) when it fails, with its
 /// status in words.
-fn run_step(mut command: Command) -> Result<(), (String, String)> {
+fn run_step(mut command: Command, user: Option<&Identity>) -> Result<(), (String, String)> {
     command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let mut child = crate::process::spawn(&mut command)
+    let mut child = crate::process::spawn(&mut command, user, crate::process::Sight::Own)
         .map_err(|e| (format!("not run: {e}"), String::new()))?;
     let readers: Vec<_> = (crate::process::output_streams(&mut child).into_iter())
         .map(|stream| {

@@ -5,9 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 use std::ffi::{CStr, CString};
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::Command;
 
 /// A user a worker runs as.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -78,49 +76,49 @@ impl Identity {
         }
     }
 
-    /// Makes `command` run as this user: supplementary groups, group, then user set in the child
-    /// before it executes anything (real, effective and saved ids, so no way back to root and,
-    /// with them, no capabilities), `no_new_privs` so no set-uid file can regain any; its
-    /// environment reset to the allow-list ([`super::environment::reset`]); every descriptor it
-    /// inherited but its standard streams (the pipes to us) closed when it executes.
-    pub fn apply(&self, command: &mut Command) {
-        let (uid, gid, groups) = (self.uid, self.gid, self.groups.clone());
-        super::environment::reset(command, self);
-        let descriptors = descriptor_limit();
-        // SAFETY: the closure runs in the child between fork and exec and makes only
-        // async-signal-safe system calls on memory allocated before the fork.
-        unsafe {
-            command.pre_exec(move || {
-                let check = |status: libc::c_int| match status {
-                    0 => Ok(()),
-                    _ => Err(std::io::Error::last_os_error()),
-                };
-                close_on_exec_from(3, descriptors);
-                check(libc::setgroups(groups.len(), groups.as_ptr()))?;
-                check(libc::setresgid(gid, gid, gid))?;
-                check(libc::setresuid(uid, uid, uid))?;
-                check(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))?;
-                // Root must be out of reach for good.
-                if uid != 0 && libc::setuid(0) == 0 {
-                    return Err(std::io::Error::from_raw_os_error(libc::EPERM));
-                }
-                Ok(())
-            });
+    /// The change to this user that [`crate::process::spawn`] makes in a child.
+    pub fn switch(&self) -> Switch {
+        Switch {
+            uid: self.uid,
+            gid: self.gid,
+            groups: self.groups.clone(),
+            descriptors: crate::contain::descriptor_limit(),
         }
     }
 }
 
-/// How many descriptors a process may have open, read before a fork (at most 65536: the
-/// fallback below visits each).
-fn descriptor_limit() -> libc::c_int {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes into `limit`, which is live.
-    match unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } {
-        0 => libc::c_int::try_from(limit.rlim_cur.min(65536)).unwrap_or(65536),
-        _ => 65536,
+/// A change of user, made in a child before it executes anything: supplementary groups, group,
+/// then user (real, effective and saved ids, so no way back to root and, with them, no
+/// capabilities), `no_new_privs` so no set-uid file can regain any, and every descriptor it
+/// inherited but its standard streams (the pipes to us) closed when it executes.
+pub struct Switch {
+    uid: libc::uid_t,
+    gid: libc::gid_t,
+    groups: Vec<libc::gid_t>,
+    descriptors: libc::c_int,
+}
+
+impl Switch {
+    /// Makes the change; only async-signal-safe system calls, on memory allocated before the
+    /// fork.
+    ///
+    /// # Safety
+    /// Only in a child between fork and exec.
+    pub unsafe fn make(&self) -> std::io::Result<()> {
+        let check = |status: libc::c_int| match status {
+            0 => Ok(()),
+            _ => Err(std::io::Error::last_os_error()),
+        };
+        close_on_exec_from(3, self.descriptors);
+        check(libc::setgroups(self.groups.len(), self.groups.as_ptr()))?;
+        check(libc::setresgid(self.gid, self.gid, self.gid))?;
+        check(libc::setresuid(self.uid, self.uid, self.uid))?;
+        check(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))?;
+        // Root must be out of reach for good.
+        if self.uid != 0 && libc::setuid(0) == 0 {
+            return Err(std::io::Error::from_raw_os_error(libc::EPERM));
+        }
+        Ok(())
     }
 }
 
@@ -295,15 +293,17 @@ mod tests {
         // SAFETY: dup2 onto an unused descriptor number; closed below.
         let leaked = unsafe { libc::dup2(std::os::fd::AsRawFd::as_raw_fd(&file), 77) };
         assert_eq!(leaked, 77);
-        let mut command = Command::new("sh");
+        let mut command = std::process::Command::new("sh");
         command.args([
             "-c",
             "id -u; id -g; id -G; grep -E '^Cap(Prm|Eff|Amb):' /proc/self/status; \
              echo \"fd77: $(readlink /proc/$$/fd/77 || echo closed)\"; env",
         ]);
-        command.env("SET_BY_STACKBENCH", "kept");
-        user.apply(&mut command);
-        let out = command.output().unwrap();
+        command
+            .env("SET_BY_STACKBENCH", "kept")
+            .stdout(std::process::Stdio::piped());
+        let child = crate::process::spawn(&mut command, Some(&user), crate::process::Sight::Own);
+        let out = child.unwrap().wait_with_output().unwrap();
         // SAFETY: closes the descriptor dup2 made.
         unsafe { libc::close(77) };
         assert!(out.status.success(), "{out:?}");

@@ -274,16 +274,16 @@ pub fn output_if_trusted(
         "" => command.env_remove("LD_LIBRARY_PATH"),
         path => command.env("LD_LIBRARY_PATH", path),
     };
-    if let Some(user) = &launch.user {
-        user.apply(&mut command);
-    }
-    crate::process::output_within(command, timeout).ok_or_else(|| {
-        format!(
-            "{shown} {} failed or did not answer{}",
-            args.join(" "),
-            identity::as_user(launch.user.as_ref())
-        )
-    })
+    let user = launch.user.as_ref();
+    crate::process::output_within(command, user, crate::process::Sight::Own, timeout).ok_or_else(
+        || {
+            format!(
+                "{shown} {} failed or did not answer{}",
+                args.join(" "),
+                identity::as_user(launch.user.as_ref())
+            )
+        },
+    )
 }
 
 /// The subdirectory below every search directory that glibc 2.33 and later searches first, one
