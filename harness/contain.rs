@@ -124,16 +124,18 @@ unsafe fn end_as(status: libc::c_int) -> ! {
     libc::_exit(128 + signal)
 }
 
-/// Closes every descriptor but `kept`: the waiter and the init must hold none of the child's
-/// pipes (nor the one by which `std` learns that the command executed).
+/// Closes every descriptor from 3 on but `kept`: the waiter and the init must hold nothing of
+/// the parent's (not the pipe by which `std` learns that the command executed). They keep the
+/// standard streams: the command's pipes then close only when the waiter has ended, its status
+/// set, so whoever reads them to their end finds the command's status, not one it had to kill.
 unsafe fn keep_only(kept: libc::c_int, descriptors: libc::c_int) {
-    let closed_below = kept == 0 || libc::syscall(libc::SYS_close_range, 0, kept - 1, 0) == 0;
-    let closed_above = libc::syscall(libc::SYS_close_range, kept + 1, libc::c_uint::MAX, 0) == 0;
-    if closed_below && closed_above {
+    let below = kept <= 3 || libc::syscall(libc::SYS_close_range, 3, kept - 1, 0) == 0;
+    let above = libc::syscall(libc::SYS_close_range, kept + 1, libc::c_uint::MAX, 0) == 0;
+    if below && above {
         return;
     }
     // Kernels before 5.9 have no close_range.
-    for fd in (0..descriptors.max(kept + 1)).filter(|fd| *fd != kept) {
+    for fd in (3..descriptors.max(kept + 1)).filter(|fd| *fd != kept) {
         libc::close(fd);
     }
 }
