@@ -4,7 +4,7 @@
 use crate::compat::ComputeCapability;
 use crate::diagnose::driver::is_under;
 use crate::diagnose::finding::{Finding, Severity};
-use crate::diagnose::{self, Context, InstallationProbe};
+use crate::diagnose::{self, Context, InstallationProbe, Skip, Skipped};
 use crate::discover::frameworks::Framework;
 use crate::discover::nvidia::DriverFacts;
 use crate::discover::{self, Host};
@@ -327,11 +327,17 @@ fn probe_all(
     let probe_one = |installation: &Installation| {
         // A toolkit's stubs/ are for the linker only, so loading one says nothing of the host
         // (CUDA 13's crash in their constructors); nor can another machine's library load.
-        let loadable: Vec<&Library> = installation
-            .libraries
-            .iter()
-            .filter(|l| l.loads_here() && !is_under(&l.path, "stubs"))
-            .collect();
+        let mut loadable: Vec<&Library> = Vec::new();
+        let mut skipped = Vec::new();
+        for library in &installation.libraries {
+            match Skip::of(library) {
+                None => loadable.push(library),
+                Some(reason) => skipped.push(Skipped {
+                    path: library.path.clone(),
+                    reason,
+                }),
+            }
+        }
         let files: Vec<PathBuf> = loadable.iter().map(|l| l.real_path.clone()).collect();
         let dirs = diagnose::own_dirs(&loadable, search);
         let search_path = diagnose::search_path(installation, ld_library_path);
@@ -342,6 +348,7 @@ fn probe_all(
             not_loaded: None,
             left_out: Vec::new(),
             environment: Vec::new(),
+            skipped,
         };
         let launch = match options.trust.decide(&files, &dirs, &search_path) {
             Decision::Load(launch) => launch,

@@ -94,6 +94,11 @@ pub struct Installation {
     pub sources: Vec<Source>,
     pub libraries: Vec<Library>,
     pub problems: Vec<Problem>,
+    /// The platforms its metadata says its packages were built for, each with the file that
+    /// says it: a wheel's `Tag` (`WHEEL: Tag: py3-none-manylinux2014_aarch64`), a conda
+    /// package's `subdir` (`linux-aarch64`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub platforms: Vec<String>,
 }
 
 /// One shared-library file, read without loading it.
@@ -212,6 +217,72 @@ pub enum ProblemKind {
     NotRegularFile,
     /// A file larger than anything of its kind (a sparse file, an endless one): not read.
     TooLarge,
+    /// Libraries built for another machine than this host's (aarch64 on x86_64): no program
+    /// here can load them, and the loader passes over them as if they were not there.
+    ForeignArchitecture,
+}
+
+/// An installation's libraries built for another machine than this host's.
+pub struct Foreign<'a> {
+    /// Their machines (`aarch64`), sorted.
+    pub machines: Vec<&'a str>,
+    pub libraries: Vec<&'a Library>,
+    /// Whether every ELF library of the installation is among them.
+    pub whole: bool,
+}
+
+impl Foreign<'_> {
+    /// What the scan says of them, naming the machines of both sides.
+    pub fn describe(&self) -> String {
+        let machines = self.machines.join(" and ");
+        let host = crate::elf::OWN_MACHINE;
+        if self.whole {
+            format!(
+                "its {} libraries are built for {machines} and this host is {host}: no program here can load them",
+                self.libraries.len()
+            )
+        } else {
+            let names: Vec<String> = self.libraries.iter().map(|l| file_name(&l.path)).collect();
+            format!(
+                "{} {} built for {machines} among its {host} libraries: no program here can load {}",
+                names.join(", "),
+                if names.len() == 1 { "is" } else { "are" },
+                if names.len() == 1 { "it" } else { "them" }
+            )
+        }
+    }
+}
+
+fn file_name(path: &std::path::Path) -> String {
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}
+
+impl Installation {
+    /// Its libraries built for another machine, if any.
+    pub fn foreign(&self) -> Option<Foreign<'_>> {
+        let libraries: Vec<&Library> = (self.libraries.iter())
+            .filter(|l| l.foreign_machine().is_some())
+            .collect();
+        let mut machines: Vec<&str> = libraries
+            .iter()
+            .filter_map(|l| l.foreign_machine())
+            .collect();
+        machines.sort_unstable();
+        machines.dedup();
+        let elf = self
+            .libraries
+            .iter()
+            .filter(|l| l.elf_class.is_some())
+            .count();
+        (!libraries.is_empty()).then_some(Foreign {
+            machines,
+            whole: libraries.len() == elf,
+            libraries,
+        })
+    }
 }
 
 impl Library {
@@ -219,6 +290,15 @@ impl Library {
     pub fn loads_here(&self) -> bool {
         self.elf_class.as_deref() == Some(crate::elf::OWN_CLASS)
             && self.machine.as_deref() == Some(crate::elf::OWN_MACHINE)
+    }
+
+    /// The machine of an ELF library built for another machine than this host's
+    /// ([`crate::elf::runs_here`]); `None` for this host's libraries and for DLLs.
+    pub fn foreign_machine(&self) -> Option<&str> {
+        self.elf_class.as_ref()?;
+        self.machine
+            .as_deref()
+            .filter(|m| !crate::elf::runs_here(m))
     }
 
     /// `ELF64`, `PE32+`, ...: the binary's format and word size, when it was read.
@@ -280,6 +360,7 @@ impl ProblemKind {
             ProblemKind::MalformedPe => "malformed_pe",
             ProblemKind::NotRegularFile => "not_regular_file",
             ProblemKind::TooLarge => "too_large",
+            ProblemKind::ForeignArchitecture => "foreign_architecture",
         }
     }
 

@@ -84,6 +84,7 @@ fn build_report(discovery: Discovery, host: &Host) -> ScanReport {
     let mut installations: Vec<Installation> = installations.into_values().collect();
     for installation in &mut installations {
         apply_versions(installation);
+        mark_foreign(installation);
         installation.sources.sort();
         installation.problems.sort_by(|a, b| a.path.cmp(&b.path));
         installation
@@ -131,6 +132,7 @@ fn empty_installation(placement: &layout::Placement) -> Installation {
         sources: Vec::new(),
         libraries: Vec::new(),
         problems: Vec::new(),
+        platforms: Vec::new(),
     }
 }
 
@@ -425,7 +427,8 @@ fn chain_problem(kind: ProblemKind, chain: &[PathBuf]) -> Problem {
     }
 }
 
-/// Fills versions from the layout's metadata, and the installation's CUDA or driver version.
+/// Fills versions from the layout's metadata, the installation's CUDA or driver version, and
+/// the platforms its packages say they were built for.
 fn apply_versions(installation: &mut Installation) {
     let meta = match installation.layout {
         Layout::Toolkit => metadata::toolkit(&installation.root),
@@ -471,6 +474,19 @@ fn apply_versions(installation: &mut Installation) {
             .and_then(|l| l.version.clone());
     }
     installation.problems.extend(meta.problems);
+    installation.platforms = meta.platforms;
+}
+
+/// Libraries built for another machine are a problem of their installation, one for all.
+fn mark_foreign(installation: &mut Installation) {
+    if let Some(foreign) = installation.foreign() {
+        let problem = Problem {
+            kind: ProblemKind::ForeignArchitecture,
+            path: installation.root.clone(),
+            message: foreign.describe(),
+        };
+        installation.problems.push(problem);
+    }
 }
 
 /// The version in a toolkit directory's name (`cuda-12.9`).

@@ -142,6 +142,7 @@ fn report() -> ScanReport {
                 sources: vec![Source::LdSoConf, Source::UsrLocal],
                 libraries: vec![cublaslt, cudart],
                 problems: vec![],
+                platforms: Vec::new(),
             },
             Installation {
                 root: site.into(),
@@ -157,6 +158,7 @@ fn report() -> ScanReport {
                               libcublas.so.12.9.1.4; reinstall or remove the link"
                         .into(),
                 }],
+                platforms: Vec::new(),
             },
         ],
         problems: vec![Problem {

@@ -322,6 +322,7 @@ mod tests {
             sources: Vec::new(),
             libraries: Vec::new(),
             problems: Vec::new(),
+            platforms: Vec::new(),
         }
     }
 

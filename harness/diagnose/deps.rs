@@ -499,6 +499,7 @@ mod tests {
             sources: Vec::new(),
             libraries: Vec::new(),
             problems: Vec::new(),
+            platforms: Vec::new(),
         };
         (dir, installation)
     }

@@ -151,6 +151,9 @@ pub enum Cause {
     /// NCCL built for a newer CUDA than the driver supports, or a newer major than the runtime
     /// beside it (NCCL brings its own CUDA runtime, linked in).
     NcclCudaMismatch,
+    /// Libraries built for another machine than this host's (an aarch64 environment on an
+    /// x86_64 node): no program here can load them.
+    ForeignArchitecture,
 }
 
 /// One finding of `doctor`.

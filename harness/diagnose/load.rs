@@ -1,12 +1,13 @@
 //! What live loading showed: libraries that failed to load (with the loader's own words),
-//! crashed or hung while loading, or pulled their dependencies from another installation.
+//! crashed or hung while loading, or pulled their dependencies from another installation; and
+//! which were not loaded, and why.
 
 use super::finding::{Cause, Finding, Severity};
-use super::{file_name, Context, InstallationProbe};
+use super::{file_name, Context, InstallationProbe, Skip};
 use crate::catalog;
 use crate::model::Layout;
 use crate::probe::{LoadOutcome, LoadReport};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Trail lines kept as evidence for a failure.
 const TRAIL_LINES: usize = 12;
@@ -14,6 +15,7 @@ const TRAIL_LINES: usize = 12;
 pub fn check(ctx: &Context) -> Vec<Finding> {
     let mut findings = Vec::new();
     for probe in ctx.probes {
+        findings.extend(skipped(probe));
         for load in &probe.loads {
             findings.extend(outcome(probe, load));
             findings.extend(mixed(ctx, probe, load));
@@ -48,8 +50,9 @@ fn outcome(probe: &InstallationProbe, load: &LoadReport) -> Option<Finding> {
             },
             format!("{name}'s initialisation crashes: reinstall it, and check that the libraries it loads come from the same release"),
         ),
+        // Nothing of it was verified: never "no errors".
         LoadOutcome::NotProbed { reason } => Finding::new(
-            Severity::Warning,
+            Severity::Error,
             Cause::LoadFailed,
             format!("{name} was not loaded: {reason}"),
             "run doctor again; if it repeats, run with --no-load for the static analysis".into(),
@@ -66,6 +69,36 @@ fn outcome(probe: &InstallationProbe, load: &LoadReport) -> Option<Finding> {
         .installation(probe.root.clone());
     finding.evidence.extend(trail);
     Some(finding)
+}
+
+/// The libraries of `probe`'s installation left out of its worker by design, one note for each
+/// reason, so that none goes unsaid (the others have findings of their own, [`Skip::note`]).
+fn skipped(probe: &InstallationProbe) -> Vec<Finding> {
+    let mut by_reason: Vec<(&Skip, Vec<&Path>)> = Vec::new();
+    for skipped in &probe.skipped {
+        match by_reason.iter_mut().find(|(r, _)| **r == skipped.reason) {
+            Some((_, paths)) => paths.push(&skipped.path),
+            None => by_reason.push((&skipped.reason, vec![&skipped.path])),
+        }
+    }
+    by_reason
+        .into_iter()
+        .filter_map(|(reason, paths)| {
+            let (why, fix) = reason.note()?;
+            let names: Vec<String> = paths.iter().map(|p| file_name(p)).collect();
+            let finding = Finding::new(
+                Severity::Info,
+                Cause::NotLoaded,
+                format!("{} not loaded: {why}", names.join(", ")),
+                fix,
+            );
+            Some(
+                finding
+                    .installation(probe.root.clone())
+                    .evidence(paths.iter().map(|p| p.display().to_string()).collect()),
+            )
+        })
+        .collect()
 }
 
 /// A load failure is about the library itself, or about the host's driver (one finding for
@@ -200,4 +233,42 @@ fn mixed(ctx: &Context, probe: &InstallationProbe, load: &LoadReport) -> Option<
         .installation(probe.root.clone())
         .evidence(foreign),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A worker that could not start verified nothing: an error, never "no errors".
+    #[test]
+    fn a_library_no_worker_loaded_is_an_error() {
+        let probe = InstallationProbe {
+            root: PathBuf::from("/venv"),
+            loads: Vec::new(),
+            loaded_as: None,
+            not_loaded: None,
+            left_out: Vec::new(),
+            environment: Vec::new(),
+            skipped: Vec::new(),
+        };
+        let load = LoadReport {
+            path: PathBuf::from("/venv/libcudart.so.12"),
+            outcome: LoadOutcome::NotProbed {
+                reason: "cannot start the probe worker: Exec format error".into(),
+            },
+            loaded: Vec::new(),
+            search_trail: Vec::new(),
+            api: Vec::new(),
+            millis: 0,
+            messages: Vec::new(),
+        };
+        let finding = outcome(&probe, &load).expect("a finding");
+        assert_eq!(finding.severity, Severity::Error);
+        assert_eq!(finding.cause, Cause::LoadFailed);
+        assert!(
+            finding.message.contains("Exec format error"),
+            "{}",
+            finding.message
+        );
+    }
 }

@@ -10,6 +10,7 @@ pub mod driver;
 mod environment;
 mod fabric;
 pub mod finding;
+mod foreign;
 mod forward;
 mod frameworks;
 mod hygiene;
@@ -56,6 +57,72 @@ pub struct InstallationProbe {
     /// kept (the allow-list's; never their values).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub environment: Vec<String>,
+    /// Its libraries not given to the worker, each with the reason.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<Skipped>,
+}
+
+/// A library doctor chose not to load.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Skipped {
+    pub path: PathBuf,
+    pub reason: Skip,
+}
+
+/// Why a library was not loaded.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Skip {
+    /// A toolkit's `stubs/` copy, for the linker only (CUDA 13's crash in their constructors).
+    Stub,
+    /// Built for another machine ([`crate::elf::runs_here`]).
+    ForeignArchitecture { machine: String },
+    /// This machine's other word size (`ELF32` beside `ELF64`): for the other programs.
+    OtherClass { class: String },
+    /// Not an ELF file this loader reads: a DLL, or a file the scan could not read.
+    NotElf,
+}
+
+impl Skip {
+    /// Why `library` is not loaded here, if it is not.
+    pub fn of(library: &Library) -> Option<Skip> {
+        if let Some(machine) = library.foreign_machine() {
+            return Some(Skip::ForeignArchitecture {
+                machine: machine.to_owned(),
+            });
+        }
+        match library.elf_class.as_deref() {
+            None => Some(Skip::NotElf),
+            Some(class) if !library.loads_here() => Some(Skip::OtherClass {
+                class: format!("{class} {}", library.machine.as_deref().unwrap_or("?")),
+            }),
+            Some(_) if driver::is_under(&library.path, "stubs") => Some(Skip::Stub),
+            Some(_) => None,
+        }
+    }
+
+    /// For what doctor leaves out by design, the note's reason and what to do (nothing);
+    /// `None` where another finding names the file with its cause: another machine's library
+    /// (`foreign_architecture`), a file that is no shared object (a scan problem, a Windows
+    /// tree's DLL).
+    pub fn note(&self) -> Option<(String, String)> {
+        let bits = |class: &str| if class.starts_with("ELF32") { 32 } else { 64 };
+        match self {
+            Skip::Stub => Some((
+                "toolkit stubs, for the linker only: loading one says nothing of the host".into(),
+                "nothing to do: a program links against a stub and loads the real library when it runs".into(),
+            )),
+            Skip::OtherClass { class } => Some((
+                format!(
+                    "{class}, for {}-bit programs; doctor's workers are {}-bit",
+                    bits(class),
+                    bits(crate::elf::OWN_CLASS)
+                ),
+                "nothing to do unless a program of that word size needs it: run that program with LD_DEBUG=libs to see what it loads".into(),
+            )),
+            Skip::ForeignArchitecture { .. } | Skip::NotElf => None,
+        }
+    }
 }
 
 /// No Windows search given.
@@ -348,6 +415,7 @@ fn every_rule(ctx: &Context) -> Vec<Finding> {
         findings.extend(module::check(ctx));
         findings.extend(hygiene::check(ctx));
         findings.extend(driver::check(ctx));
+        findings.extend(foreign::check(ctx));
         findings.extend(deps::check(ctx));
         findings.extend(load::check(ctx));
         findings.extend(trust::check(ctx));
@@ -537,6 +605,8 @@ pub fn scan_problems<'p>(
     problems: impl Iterator<Item = &'p crate::model::Problem>,
 ) -> Vec<Finding> {
     problems
+        // Another machine's libraries are the foreign-architecture rule's, with cause and fix.
+        .filter(|p| p.kind != crate::model::ProblemKind::ForeignArchitecture)
         .map(|p| {
             Finding::new(
                 Severity::Warning,

@@ -59,6 +59,7 @@ pub fn check(
         sources: Vec::new(),
         libraries: Vec::new(),
         problems: Vec::new(),
+        platforms: Vec::new(),
     };
     let installation = home.unwrap_or(&alone);
     let mut libraries = Vec::new();

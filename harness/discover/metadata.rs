@@ -19,6 +19,9 @@ pub struct Metadata {
     /// Where these versions came from.
     pub source: Option<VersionSource>,
     pub problems: Vec<Problem>,
+    /// What the packages say they were built for, with the file that says it
+    /// ([`crate::model::Installation::platforms`]).
+    pub platforms: Vec<String>,
 }
 
 /// Reads a runfile toolkit's `version.json`.
@@ -63,6 +66,8 @@ pub fn conda(prefix: &Path) -> Metadata {
         version: String,
         #[serde(default)]
         files: Vec<String>,
+        #[serde(default)]
+        subdir: Option<String>,
     }
     let mut meta = Metadata {
         source: Some(VersionSource::CondaMeta),
@@ -83,7 +88,12 @@ pub fn conda(prefix: &Path) -> Metadata {
                 {
                     meta.cuda_version = Some(record.version.clone());
                 }
-                for file in record.files.iter().filter(|f| f.contains(".so")) {
+                let mut libraries = record.files.iter().filter(|f| f.contains(".so")).peekable();
+                if let (Some(subdir), Some(_)) = (&record.subdir, libraries.peek()) {
+                    meta.platforms
+                        .push(format!("{}: subdir {subdir}", shown(prefix, &path)));
+                }
+                for file in libraries {
                     meta.by_file
                         .insert(prefix.join(file), record.version.clone());
                 }
@@ -119,6 +129,14 @@ pub fn wheels(site_packages: &Path) -> Metadata {
         };
         if name.starts_with("nvidia-cuda-runtime") {
             meta.cuda_version = Some(version.clone());
+        }
+        let wheel_path = dist_info.join("WHEEL");
+        if let Ok(wheel) = hostfs::read_to_string(&wheel_path, hostfs::TEXT) {
+            let tags = wheel.lines().filter_map(|l| l.strip_prefix("Tag:"));
+            for tag in tags {
+                let from = shown(site_packages, &wheel_path);
+                meta.platforms.push(format!("{from}: Tag: {}", tag.trim()));
+            }
         }
         let record_path = dist_info.join("RECORD");
         let record = match hostfs::read_to_string(&record_path, hostfs::LISTING) {
@@ -166,6 +184,14 @@ pub fn name_and_version(text: &str) -> Option<(String, String)> {
             .find_map(|l| l.strip_prefix(key).map(|v| v.trim().to_string()))
     };
     Some((header("Name:")?, header("Version:")?))
+}
+
+/// `path` as evidence: below `root`, where it is.
+fn shown(root: &Path, path: &Path) -> String {
+    path.strip_prefix(root)
+        .unwrap_or(path)
+        .display()
+        .to_string()
 }
 
 fn files_with_extension(dir: &Path, ext: &str) -> Vec<PathBuf> {

@@ -43,6 +43,17 @@ pub const OWN_MACHINE: &str = if cfg!(target_arch = "x86_64") {
     std::env::consts::ARCH
 };
 
+/// Whether a library of `machine` is for this host: its own machine, or the 32-bit machine its
+/// kernel also runs (`i386` beside `x86_64`, `arm` beside `aarch64`: for 32-bit programs, the
+/// class decides). Any other machine's libraries no program of this host can load.
+pub fn runs_here(machine: &str) -> bool {
+    machine == OWN_MACHINE
+        || matches!(
+            (OWN_MACHINE, machine),
+            ("x86_64", "i386") | ("aarch64", "arm")
+        )
+}
+
 /// Name of the section holding fatbinary containers.
 pub(crate) const FATBIN_SECTION: &[u8] = b".nv_fatbin";
 /// x86-64's large-model data sections, where a library too big for the small code model keeps
