@@ -136,19 +136,23 @@ unsafe fn die_with(parent: libc::pid_t) -> std::io::Result<()> {
     Ok(())
 }
 
-/// The command that starts stackbench's own executable as a worker: through a descriptor
-/// opened when the run began, so that a worker run as another user starts even where that
-/// user cannot reach the file (installed under `/root` by `pipx`), since executing a
-/// descriptor checks only the file's own permission; by its path where that descriptor could
-/// not be had (no `/proc`). Its `argv[0]` is the path either way. Of our code variables
-/// (`CUDA_INJECTION64_PATH`, NCCL's plugins) it keeps only those naming a file we may load.
+/// The command that starts stackbench's own executable as a worker: by its path where every
+/// user may reach and execute it, else through a descriptor opened when the run began, so that
+/// a worker run as another user starts even where that user cannot reach the file (installed
+/// under `/root` by `pipx`), since executing a descriptor checks only the file's own
+/// permission. The path comes first because an interpreter that `binfmt_misc` starts for the
+/// binary (qemu-user running the aarch64 package on x86_64) opens it by name, and a descriptor
+/// is closed by the very exec that would hand it over. Its `argv[0]` is the path either way. Of
+/// our code variables (`CUDA_INJECTION64_PATH`, NCCL's plugins) it keeps only those naming a
+/// file we may load.
 pub fn worker_command(executable: &std::path::Path) -> Command {
     let mut command = own_executable(executable);
     crate::trust::environment::drop_untrusted_code(&mut command);
     command
 }
 
-/// A command of our own executable, through its descriptor where it can be had.
+/// A command of our own executable: by its path where anyone may execute it, else through its
+/// descriptor where it can be had.
 fn own_executable(executable: &std::path::Path) -> Command {
     use std::sync::OnceLock;
     static OWN: OnceLock<Option<(std::path::PathBuf, std::fs::File)>> = OnceLock::new();
@@ -158,7 +162,7 @@ fn own_executable(executable: &std::path::Path) -> Command {
         Some((path, file))
     });
     match own {
-        Some((path, file)) if path == executable => {
+        Some((path, file)) if path == executable && !anyone_may_execute(path) => {
             use std::os::fd::AsRawFd;
             let mut command = Command::new(format!("/proc/self/fd/{}", file.as_raw_fd()));
             command.arg0(executable);
@@ -166,6 +170,16 @@ fn own_executable(executable: &std::path::Path) -> Command {
         }
         _ => Command::new(executable),
     }
+}
+
+/// Whether every user may reach `path` (each directory above it searchable by others) and
+/// execute it, by the permission bits.
+fn anyone_may_execute(path: &std::path::Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let others_x = |p: &std::path::Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.permissions().mode() & 0o001 != 0)
+    };
+    others_x(path) && path.ancestors().skip(1).all(others_x)
 }
 
 /// Runs `command` as [`spawn`] does and returns its standard output (at most [`OUTPUT_LIMIT`])

@@ -87,13 +87,31 @@ pub fn nvlink_gbs(version: u32) -> f64 {
     }
 }
 
-/// Each device-to-device copy's nominal peak: the active NVLinks both ends share, where NVML
-/// says the pair talks over NVLink.
+/// The GPUs of Grace superchips (the names the driver gives them), whose host memory is the
+/// Grace CPU's, reached over NVLink-C2C: 900 GB/s both ways together, 450 GB/s each way (NVIDIA
+/// GH200 Grace Hopper Superchip datasheet; GB200 NVL72 datasheet). Not PCIe's 64 GB/s (Gen5
+/// x16): a host-device copy there is judged against C2C.
+const C2C: [&str; 3] = [
+    "NVIDIA GH200 480GB",
+    "NVIDIA GH200 144G HBM3e",
+    "NVIDIA GB200",
+];
+
+/// NVLink-C2C's bandwidth each way, GB/s.
+const C2C_GBS: f64 = 450.0;
+
+/// Each copy's nominal peak per direction: between two GPUs, the active NVLinks both ends
+/// share, where NVML says the pair talks over NVLink; between a Grace superchip's GPU and the
+/// host, NVLink-C2C. Elsewhere none is known.
 fn add_peaks(report: &mut NodeReport) {
     let peaks: Vec<Option<f64>> = report
         .copies
         .iter()
         .map(|c| {
+            if let (Some(gpu), None) | (None, Some(gpu)) = (c.src, c.dst) {
+                let name = &report.device(gpu)?.name;
+                return C2C.contains(&name.trim()).then_some(C2C_GBS);
+            }
             let (a, b) = (c.src?, c.dst?);
             let pair = report.pair(a, b)?;
             if pair.nvml.nvlink.as_deref() != Some("ok") {
@@ -130,5 +148,49 @@ impl NodeReport {
     /// The copy-engine figure of `src` -> `dst`, one way.
     pub fn ce_gbs(&self, src: Option<u32>, dst: Option<u32>) -> Option<f64> {
         self.copy(Engine::Ce, src, dst, false)?.gbs
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::node::model::{Copy, Engine, NodeDevice};
+
+    fn host_copy(src: Option<u32>, dst: Option<u32>) -> Copy {
+        Copy {
+            engine: Engine::Ce,
+            src,
+            dst,
+            both_ways: false,
+            gbs: Some(400.0),
+            verified: true,
+            first_wrong_byte: None,
+            peak_gbs: None,
+            error: None,
+        }
+    }
+
+    #[test]
+    fn a_grace_superchip_s_host_copies_are_set_against_c2c_and_a_pcie_card_s_against_nothing() {
+        let device = |index: u32, name: &str| NodeDevice {
+            index,
+            name: name.into(),
+            ..NodeDevice::default()
+        };
+        let mut report = NodeReport {
+            devices: vec![
+                device(0, "NVIDIA GH200 480GB"),
+                device(1, "NVIDIA H100 PCIe"),
+            ],
+            copies: vec![
+                host_copy(None, Some(0)),
+                host_copy(Some(0), None),
+                host_copy(None, Some(1)),
+            ],
+            ..NodeReport::default()
+        };
+        add_peaks(&mut report);
+        let peaks: Vec<Option<f64>> = report.copies.iter().map(|c| c.peak_gbs).collect();
+        assert_eq!(peaks, [Some(450.0), Some(450.0), None]);
     }
 }

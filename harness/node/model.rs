@@ -116,8 +116,9 @@ pub struct Copy {
     /// Where they did not: the offset of the first byte that arrived changed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_wrong_byte: Option<u64>,
-    /// The link's nominal peak per direction where NVML gives it (active NVLinks x 25 GB/s for
-    /// NVLink 4... from the links' versions), GB/s.
+    /// The link's nominal peak per direction where it is known, GB/s: between GPUs, active
+    /// NVLinks x 25 GB/s for NVLink 4... from the links' versions, as NVML gives them; between
+    /// a Grace superchip's GPU and the host, NVLink-C2C's 450.
     pub peak_gbs: Option<f64>,
     /// Why it could not be measured, or what went wrong.
     pub error: Option<String>,

@@ -119,14 +119,25 @@ pub fn matrices(report: &NodeReport) -> Vec<(String, Engine, bool)> {
     shown
 }
 
-/// The nominal peak of the pairs, when NVML gave one and all pairs share it.
+/// The nominal peaks: of the pairs, when NVML gave one and all pairs share it; of the host
+/// copies of a Grace superchip's GPUs, NVLink-C2C's.
 pub fn peak_line(report: &NodeReport) -> Option<String> {
-    let mut peaks: Vec<f64> = report.copies.iter().filter_map(|c| c.peak_gbs).collect();
-    peaks.sort_by(f64::total_cmp);
-    peaks.dedup();
-    match peaks[..] {
+    let distinct = |host: bool| {
+        let mut peaks: Vec<f64> = (report.copies.iter())
+            .filter(|c| (c.src.is_none() || c.dst.is_none()) == host)
+            .filter_map(|c| c.peak_gbs)
+            .collect();
+        peaks.sort_by(f64::total_cmp);
+        peaks.dedup();
+        peaks
+    };
+    let pairs = match distinct(false)[..] {
         [] => None,
         [peak] => Some(format!("nominal NVLink peak per direction: {peak:.0} GB/s")),
         _ => Some("nominal NVLink peaks differ between pairs (see the JSON)".to_owned()),
-    }
+    };
+    let host = (distinct(true).first())
+        .map(|peak| format!("host copies over NVLink-C2C, nominal {peak:.0} GB/s per direction"));
+    let lines: Vec<String> = pairs.into_iter().chain(host).collect();
+    (!lines.is_empty()).then(|| lines.join("; "))
 }

@@ -188,6 +188,20 @@ mod tests {
     }
 
     #[test]
+    fn grace_superchips_take_their_own_datasheets() {
+        let gh200 = peaks(&device("NVIDIA GH200 480GB", (9, 0), 132, 1980));
+        assert_eq!(gh200.memory_gbps, Some(4000.0), "{gh200:?}");
+        assert!((gh200.tflops["bf16"] - 989.4).abs() < 0.1, "{gh200:?}");
+        assert!(gh200.basis.contains("GH200 (96 GB HBM3) datasheet"), "{}", gh200.basis);
+        let hbm3e = peaks(&device("NVIDIA GH200 144G HBM3e", (9, 0), 132, 1980));
+        assert_eq!(hbm3e.memory_gbps, Some(4900.0), "{hbm3e:?}");
+        let gb200 = peaks(&device("NVIDIA GB200", (10, 0), 148, 1965));
+        assert_eq!(gb200.memory_gbps, Some(8000.0), "{gb200:?}");
+        assert!((gb200.tflops["bf16"] - 2500.0).abs() < 2.0, "{gb200:?}");
+        assert!((gb200.tflops["f64"] - 45.0).abs() < 0.1, "{gb200:?}");
+    }
+
+    #[test]
     fn an_unknown_architecture_has_no_compute_peak_and_says_so() {
         let spec = peaks(&device("stackbench simulated GPU", (15, 0), 132, 1980));
         assert!(spec.tflops.is_empty());

@@ -53,7 +53,7 @@ const AMPERE_SXM: &[(&str, f64)] = &[
 ];
 
 /// The products with known datasheets.
-pub const PRODUCTS: [Product; 9] = [
+pub const PRODUCTS: [Product; 12] = [
     Product {
         label: "H100 SXM5",
         names: &["NVIDIA H100 80GB HBM3", "NVIDIA H100 SXM5 80GB"],
@@ -193,6 +193,49 @@ pub const PRODUCTS: [Product; 9] = [
         source: "NVIDIA HGX B200 datasheet, per GPU, dense (TF32: 18 PFLOPS sparse for eight); \
                  the tensor clock is the one its \
                  figures imply (NVIDIA does not publish it)",
+    },
+    Product {
+        label: "GH200 (96 GB HBM3)",
+        names: &["NVIDIA GH200 480GB"],
+        cc: HOPPER,
+        sms: 132,
+        boost_mhz: 1980,
+        tensor_mhz: 1830,
+        memory_gbps: 4000.0,
+        datasheet: HOPPER_SXM,
+        source: "NVIDIA GH200 Grace Hopper Superchip datasheet (its H100's figures are H100 \
+                 SXM5's; the name is the driver's for the 96 GB HBM3, 480 GB LPDDR5X part)",
+    },
+    Product {
+        label: "GH200 (144 GB HBM3e)",
+        names: &["NVIDIA GH200 144G HBM3e"],
+        cc: HOPPER,
+        sms: 132,
+        boost_mhz: 1980,
+        tensor_mhz: 1830,
+        memory_gbps: 4900.0,
+        datasheet: HOPPER_SXM,
+        source: "NVIDIA GH200 Grace Hopper Superchip datasheet (144 GB HBM3e column)",
+    },
+    Product {
+        label: "GB200",
+        names: &["NVIDIA GB200"],
+        cc: BLACKWELL,
+        sms: 148,
+        boost_mhz: 2375,
+        tensor_mhz: 2062,
+        memory_gbps: 8000.0,
+        datasheet: &[
+            ("f64", 45.0),
+            ("tf32", 1250.0),
+            ("bf16", 2500.0),
+            ("f16", 2500.0),
+            ("fp8", 5000.0),
+            ("int8", 5000.0),
+        ],
+        source: "NVIDIA GB200 NVL72 datasheet, per GPU (the rack's 72), dense (its tensor \
+                 figures are sparse: halved); no FP32 figure is given. The SM count is B200's \
+                 and the clocks are those its figures imply: NVIDIA publishes neither",
     },
 ];
 
