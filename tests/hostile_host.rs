@@ -316,6 +316,49 @@ fn doctor_on_a_hostile_tree_names_every_hostile_file_and_neither_hangs_nor_swell
     assert!(libraries >= 4, "{libraries} real runtimes read");
 }
 
+/// check and bench read the host as doctor does: on the hostile tree each ends by itself,
+/// within the memory the issue allows, and is no harness failure (exit 2).
+#[rstest::rstest]
+#[case::check(&["check", "--no-system"])]
+#[case::bench(&["bench", "--quick", "--no-system"])]
+fn check_and_bench_on_a_hostile_tree_end_by_themselves_and_do_not_swell(#[case] run: &[&str]) {
+    let dir = open_tempdir();
+    let root = dir.path().canonicalize().unwrap().join("host");
+    hostile_tree(&root);
+    give_away(&root.join("home"));
+    let mut command = Command::new(stackbench_bin());
+    command.args(run).args(["--format", "json"]);
+    if run[0] == "bench" {
+        command.arg("--results").arg(dir.path().join("results"));
+    }
+    command
+        .arg("--root")
+        .arg(&root)
+        .env("HOME", dir.path())
+        .stdin(Stdio::null());
+    let ended = run_measured(command);
+    fs::set_permissions(
+        root.join("home/mallory/locked"),
+        fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    assert!(
+        ended.code.is_some(),
+        "{} did not end by itself (signal {:?}, after {:?}): {}",
+        run[0],
+        ended.signal,
+        ended.took,
+        ended.stderr
+    );
+    assert_ne!(ended.code, Some(2), "{}", ended.stderr);
+    assert!(
+        ended.max_rss_kb < RSS_LIMIT_KB,
+        "{}'s peak RSS was {} kB",
+        run[0],
+        ended.max_rss_kb
+    );
+}
+
 #[test]
 fn root_never_opens_a_device_a_library_name_leads_to() {
     let dir = open_tempdir();
