@@ -192,7 +192,11 @@ mod tests {
         let gh200 = peaks(&device("NVIDIA GH200 480GB", (9, 0), 132, 1980));
         assert_eq!(gh200.memory_gbps, Some(4000.0), "{gh200:?}");
         assert!((gh200.tflops["bf16"] - 989.4).abs() < 0.1, "{gh200:?}");
-        assert!(gh200.basis.contains("GH200 (96 GB HBM3) datasheet"), "{}", gh200.basis);
+        assert!(
+            gh200.basis.contains("GH200 (96 GB HBM3) datasheet"),
+            "{}",
+            gh200.basis
+        );
         let hbm3e = peaks(&device("NVIDIA GH200 144G HBM3e", (9, 0), 132, 1980));
         assert_eq!(hbm3e.memory_gbps, Some(4900.0), "{hbm3e:?}");
         let gb200 = peaks(&device("NVIDIA GB200", (10, 0), 148, 1965));

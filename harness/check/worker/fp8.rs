@@ -30,9 +30,16 @@ use std::ffi::c_void;
 /// The first compute capability with FP8 tensor cores (Ada; Hopper is 9.0).
 const FP8_MINIMUM: ComputeCapability = ComputeCapability::new(8, 9);
 
-/// The first cuBLASLt with FP8 matmuls: cuBLAS 11.11, of CUDA 11.8 (`cublasLtGetVersion`'s
-/// `major * 10000 + minor * 100 + patch`).
+/// Hopper, whose FP8 matmuls came first.
+const HOPPER: ComputeCapability = ComputeCapability::new(9, 0);
+
+/// The first cuBLASLt with FP8 matmuls, on Hopper: cuBLAS 11.11, of CUDA 11.8
+/// (`cublasLtGetVersion`'s `major * 10000 + minor * 100 + patch`).
 const FP8_CUBLASLT: usize = 11_11_00;
+
+/// The first cuBLASLt with FP8 matmuls for Ada (sm_89): cuBLAS 12.1, of CUDA 12.1, whose
+/// release notes add them; before it the heuristic finds no FP8 kernel for Ada.
+const FP8_CUBLASLT_ADA: usize = 12_01_00;
 
 /// The workspace cuBLASLt may plan with: 32 MiB, what NVIDIA recommends for Hopper.
 const WORKSPACE: usize = 32 << 20;
@@ -40,23 +47,37 @@ const WORKSPACE: usize = 32 << 20;
 /// Why this GPU or this cuBLASLt cannot run an FP8 GEMM, if it cannot.
 pub fn unsupported(s: &Session) -> Result<Option<String>, Outcome> {
     let cc = s.gpu()?.cc;
+    let version = if cc < FP8_MINIMUM {
+        0
+    } else {
+        // SAFETY: a size_t f(void); cuBLASLt is loaded (its handle was created).
+        unsafe { ltsys::cublasLtGetVersion() }
+    };
+    Ok(without_fp8(cc, version))
+}
+
+/// Why a GPU of `cc` with cuBLASLt `version` has no FP8 GEMM, if it has none.
+fn without_fp8(cc: ComputeCapability, version: usize) -> Option<String> {
+    let dotted = |v: usize| format!("{}.{}.{}", v / 10_000, v / 100 % 100, v % 100);
     if cc < FP8_MINIMUM {
-        return Ok(Some(format!(
+        Some(format!(
             "FP8 GEMM needs compute capability {FP8_MINIMUM} or newer (FP8 tensor cores); this \
              GPU is {cc}"
-        )));
+        ))
+    } else if version < FP8_CUBLASLT {
+        Some(format!(
+            "FP8 GEMM needs cuBLASLt 11.11 (CUDA 11.8) or newer; this one is {}",
+            dotted(version)
+        ))
+    } else if cc < HOPPER && version < FP8_CUBLASLT_ADA {
+        Some(format!(
+            "FP8 GEMM on compute capability {cc} (Ada) needs cuBLASLt 12.1 (CUDA 12.1) or newer; \
+             this one is {}, whose FP8 kernels are Hopper's only",
+            dotted(version)
+        ))
+    } else {
+        None
     }
-    // SAFETY: a size_t f(void); cuBLASLt is loaded (its handle was created).
-    let version = unsafe { ltsys::cublasLtGetVersion() };
-    if version < FP8_CUBLASLT {
-        return Ok(Some(format!(
-            "FP8 GEMM needs cuBLASLt 11.11 (CUDA 11.8) or newer; this one is {}.{}.{}",
-            version / 10_000,
-            version / 100 % 100,
-            version % 100
-        )));
-    }
-    Ok(None)
 }
 
 /// One FP8 GEMM's shape: the row-major `m x k` by `k x n` product, with the row pitches (in
@@ -272,6 +293,24 @@ pub fn check(s: &mut Session) -> Checked {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ada_needs_cublaslt_12_1_for_fp8_and_hopper_11_11() {
+        let (ampere, ada, hopper) = (
+            ComputeCapability::new(8, 0),
+            ComputeCapability::new(8, 9),
+            ComputeCapability::new(9, 0),
+        );
+        assert!(without_fp8(ampere, 12_09_01).is_some_and(|w| w.contains("8.9 or newer")));
+        assert_eq!(without_fp8(hopper, 11_11_03), None);
+        assert!(without_fp8(hopper, 11_10_03).is_some_and(|w| w.contains("11.11")));
+        // CUDA 11.8 to 12.0 on Ada: Hopper's kernels only.
+        for version in [11_11_03, 12_00_02] {
+            let why = without_fp8(ada, version).expect("no FP8 for Ada");
+            assert!(why.contains("needs cuBLASLt 12.1"), "{why}");
+        }
+        assert_eq!(without_fp8(ada, 12_01_00), None);
+    }
 
     #[test]
     fn the_check_shape_leaves_nothing_interchangeable_and_fits_fp8() {
