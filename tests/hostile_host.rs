@@ -274,24 +274,8 @@ fn doctor_on_a_hostile_tree_names_every_hostile_file_and_neither_hangs_nor_swell
     let ended = run_measured(doctor);
     stop.store(true, Ordering::SeqCst);
     grower.join().unwrap();
-    fs::set_permissions(
-        root.join("home/mallory/locked"),
-        fs::Permissions::from_mode(0o755),
-    )
-    .unwrap();
-    assert!(
-        ended.code.is_some(),
-        "doctor did not end by itself (signal {:?}, after {:?}): {}",
-        ended.signal,
-        ended.took,
-        ended.stderr
-    );
-    assert_ne!(ended.code, Some(2), "{}", ended.stderr);
-    assert!(
-        ended.max_rss_kb < RSS_LIMIT_KB,
-        "doctor's peak RSS was {} kB",
-        ended.max_rss_kb
-    );
+    unlock(&root);
+    assert_ended_unswollen("doctor", &ended);
     let report = doctor_report(&ended.stdout);
     let findings = findings_of(&report, "scan_problem");
     for (path, code) in named {
@@ -337,15 +321,22 @@ fn check_and_bench_on_a_hostile_tree_end_by_themselves_and_do_not_swell(#[case] 
         .env("HOME", dir.path())
         .stdin(Stdio::null());
     let ended = run_measured(command);
-    fs::set_permissions(
-        root.join("home/mallory/locked"),
-        fs::Permissions::from_mode(0o755),
-    )
-    .unwrap();
+    unlock(&root);
+    assert_ended_unswollen(run[0], &ended);
+}
+
+/// Lets the test's clean-up into the tree's unreadable directory again.
+fn unlock(root: &Path) {
+    let locked = root.join("home/mallory/locked");
+    fs::set_permissions(locked, fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// Asserts that the run of `what` ended by itself, was no harness failure (exit 2), and stayed
+/// under the memory the issue allows.
+fn assert_ended_unswollen(what: &str, ended: &Ended) {
     assert!(
         ended.code.is_some(),
-        "{} did not end by itself (signal {:?}, after {:?}): {}",
-        run[0],
+        "{what} did not end by itself (signal {:?}, after {:?}): {}",
         ended.signal,
         ended.took,
         ended.stderr
@@ -353,8 +344,7 @@ fn check_and_bench_on_a_hostile_tree_end_by_themselves_and_do_not_swell(#[case] 
     assert_ne!(ended.code, Some(2), "{}", ended.stderr);
     assert!(
         ended.max_rss_kb < RSS_LIMIT_KB,
-        "{}'s peak RSS was {} kB",
-        run[0],
+        "{what}'s peak RSS was {} kB",
         ended.max_rss_kb
     );
 }
