@@ -90,6 +90,7 @@ fn run(started: &str, factor: f64) -> BenchReport {
         }],
         benchmarks,
         findings: Vec::new(),
+        rerendered: None,
     }
 }
 

@@ -79,6 +79,14 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> anyhow::Result<ExitCode>
                 Some(path) => {
                     let mut report = saved_bench(path)?;
                     bench::shares::reassess(&mut report);
+                    report.rerendered = Some(bench::model::Rerendered {
+                        at: crate::timestamp::now(),
+                        by: format!(
+                            "stackbench {} ({})",
+                            crate::version::RELEASE,
+                            crate::version::COMMIT
+                        ),
+                    });
                     (report, None)
                 }
                 None => {

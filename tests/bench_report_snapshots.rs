@@ -329,6 +329,7 @@ fn report() -> BenchReport {
             .chain(cu11_rows())
             .collect(),
         findings: Vec::new(),
+        rerendered: None,
     }
 }
 

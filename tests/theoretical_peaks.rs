@@ -140,6 +140,32 @@ fn the_committed_h100_runs_read_against_the_h100_s_datasheet_and_no_cublas_row_i
     }
 }
 
+/// The committed H100 runs measured at schema minor 3 (no clocks, no SM clock telemetry) and
+/// were rendered again by `bench --from` for their theoretical peaks: they say minor 3 and when
+/// and by which stackbench they were rendered again, and rendering one again keeps its minor.
+#[test]
+fn a_run_rendered_again_keeps_the_minor_it_was_measured_at_and_says_so() {
+    for run in committed_runs() {
+        let saved: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&run).unwrap()).unwrap();
+        assert_eq!(saved["schema_minor"], 3, "{}", run.display());
+        let measured_clocks = (saved["benchmarks"].as_array().unwrap().iter())
+            .any(|row| !row["telemetry"]["sm_clock_mhz_mean"].is_null());
+        assert!(!measured_clocks, "{}", run.display());
+        let by = saved["rerendered"]["by"].as_str().unwrap_or_default();
+        assert!(by.starts_with("stackbench 0."), "{}: {by:?}", run.display());
+        let output = std::process::Command::new(common::stackbench_bin())
+            .args(["bench", "--format", "json", "--from"])
+            .arg(&run)
+            .output()
+            .unwrap();
+        let again: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(again["schema_minor"], 3, "{}", run.display());
+        assert!(again["rerendered"]["at"].is_string(), "{}", run.display());
+        assert!(again["clocks_locked"].is_null());
+    }
+}
+
 /// The report page's rooflines for the committed H100 runs, drawn by Chromium: the newest run's
 /// kernels under the H100 SXM5's memory and compute roofs. The screenshot is kept under the
 /// target's temporary directory for a person to look at.

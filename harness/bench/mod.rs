@@ -247,6 +247,7 @@ pub fn bench(
         combinations,
         benchmarks,
         findings: Vec::new(),
+        rerendered: None,
     };
     report.findings = node::slow_devices(&report);
     Ok(report)

@@ -23,8 +23,11 @@ pub const BENCH_SCHEMA: &str = "stackbench.bench/v1";
 /// (its GPU's state before and after the run) and the run's `allow_busy`: a file without them
 /// did not read its GPUs' state. 4 adds the run's `clocks_locked` and each result's
 /// `telemetry.sm_clock_mhz_mean`: a file without them measured unlocked, and cannot be judged
-/// in cycles.
-pub const BENCH_SCHEMA_MINOR: u32 = 5;
+/// in cycles. 5 adds each combination's `spec` and each result's `pct_of_spec`. 6 adds
+/// `rerendered`: a run `bench --from` renders again keeps the minor of the run that measured
+/// it (its derived figures are computed anew; what it never measured stays absent) and says
+/// when, and by which stackbench, it was rendered again.
+pub const BENCH_SCHEMA_MINOR: u32 = 6;
 
 /// Whether a number is zero (serde: left out when it is).
 fn is_zero(n: &u32) -> bool {
@@ -74,6 +77,19 @@ pub struct BenchReport {
     /// What the run found about its GPUs together (`slow_device`); absent when nothing.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub findings: Vec<NodeFinding>,
+    /// Set by `bench --from`: when and by which stackbench the run was rendered again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rerendered: Option<Rerendered>,
+}
+
+/// A run rendered again from its file: its figures are the measuring run's, its theoretical
+/// peaks and shares this stackbench's.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Rerendered {
+    /// RFC 3339, UTC.
+    pub at: String,
+    /// `stackbench 0.1.0 (<commit>)`.
+    pub by: String,
 }
 
 /// A GPU of the run whose figures lie beyond its same-model peers' (`crate::node::outlier`).
@@ -724,6 +740,7 @@ impl BenchReport {
             }],
             benchmarks,
             findings: Vec::new(),
+            rerendered: None,
         }
     }
 }

@@ -2,7 +2,7 @@
 //! device-to-device copy, the best cuBLAS GEMM of each precision) and of the card's theoretical
 //! peak (`pct_of_spec`); and a saved run's shares given again as today's stackbench gives them.
 
-use super::model::{BenchReport, BenchResult, Peaks, Spec, BENCH_SCHEMA_MINOR};
+use super::model::{BenchReport, BenchResult, Peaks, Spec};
 use super::theoretical::{self, DeviceFacts};
 
 /// A result's throughput as a percentage of its ceiling: vector add of the copy's bandwidth
@@ -52,8 +52,8 @@ fn sets_the_ceiling(result: &BenchResult) -> bool {
 /// and has no theoretical peaks (a file before schema minor 5) gets those of the GPU the file
 /// names (from its name and compute capability: a known product's datasheet) and each row its
 /// share of them, from its figure; a cuBLAS GEMM loses its share of itself (100%, in files
-/// before minor 5); the other shares of the run's ceilings stay as measured. The file then
-/// reads as the current schema minor.
+/// before minor 5); the other shares of the run's ceilings stay as measured. Its schema minor
+/// stays the measuring run's: what that run did not measure (clocks, conditions) stays absent.
 pub fn reassess(report: &mut BenchReport) {
     let gpu = report.gpu.devices.first().map(DeviceFacts::of_gpu);
     for combination in &mut report.combinations {
@@ -71,5 +71,4 @@ pub fn reassess(report: &mut BenchReport) {
             }
         }
     }
-    report.schema_minor = BENCH_SCHEMA_MINOR;
 }

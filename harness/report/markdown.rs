@@ -91,6 +91,15 @@ impl Exporter for Markdown {
             escape(&gpu_line(&report.gpu)),
             report.target
         );
+        if let Some(again) = &report.rerendered {
+            let _ = writeln!(
+                out,
+                "Rendered again from its file on {} by {}: the figures are the run's own (schema minor {}), the theoretical peaks and shares this version's.\n",
+                again.at,
+                escape(&again.by),
+                report.schema_minor
+            );
+        }
         if let Some(dir) = &report.driver_dir {
             let _ = writeln!(
                 out,
