@@ -30,6 +30,7 @@ pub unsafe fn enter(descriptors: libc::c_int) -> io::Result<bool> {
     if libc::unshare(libc::CLONE_NEWPID) != 0 {
         return Ok(false);
     }
+    default_handlers();
     let mut status_pipe = [0; 2];
     if libc::pipe2(status_pipe.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
         return Err(io::Error::last_os_error());
@@ -100,6 +101,29 @@ unsafe fn wait(init: libc::pid_t, read: libc::c_int) -> ! {
         status = command;
     }
     end_as(status)
+}
+
+/// The signals stackbench may handle (the run's end, PID 1's forwarding).
+const HANDLED: [libc::c_int; 6] = [
+    libc::SIGINT,
+    libc::SIGTERM,
+    libc::SIGHUP,
+    libc::SIGQUIT,
+    libc::SIGUSR1,
+    libc::SIGUSR2,
+];
+
+/// Gives the waiter and the init what an exec would give the command: our handlers back to
+/// the default action (a signal that ends the command ends the waiter as it would have ended
+/// the command), what is ignored still ignored (`nohup`).
+unsafe fn default_handlers() {
+    for signal in HANDLED {
+        let mut current: libc::sigaction = std::mem::zeroed();
+        let read = libc::sigaction(signal, std::ptr::null(), &mut current);
+        if read == 0 && current.sa_sigaction != libc::SIG_IGN {
+            libc::signal(signal, libc::SIG_DFL);
+        }
+    }
 }
 
 /// Ends this process as a process with wait status `status` ended.

@@ -513,6 +513,37 @@ mod tests {
     }
 
     #[test]
+    fn a_signal_our_handlers_would_catch_ends_a_contained_child() {
+        use std::os::unix::process::ExitStatusExt;
+        if !crate::trust::running_as_root("a child has a namespace of its own") {
+            return;
+        }
+        extern "C" fn caught(_: libc::c_int) {}
+        // A handler of ours, as the run's own for SIGINT, SIGTERM and SIGHUP.
+        crate::lifetime::handle(libc::SIGUSR2, caught);
+        let mut sleep = Command::new("sleep");
+        sleep.arg("30");
+        let mut child = spawn(&mut sleep, None, Sight::Own).unwrap();
+        let pid = libc::pid_t::try_from(child.id()).unwrap();
+        let started = Instant::now();
+        let status = loop {
+            // SAFETY: kill(2) of our own child, not yet reaped.
+            unsafe { libc::kill(pid, libc::SIGUSR2) };
+            match child.try_wait().unwrap() {
+                Some(status) => break status,
+                None if started.elapsed() < Duration::from_secs(20) => {
+                    std::thread::sleep(Duration::from_millis(50))
+                }
+                None => {
+                    kill_group(&mut child);
+                    panic!("SIGUSR2 did not end the contained child");
+                }
+            }
+        };
+        assert_eq!(status.signal(), Some(libc::SIGUSR2), "{status:?}");
+    }
+
+    #[test]
     fn stackbench_s_own_processes_are_its_own() {
         let me = std::process::id();
         assert!(descends_from(me, me));
