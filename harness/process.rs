@@ -155,14 +155,19 @@ pub fn worker_command(executable: &std::path::Path) -> Command {
 /// descriptor where it can be had.
 fn own_executable(executable: &std::path::Path) -> Command {
     use std::sync::OnceLock;
+    /// Our executable and its descriptor, when not everyone may execute it by its path; judged
+    /// once, when the first worker starts.
     static OWN: OnceLock<Option<(std::path::PathBuf, std::fs::File)>> = OnceLock::new();
     let own = OWN.get_or_init(|| {
         let path = std::env::current_exe().ok()?;
+        if anyone_may_execute(&path) {
+            return None;
+        }
         let (file, _) = crate::hostfs::open(std::path::Path::new("/proc/self/exe")).ok()?;
         Some((path, file))
     });
     match own {
-        Some((path, file)) if path == executable && !anyone_may_execute(path) => {
+        Some((path, file)) if path == executable => {
             use std::os::fd::AsRawFd;
             let mut command = Command::new(format!("/proc/self/fd/{}", file.as_raw_fd()));
             command.arg0(executable);
