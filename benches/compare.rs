@@ -109,7 +109,7 @@ fn compare(c: &mut Criterion) {
     let old = write(dir.path(), "old.json", &old_run);
     let new = write(dir.path(), "new.json", &new_run);
     let options = CompareOptions {
-        threshold: 0.02,
+        threshold: None,
         fail_on: vec![FailOn::Slower],
         allow_different_gpus: false,
         history: Some(dir.path().to_path_buf()),

@@ -432,14 +432,11 @@ pub struct CompareArgs {
         help_heading = "Which runs"
     )]
     pub results: PathBuf,
-    /// Percent a benchmark must be slower or faster by, with confidence, to count.
-    #[arg(
-        long,
-        value_name = "PERCENT",
-        default_value_t = 2.0,
-        help_heading = "Verdicts"
-    )]
-    pub threshold: f64,
+    /// Percent a benchmark must be slower or faster by, with confidence, to count, on every
+    /// row. Default: each row's own, the smallest change its noise floor lets it call, within
+    /// 0.5-2%
+    #[arg(long, value_name = "PERCENT", help_heading = "Verdicts")]
+    pub threshold: Option<f64>,
     /// What counts as a regression (repeatable; default: slower and failure).
     #[arg(long, value_enum, value_name = "KIND", help_heading = "Verdicts")]
     pub fail_on: Vec<crate::compare::FailOn>,

@@ -252,8 +252,8 @@ pub fn compare(
     color: ColorChoice,
 ) -> Result<(Runs, crate::compare::CompareOptions, ReportOptions), OptionsError> {
     use crate::compare::{CompareOptions, FailOn};
-    if !(args.threshold > 0.0 && args.threshold < 100.0) {
-        return Err(OptionsError::BadThreshold(args.threshold));
+    if let Some(t) = args.threshold.filter(|t| !(*t > 0.0 && *t < 100.0)) {
+        return Err(OptionsError::BadThreshold(t));
     }
     let fail_on = if args.fail_on.is_empty() {
         vec![FailOn::Slower, FailOn::Failure]
@@ -261,7 +261,7 @@ pub fn compare(
         args.fail_on
     };
     let options = CompareOptions {
-        threshold: args.threshold / 100.0,
+        threshold: args.threshold.map(|t| t / 100.0),
         fail_on,
         allow_different_gpus: args.allow_different_gpus,
         history: Some(args.results.clone()),

@@ -192,6 +192,34 @@ pub enum Side {
     Cpu,
 }
 
+/// What bounds a GPU benchmark's time: the card's memory (a copy, a vector add, a collective's
+/// bandwidth), its SMs' f32 pipes (an f32 matmul), or its tensor cores (a tf32, f16, bf16 or
+/// fp8 matmul, which on a Hopper runs against the power cap, so its clocks, and its time, move
+/// with the card's power and temperature: 1-2% between the committed H100 boots, against 0.1%
+/// for the f32 matmuls). Cycles (time × SM clock) mean something only for the compute-bound;
+/// floors pool the variation between boots only within one bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Bound {
+    Memory,
+    Compute,
+    TensorCores,
+}
+
+impl Bound {
+    pub fn name(self) -> &'static str {
+        match self {
+            Bound::Memory => "memory-bound",
+            Bound::Compute => "f32 compute-bound",
+            Bound::TensorCores => "tensor-core",
+        }
+    }
+
+    /// Bound by the SMs' clock: cycles are the figure that clock changes do not move.
+    pub fn by_sm_clock(self) -> bool {
+        self != Bound::Memory
+    }
+}
+
 /// How a GPU figure was taken.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash)]
 #[serde(rename_all = "snake_case")]
@@ -474,6 +502,18 @@ pub struct RepetitionsMismatch {
 }
 
 impl BenchResult {
+    /// What bounds this benchmark's time; `None` for host-side figures (loading, compiling).
+    pub fn bound(&self) -> Option<Bound> {
+        match (self.side, self.benchmark.as_str()) {
+            (Side::Gpu, "matmul") => Some(match self.parameters.precision.as_deref() {
+                Some("f32") | None => Bound::Compute,
+                Some(_) => Bound::TensorCores,
+            }),
+            (Side::Gpu, "copy" | "vector_add" | "nccl") => Some(Bound::Memory),
+            _ => None,
+        }
+    }
+
     /// The kept samples of each measured repetition that has any, in order: the whole of
     /// `samples_ns` for a file without repetitions.
     pub fn repetition_samples(&self) -> Result<Vec<&[f64]>, RepetitionsMismatch> {

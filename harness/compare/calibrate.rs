@@ -19,8 +19,10 @@ pub const CALIBRATION_SCHEMA: &str = "stackbench.calibration/v1";
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct CalibrationReport {
     pub schema: String,
-    /// The threshold the verdicts were given at (0.02 is 2%).
-    pub threshold: f64,
+    /// The threshold the verdicts were given at (0.02 is 2%), as `--threshold` set it; absent
+    /// when each pair's row took its own from its noise floor's evidence, as `compare` does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threshold: Option<f64>,
     /// The runs, oldest first.
     pub files: Vec<PathBuf>,
     /// Pairs of runs compared.
@@ -39,6 +41,10 @@ pub struct CalibrationRow {
     pub faster: usize,
     pub same: usize,
     pub unclear: usize,
+    /// `slower, below threshold` and `faster, below threshold`: an interval that excludes no
+    /// change, within the threshold.
+    #[serde(default)]
+    pub below_threshold: usize,
     /// `slower` and `faster` over `pairs`: each one a false verdict, the runs being of one build.
     pub false_verdicts: f64,
     /// The largest |ratio − 1| of any pair.
@@ -72,8 +78,12 @@ fn median_or_zero(mut values: Vec<f64>) -> f64 {
     }
 }
 
-/// Calibrates from the bench runs in `files` at `threshold`.
-pub fn calibrate(files: &[PathBuf], threshold: f64) -> Result<CalibrationReport, CalibrateError> {
+/// Calibrates from the bench runs in `files` at `threshold`, else at each row's threshold from
+/// its floor's evidence.
+pub fn calibrate(
+    files: &[PathBuf],
+    threshold: Option<f64>,
+) -> Result<CalibrationReport, CalibrateError> {
     let mut runs: Vec<(String, PathBuf, BenchReport)> = Vec::new();
     for path in files {
         match load::read(path)? {
@@ -113,7 +123,7 @@ struct Tally {
 
 /// Each benchmark's tally over every pair of `runs` (older first), in the first run's order;
 /// in runs over several GPUs, each benchmark's on each GPU (`... on GPU 3`).
-fn rows(runs: &[&BenchReport], threshold: f64) -> Vec<CalibrationRow> {
+fn rows(runs: &[&BenchReport], threshold: Option<f64>) -> Vec<CalibrationRow> {
     let mut order: Vec<String> = Vec::new();
     let mut tallies: BTreeMap<String, Tally> = BTreeMap::new();
     for (i, old) in runs.iter().enumerate() {
@@ -145,6 +155,7 @@ fn rows(runs: &[&BenchReport], threshold: f64) -> Vec<CalibrationRow> {
                     continue;
                 };
                 let r = estimate.ratio;
+                let threshold = threshold.unwrap_or_else(|| stats::evidence_threshold(&floor));
                 let label = n.label();
                 if !tallies.contains_key(&label) {
                     order.push(label.clone());
@@ -178,6 +189,8 @@ fn rows(runs: &[&BenchReport], threshold: f64) -> Vec<CalibrationRow> {
                 faster,
                 same: count(Verdict::Same),
                 unclear: count(Verdict::Unclear),
+                below_threshold: count(Verdict::SlowerBelowThreshold)
+                    + count(Verdict::FasterBelowThreshold),
                 false_verdicts: (slower + faster) as f64 / pairs.max(1) as f64,
                 widest_change: tally.changes.iter().copied().fold(0.0, f64::max),
                 detectable: median_or_zero(tally.detectable),
@@ -206,7 +219,7 @@ mod tests {
             run("2026-01-01T00:03:00Z", [103.0, 100.0, 99.0]),
         ];
         let refs: Vec<&BenchReport> = runs.iter().collect();
-        let rows = rows(&refs, 0.02);
+        let rows = rows(&refs, Some(0.02));
         let [row] = rows.as_slice() else {
             panic!("one benchmark: {rows:?}")
         };
@@ -231,7 +244,7 @@ mod tests {
         let path = dir.path().join("one.json");
         let one = run("2026-01-01T00:00:00Z", [1.0, 1.0, 1.0]);
         std::fs::write(&path, serde_json::to_vec(&one).unwrap()).unwrap();
-        let error = calibrate(std::slice::from_ref(&path), 0.02).unwrap_err();
+        let error = calibrate(std::slice::from_ref(&path), Some(0.02)).unwrap_err();
         assert!(
             error.to_string().contains("at least two bench runs"),
             "{error}"
@@ -242,7 +255,7 @@ mod tests {
             r#"{"schema": "stackbench.scan/v1", "host": {"hostname": "h", "os": "l", "arch": "x", "stackbench_version": "0"}, "searched": [], "installations": [], "problems": []}"#,
         )
         .unwrap();
-        let error = calibrate(&[path, scan], 0.02).unwrap_err();
+        let error = calibrate(&[path, scan], Some(0.02)).unwrap_err();
         assert!(
             error.to_string().contains("--calibrate reads bench runs"),
             "{error}"

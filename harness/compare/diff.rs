@@ -176,8 +176,10 @@ pub fn check_environment(old: &CheckReport, new: &CheckReport) -> Vec<Change> {
 }
 
 /// What a row's clocks say: whether they differ between the runs, each run's mean SM clock
-/// during its samples, and the row judged in cycles (time × that clock, as nvbench's robust
-/// compare judges a throttled kernel) where a sample ran throttled or the clocks differ.
+/// during its samples, and, for a kind bound by the SM clock, the row judged in cycles (time ×
+/// that clock, as nvbench's robust compare confirms a time verdict on a throttled kernel) where
+/// a sample ran throttled or the clocks differ. A memory-bound kind's time does not follow the
+/// SM clock, so its cycles would read a lower clock at the same time as "faster": none is given.
 struct Clocks {
     differ: bool,
     old_mhz: Option<f64>,
@@ -214,8 +216,11 @@ fn clocks(
         .into_iter()
         .flatten()
         .any(|t| !t.throttled_samples.is_empty());
+    let by_sm_clock = (new.or(old))
+        .and_then(BenchResult::bound)
+        .is_some_and(|b| b.by_sm_clock());
     let cycles = match (ratio, old_mhz, new_mhz) {
-        (Some(r), Some(x), Some(y)) if (throttled || differ) && x > 0.0 => {
+        (Some(r), Some(x), Some(y)) if by_sm_clock && (throttled || differ) && x > 0.0 => {
             let clock = y / x;
             Some(Ratio {
                 ratio: r.ratio * clock,
@@ -333,11 +338,12 @@ fn judged(
 /// parameters) and GPU (its ordinal: a result without one, from a one-GPU run, is GPU 0's), in
 /// the new run's order, then the old run's leftovers; rows measured in neither run and ending
 /// the same way in both (skipped twice) are left out. Each row measured in both is judged on
-/// its repetitions, its interval held to the noise floor `history` (else `reference`) gives it.
+/// its repetitions, its interval held to the noise floor `history` (else `reference`) gives it,
+/// at `threshold`, else at the threshold its floor's evidence gives it.
 pub fn benchmarks(
     old: &BenchReport,
     new: &BenchReport,
-    threshold: f64,
+    threshold: Option<f64>,
     history: &History,
     reference: &[ReferenceRun],
 ) -> Vec<BenchmarkRow> {
@@ -382,14 +388,21 @@ pub fn benchmarks(
                 _ => (None, None),
             };
             let ratio = judged.map(|(e, _, _)| e.ratio);
-            let verdict = ratio.map(|r| r.verdict(threshold));
+            let row_threshold = threshold.or_else(|| {
+                floor
+                    .as_ref()
+                    .filter(|_| judged.is_some())
+                    .map(stats::evidence_threshold)
+            });
+            let at = row_threshold.unwrap_or(stats::MIN_THRESHOLD);
+            let verdict = ratio.map(|r| r.verdict(at));
             let why = match (verdict, judged, &floor) {
                 (Some(Verdict::Unclear), Some((e, a, b)), Some(floor)) => {
-                    Some(why_unclear(&e, floor, threshold, (a, b)))
+                    Some(why_unclear(&e, floor, at, (a, b)))
                 }
                 _ => None,
             };
-            let clocks = clocks(measured(o), measured(n), ratio, threshold);
+            let clocks = clocks(measured(o), measured(n), ratio, at);
             Some(BenchmarkRow {
                 id: any.id.clone(),
                 combination: any.combination.clone(),
@@ -402,11 +415,12 @@ pub fn benchmarks(
                 new_median_ns: n.and_then(|r| r.summary).map(|s| s.median_ns),
                 verdict,
                 ratio,
-                could_see: ratio.map(|r| could_see(&r, threshold)),
+                threshold: row_threshold.filter(|_| threshold.is_none()),
+                could_see: ratio.map(|r| could_see(&r, at)),
                 clocks_differ: clocks.differ,
                 old_sm_clock_mhz: clocks.old_mhz,
                 new_sm_clock_mhz: clocks.new_mhz,
-                cycles_verdict: clocks.cycles.map(|r| r.verdict(threshold)),
+                cycles_verdict: clocks.cycles.map(|r| r.verdict(at)),
                 cycles: clocks.cycles,
                 simulated_vs_real: matches!(
                     (simulated(old, o), simulated(new, n)),
@@ -596,14 +610,14 @@ mod tests {
             Some("SIMULATED GPU (stackbench's simulated driver)")
         );
         assert_eq!(simulated_change(true, true), None);
-        let rows = benchmarks(&real, &simulated, 0.02, &History::default(), &[]);
+        let rows = benchmarks(&real, &simulated, Some(0.02), &History::default(), &[]);
         assert_eq!(rows.len(), 1);
         assert!(rows[0].simulated_vs_real, "{:?}", rows[0]);
         assert_eq!(rows[0].verdict, Some(super::super::stats::Verdict::Slower));
         let same_kind = benchmarks(
             &simulated,
             &bench_run(true, 2000.0),
-            0.02,
+            Some(0.02),
             &History::default(),
             &[],
         );
@@ -638,7 +652,7 @@ mod tests {
         // GPU 1 is 30% slower in the new run; GPU 0 is unchanged.
         let old = node_run(&[0, 1], &[1000.0, 1000.0]);
         let new = node_run(&[0, 1], &[1000.0, 1300.0]);
-        let rows = benchmarks(&old, &new, 0.02, &history, &[]);
+        let rows = benchmarks(&old, &new, Some(0.02), &history, &[]);
         let got: Vec<(Option<u32>, Option<Verdict>)> = rows
             .iter()
             .map(|r| (r.device.as_ref().map(|d| d.index), r.verdict))
@@ -648,14 +662,14 @@ mod tests {
         assert_ne!(got[0].1, Some(Verdict::Slower));
         // An old file of one GPU (no device) matches the new run's GPU 0; GPU 1 is new.
         let one = bench_run(false, 1000.0);
-        let rows = benchmarks(&one, &new, 0.02, &history, &[]);
+        let rows = benchmarks(&one, &new, Some(0.02), &history, &[]);
         assert_eq!(rows.len(), 2);
         assert!(rows[0].old_median_ns.is_some() && rows[0].new_median_ns.is_some());
         assert_eq!(rows[1].old_status, None);
         assert_eq!(rows[1].device.as_ref().map(|d| d.index), Some(1));
         // And GPU 3 of a run over GPUs 2 and 3 matches nothing of it.
         let other = node_run(&[2, 3], &[1000.0, 1000.0]);
-        let rows = benchmarks(&one, &other, 0.02, &history, &[]);
+        let rows = benchmarks(&one, &other, Some(0.02), &history, &[]);
         assert_eq!(rows.len(), 3, "none matched: {rows:?}");
     }
 

@@ -44,8 +44,9 @@ pub enum FailOn {
 /// How `compare` judges.
 #[derive(Debug, Clone)]
 pub struct CompareOptions {
-    /// The size a benchmark's change must exceed (0.02 is 2%).
-    pub threshold: f64,
+    /// The size a benchmark's change must exceed (0.02 is 2%) on every row; `None` for each
+    /// row's own, from its noise floor's evidence.
+    pub threshold: Option<f64>,
     /// What counts as a regression.
     pub fail_on: Vec<FailOn>,
     /// Compare runs made on different GPUs.
@@ -277,7 +278,7 @@ mod tests {
         CompareReport {
             schema: COMPARE_SCHEMA.into(),
             kind: "bench".into(),
-            threshold: 0.02,
+            threshold: Some(0.02),
             old: run(false),
             new: run(simulated_vs_real),
             upgrade: None,
@@ -296,6 +297,7 @@ mod tests {
                     high: 3.1,
                 }),
                 verdict: Some(Verdict::Slower),
+                threshold: None,
                 clocks_differ: false,
                 simulated_vs_real,
                 could_see: None,

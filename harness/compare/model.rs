@@ -15,8 +15,11 @@ pub struct CompareReport {
     pub schema: String,
     /// `bench`, `check`, `doctor` or `scan`.
     pub kind: String,
-    /// The size a benchmark's change must exceed to count (0.02 is 2%).
-    pub threshold: f64,
+    /// The size a benchmark's change must exceed to count (0.02 is 2%), as `--threshold` set it
+    /// for every row; absent by default, when each row takes its own from its noise floor's
+    /// evidence (`benchmarks[].threshold`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threshold: Option<f64>,
     pub old: RunInfo,
     pub new: RunInfo,
     /// The driver change between the runs, when there is one: what a comparison across an
@@ -107,6 +110,11 @@ pub struct BenchmarkRow {
     /// two-level bootstrap interval held to the noise floor, when both were measured.
     pub ratio: Option<Ratio>,
     pub verdict: Option<Verdict>,
+    /// The threshold this row was judged at, taken from its noise floor's evidence (the
+    /// smallest change its variation between runs lets it call, never below 0.5%); absent when
+    /// `--threshold` set one for every row (the report's `threshold`), or the row was not judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threshold: Option<f64>,
     /// The smallest change this row's interval could call at the threshold (0.024 is ±2.4%):
     /// what the comparison can see of this benchmark.
     #[serde(default, skip_serializing_if = "Option::is_none")]

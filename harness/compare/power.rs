@@ -176,7 +176,7 @@ fn without_a_floor_between_runs_a_a_pairs_were_called_slower_or_faster() {
         (UNKIND, 20, 2.0),
         (SHIFTED, 3, 14.0),
         (SHIFTED, 5, 19.5),
-        (SHIFTED, 20, 26.5),
+        (SHIFTED, 20, 27.0),
     ];
     for (v, repeat, documented) in table {
         let aa = verdicts(1.0, repeat, FloorOf::Zero, v, 11);

@@ -1,9 +1,10 @@
 //! The reference the project ships: the real GPU runs committed under `results/` (each GPU
 //! visit's standard `bench --quick --repeat 5`, every visit on another boot), embedded when
 //! stackbench is built. Where a host has no history of its own, a benchmark's variation between
-//! runs is learned from these runs of the same GPU model and benchmark kind across their boots,
-//! with the same nested model as history ([`super::floor`]), and the files it came from are
-//! cited; the stated default only where they hold too little.
+//! runs is learned from these runs of the same GPU model, driver and clock state across their
+//! boots, each boot one replicate ([`floor`]), with the same nested model as history
+//! ([`super::floor`]), and the files it came from are cited; the stated default only where
+//! they hold too little.
 
 use super::stats::{Floor, FloorSource};
 use crate::bench::model::{BenchReport, BenchResult, Status};
@@ -51,26 +52,97 @@ pub fn gpu_model<'a>(run: &'a BenchReport, result: &BenchResult) -> Option<&'a s
     run.gpu.devices.get(index).map(|d| d.name.as_str())
 }
 
-/// The floor of `result`'s kind on its GPU model, learned from `runs` across their boots, for a
-/// comparison of `compared` (whose own runs, if committed, are left out, as history leaves them
-/// out): `None` when fewer than two boots of the model measured the kind, or too few runs.
+/// The stack a run measured on, as far as a reference floor is concerned: the driver and the
+/// clock state (`locked at SM 1755 MHz on GPU 0`, `not locked`). A combination's libraries are
+/// a fixed factor within a boot, centred away ([`floor`]).
+fn stack(run: &BenchReport) -> String {
+    format!(
+        "driver {}, clocks {}",
+        run.gpu.driver_version.as_deref().unwrap_or("unknown"),
+        crate::bench::clocks::describe(&run.clocks_locked)
+    )
+}
+
+/// One reference group's runs, by boot, then combination: each as its repetitions' log medians.
+type Boots = BTreeMap<String, BTreeMap<String, Vec<f64>>>;
+
+/// A reference group: a benchmark kind on a stack.
+type Group = (String, String);
+
+/// A group's boots as replicates: the combinations measured on every one of its boots, each
+/// centred on its own mean over those boots (its stack is a fixed factor), averaged repetition
+/// by repetition into one run per boot. `None` when fewer than two boots remain.
+fn per_boot(boots: &Boots) -> Option<Vec<Vec<f64>>> {
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let everywhere: Vec<&String> = boots
+        .values()
+        .next()?
+        .keys()
+        .filter(|c| boots.values().all(|b| b.contains_key(*c)))
+        .collect();
+    if boots.len() < 2 || everywhere.is_empty() {
+        return None;
+    }
+    let centre: BTreeMap<&String, f64> = everywhere
+        .iter()
+        .map(|&c| {
+            let means: Vec<f64> = boots.values().map(|b| mean(&b[c])).collect();
+            (c, mean(&means))
+        })
+        .collect();
+    Some(
+        boots
+            .values()
+            .map(|boot| {
+                let reps = everywhere.iter().map(|c| boot[*c].len()).min().unwrap_or(0);
+                (0..reps)
+                    .map(|i| {
+                        let sum: f64 = everywhere.iter().map(|c| boot[*c][i] - centre[c]).sum();
+                        sum / everywhere.len() as f64
+                    })
+                    .collect()
+            })
+            .collect(),
+    )
+}
+
+/// The floor of `result`'s kind on its GPU model, learned from `runs` for a comparison of
+/// `compared` (whose own runs, if committed, are left out, as history leaves them out).
+///
+/// Replicates are boots: the combinations of one boot share its card and its boot's state, so
+/// their deviations move together; each boot counts once (its combinations centred and
+/// averaged, [`per_boot`]), and the variation between boots has the boots' degrees of freedom.
+/// Three committed boots leave two when one is compared, one degree of freedom per kind, so the
+/// variation between boots is pooled over the kinds bound by the same resource (the copy and
+/// the vector add, both limited by the card's memory; the matmuls, by its SMs), each kind about
+/// its own mean; the variation between repetitions is each combination's own, pooled the same
+/// way. A floor applies only to the GPU model, driver and clock state it was learned on, one of
+/// the compared runs' (a driver change is a factor, never noise), and says so. `None` when the
+/// row's kind was not measured on two boots of that stack, or the kinds hold too few boots.
 pub fn floor(
     runs: &[ReferenceRun],
     result: &BenchResult,
     model: &str,
     compared: &[&BenchReport],
 ) -> Option<Floor> {
+    let bound = result.bound()?;
     let wanted = kind(result);
-    let mut groups: BTreeMap<String, Vec<Vec<f64>>> = BTreeMap::new();
-    let mut boots: BTreeSet<&str> = BTreeSet::new();
-    let mut cited: BTreeSet<&str> = BTreeSet::new();
+    let stacks: BTreeSet<String> = compared
+        .iter()
+        .filter(|run| gpu_model(run, result) == Some(model))
+        .map(|run| stack(run))
+        .collect();
+    let mut groups: BTreeMap<Group, Boots> = BTreeMap::new();
+    let mut cited: BTreeMap<Group, BTreeSet<&str>> = BTreeMap::new();
     for ReferenceRun { file, run } in runs {
-        if compared.iter().any(|c| super::floor::same_run(run, c)) {
+        let on = stack(run);
+        if !stacks.contains(&on) || compared.iter().any(|c| super::floor::same_run(run, c)) {
             continue;
         }
+        let boot = run.host.boot_id.as_deref().unwrap_or(&run.started);
         for other in &run.benchmarks {
             if other.status != Status::Measured
-                || kind(other) != wanted
+                || other.bound() != Some(bound)
                 || gpu_model(run, other) != Some(model)
             {
                 continue;
@@ -79,37 +151,58 @@ pub fn floor(
             if logs.is_empty() {
                 continue;
             }
-            // Runs of one combination on one stack are compared with each other only: a driver
-            // or library change between them is a factor, never noise.
-            let stack = run
-                .combinations
-                .iter()
-                .find(|c| c.name == other.combination)
-                .map(|c| (c.library_versions(), &c.driver_cuda_version));
-            let group = format!(
-                "{:?}",
-                (
-                    &other.combination,
-                    &run.gpu.driver_version,
-                    stack,
-                    &run.clocks_locked
-                )
-            );
-            groups.entry(group).or_default().push(logs);
-            boots.insert(run.host.boot_id.as_deref().unwrap_or(&run.started));
-            cited.insert(file);
+            let group = (kind(other), on.clone());
+            (groups.entry(group.clone()).or_default())
+                .entry(boot.to_owned())
+                .or_default()
+                .insert(other.combination.clone(), logs);
+            cited.entry(group).or_default().insert(file);
         }
     }
-    if boots.len() < 2 {
-        return None;
-    }
-    let groups: Vec<Vec<Vec<f64>>> = groups.into_values().collect();
-    let learned = super::floor::learned(&groups)?;
+    let own = groups.iter().find(|((k, _), _)| *k == wanted)?;
+    let on = own.0 .1.clone();
+    per_boot(own.1)?;
+    let pooled: Vec<(&Group, Vec<Vec<f64>>)> = groups
+        .iter()
+        .filter(|((_, s), _)| *s == on)
+        .filter_map(|(group, boots)| Some((group, per_boot(boots)?)))
+        .collect();
+    let between_boots =
+        super::floor::learned(&pooled.iter().map(|(_, b)| b.clone()).collect::<Vec<_>>())?;
+    let runs_of_combinations: Vec<Vec<Vec<f64>>> = pooled
+        .iter()
+        .flat_map(|(group, _)| {
+            let mut by_combination: BTreeMap<&String, Vec<Vec<f64>>> = BTreeMap::new();
+            for combinations in groups[*group].values() {
+                for (c, logs) in combinations {
+                    by_combination.entry(c).or_default().push(logs.clone());
+                }
+            }
+            by_combination.into_values()
+        })
+        .collect();
+    let repetitions = super::floor::learned(&runs_of_combinations)?;
+    let boots: BTreeSet<&String> = pooled
+        .iter()
+        .flat_map(|(group, _)| groups[*group].keys())
+        .collect();
+    let files: BTreeSet<&str> = pooled
+        .iter()
+        .flat_map(|(group, _)| cited[*group].iter().copied())
+        .collect();
     Some(Floor {
         source: FloorSource::Reference,
+        between_runs: between_boots.between_runs,
+        between_repetitions: repetitions.between_repetitions,
+        runs: files.len(),
         boots: boots.len(),
-        cited: cited.into_iter().map(str::to_owned).collect(),
-        ..learned
+        cited: files.into_iter().map(str::to_owned).collect(),
+        learned_on: Some(format!(
+            "{model}, {on}; the variation between boots of {} {} kind{} pooled",
+            pooled.len(),
+            bound.name(),
+            if pooled.len() == 1 { "" } else { "s" }
+        )),
     })
 }
 
@@ -126,6 +219,8 @@ mod tests {
             &medians,
         );
         run.host.boot_id = Some(boot.into());
+        run.benchmarks[0].benchmark = "copy".into();
+        run.gpu.driver_version = Some("580.95.05".into());
         run.gpu.devices = vec![serde_json::from_value(serde_json::json!({
             "index": 0, "name": model, "compute_capability": "9.0"
         }))
@@ -173,7 +268,43 @@ mod tests {
         // A compared run that is itself committed is no evidence for its own comparison.
         let compared = &runs[0].run;
         let without = super::floor(&runs, result, h100, &[compared]);
-        assert!(without.is_none(), "two runs left, too few: {without:?}");
+        assert!(without.is_none(), "two boots left, too few: {without:?}");
+        // Nor does another driver's: a floor applies to the stack it was learned on.
+        let mut upgraded = probe.clone();
+        upgraded.gpu.driver_version = Some("590.1".into());
+        assert!(super::floor(&runs, result, h100, &[&upgraded]).is_none());
+        // A host-side figure is the host's, not the card's.
+        let mut load = result.clone();
+        load.benchmark = "load".into();
+        assert!(super::floor(&runs, &load, h100, &[&probe]).is_none());
+    }
+
+    #[test]
+    fn the_combinations_of_one_boot_are_one_replicate() {
+        let h100 = "NVIDIA H100 80GB HBM3";
+        // Two boots, each with two combinations whose figures moved together with the boot.
+        let boot = |name: &str, minute, at: f64| {
+            let mut one = run(name, minute, h100, [at, at * 1.001, at * 0.999]);
+            let mut other = one.run.benchmarks[0].clone();
+            other.combination = "other".into();
+            let combination = format!("/{}/", one.run.benchmarks[0].combination);
+            other.id = other.id.replacen(&combination, "/other/", 1);
+            one.run.benchmarks.push(other);
+            let mut combination = one.run.combinations[0].clone();
+            combination.name = "other".into();
+            one.run.combinations.push(combination);
+            one
+        };
+        let runs = [boot("a", 1, 100.0), boot("b", 2, 100.3)];
+        let probe = run("d", 9, h100, [100.0, 100.0, 100.0]).run;
+        // Four runs of a combination each, but two boots: one degree of freedom between boots,
+        // too few; counted as four runs they were enough.
+        let floor = floor(&runs, &probe.benchmarks[0], h100, &[&probe]);
+        assert!(floor.is_none(), "{floor:?}");
+        let third = boot("c", 3, 99.8);
+        let runs = [boot("a", 1, 100.0), boot("b", 2, 100.3), third];
+        let floor = super::floor(&runs, &probe.benchmarks[0], h100, &[&probe]).unwrap();
+        assert_eq!((floor.runs, floor.boots), (3, 3), "{floor:?}");
     }
 
     #[test]

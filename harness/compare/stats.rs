@@ -24,7 +24,8 @@ pub const Z99: f64 = 2.575_829;
 /// The interval's tail probability on each side.
 const TAIL: f64 = 0.005;
 
-/// A benchmark's verdict.
+/// A benchmark's verdict. The interval says what changed, the threshold what matters: a change
+/// the interval shows but within the threshold is reported as such, never as `same`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
@@ -32,9 +33,15 @@ pub enum Verdict {
     Slower,
     /// The whole interval lies below 1 - threshold.
     Faster,
-    /// The whole interval lies within 1 ± threshold: shown to be the same (an equivalence test).
+    /// The whole interval lies above 1 but reaches within the threshold: a change shown, too
+    /// small to be sure it matters.
+    SlowerBelowThreshold,
+    /// The whole interval lies below 1 but reaches within the threshold.
+    FasterBelowThreshold,
+    /// The interval holds 1 and lies within 1 ± threshold: shown to be the same (an
+    /// equivalence test).
     Same,
-    /// Neither shown: the interval reaches across a threshold.
+    /// Neither shown: the interval holds 1 and reaches across a threshold.
     Unclear,
 }
 
@@ -43,10 +50,36 @@ impl Verdict {
         match self {
             Verdict::Slower => "slower",
             Verdict::Faster => "faster",
+            Verdict::SlowerBelowThreshold => "slower, below threshold",
+            Verdict::FasterBelowThreshold => "faster, below threshold",
             Verdict::Same => "same",
             Verdict::Unclear => "unclear",
         }
     }
+}
+
+/// The least threshold a row takes from its evidence: nvbench's robust compare needs a 0.5% gap
+/// before it calls a change, and no floor learned from a few runs is trusted finer.
+pub const MIN_THRESHOLD: f64 = 0.005;
+
+/// The most: the threshold stackbench used for every row before it took them from the
+/// evidence. A row whose floor is wider is not excused a larger change: its interval is wider,
+/// and it is `unclear` instead.
+pub const MAX_THRESHOLD: f64 = 0.02;
+
+/// A row's threshold from its evidence: the smallest change the floor's variation between runs
+/// lets it call (a change that size, with an interval as wide as that variation alone makes it,
+/// excludes no change), within [`MIN_THRESHOLD`] and [`MAX_THRESHOLD`]. The variation between
+/// runs is what no number of repetitions narrows: a smaller change than it does not matter on
+/// this card. A stated default is no evidence: its rows take [`MAX_THRESHOLD`].
+pub fn evidence_threshold(floor: &Floor) -> f64 {
+    if floor.source == FloorSource::Default {
+        return MAX_THRESHOLD;
+    }
+    floor
+        .between_runs_half_width()
+        .exp_m1()
+        .clamp(MIN_THRESHOLD, MAX_THRESHOLD)
 }
 
 /// New figure over old, with its 99% interval.
@@ -61,11 +94,20 @@ impl Ratio {
     /// The verdict at `threshold` (0.02 is 2%).
     pub fn verdict(&self, threshold: f64) -> Verdict {
         let (up, down) = (1.0 + threshold, 1.0 - threshold);
-        if self.low > up {
+        // An interval exactly as wide as the threshold's evidence is within it, whatever the
+        // last bit of the arithmetic says.
+        let within = |x: f64, bound: f64| (x / bound).ln().abs() < 1e-12;
+        if self.low > up && !within(self.low, up) {
             Verdict::Slower
-        } else if self.high < down {
+        } else if self.high < down && !within(self.high, down) {
             Verdict::Faster
-        } else if self.low >= down && self.high <= up {
+        } else if self.low > 1.0 {
+            Verdict::SlowerBelowThreshold
+        } else if self.high < 1.0 {
+            Verdict::FasterBelowThreshold
+        } else if (self.low >= down || within(self.low, down))
+            && (self.high <= up || within(self.high, up))
+        {
             Verdict::Same
         } else {
             Verdict::Unclear
@@ -110,6 +152,10 @@ pub struct Floor {
     /// The committed files a reference floor was learned from (`results/bench-....json`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cited: Vec<String>,
+    /// What a reference floor applies to, as it was learned: the GPU model, driver and clock
+    /// state, and the benchmark kinds whose variation between boots it pooled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub learned_on: Option<String>,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -141,6 +187,7 @@ impl Floor {
             runs: 0,
             boots: 0,
             cited: Vec::new(),
+            learned_on: None,
         }
     }
 
@@ -154,8 +201,13 @@ impl Floor {
                 self.runs
             ),
             FloorSource::Reference => format!(
-                "learned from {} committed real runs of this GPU model on {} boots",
-                self.runs, self.boots
+                "learned from {} committed real runs on {} boots{}",
+                self.runs,
+                self.boots,
+                self.learned_on
+                    .as_deref()
+                    .map(|on| format!(" ({on})"))
+                    .unwrap_or_default()
             ),
             FloorSource::Default => "stated default".to_owned(),
         };
@@ -228,32 +280,10 @@ impl Random {
     }
 }
 
-/// Student's t, two-sided 99% (upper 0.995 quantile), for `df` degrees of freedom; a df
-/// between table rows takes the smaller row's (wider) value.
+/// Student's t, two-sided 99% (its upper 0.995 quantile), for `df` degrees of freedom.
 fn t99(df: usize) -> f64 {
-    const TABLE: [(usize, f64); 16] = [
-        (1, 63.657),
-        (2, 9.925),
-        (3, 5.841),
-        (4, 4.604),
-        (5, 4.032),
-        (6, 3.707),
-        (7, 3.499),
-        (8, 3.355),
-        (9, 3.250),
-        (10, 3.169),
-        (12, 3.055),
-        (15, 2.947),
-        (20, 2.845),
-        (30, 2.750),
-        (60, 2.660),
-        (120, 2.617),
-    ];
-    TABLE
-        .iter()
-        .rev()
-        .find(|(d, _)| *d <= df)
-        .map_or(TABLE[0].1, |(_, t)| *t)
+    use statrs::distribution::{ContinuousCDF, StudentsT};
+    StudentsT::new(0.0, 1.0, df.max(1) as f64).map_or(f64::INFINITY, |t| t.inverse_cdf(1.0 - TAIL))
 }
 
 /// How much a percentile bootstrap of `old` and `new` repetitions (both at least 2) is widened:
@@ -414,6 +444,7 @@ mod tests {
         runs: 0,
         boots: 0,
         cited: Vec::new(),
+        learned_on: None,
     };
 
     #[test]
@@ -441,9 +472,17 @@ mod tests {
     #[test]
     fn same_needs_the_whole_interval_within_the_threshold() {
         let old = runs(&[100.0; 5], 0.01, 200, 5);
-        let new = runs(&[100.5; 5], 0.01, 200, 50);
+        let new = runs(&[100.0; 5], 0.01, 200, 50);
         let e = estimate(&slices(&old), &slices(&new), &GPU).unwrap();
         assert_eq!(e.ratio.verdict(0.02), Verdict::Same, "{e:?}");
+        // A 0.5% change the interval shows is that, below a 2% threshold: not sameness.
+        let shifted = runs(&[100.5; 5], 0.01, 200, 50);
+        let e = estimate(&slices(&old), &slices(&shifted), &GPU).unwrap();
+        assert_eq!(
+            e.ratio.verdict(0.02),
+            Verdict::SlowerBelowThreshold,
+            "{e:?}"
+        );
         // An interval that holds 1 but reaches past the threshold is no evidence of sameness.
         let wide = Ratio {
             ratio: 1.29,
@@ -453,7 +492,7 @@ mod tests {
         assert_eq!(wide.verdict(0.02), Verdict::Unclear);
         let near = Ratio {
             ratio: 1.025,
-            low: 1.01,
+            low: 0.99,
             high: 1.04,
         };
         assert_eq!(near.verdict(0.02), Verdict::Unclear);
@@ -518,7 +557,75 @@ mod tests {
             three > five && five > many && many > 1.0,
             "{three} {five} {many}"
         );
-        assert!((three - 1.5f64.sqrt() * 4.604 / Z99).abs() < 1e-9);
+        assert!((three - 1.5f64.sqrt() * 4.604_095 / Z99).abs() < 1e-6);
+    }
+
+    #[test]
+    fn student_s_t_is_exact_where_the_tables_are_coarsest() {
+        // The printed two-sided 99% table (upper 0.995 quantile), to its three decimals.
+        for (df, table) in [(1, 63.657), (2, 9.925), (3, 5.841), (5, 4.032), (30, 2.750)] {
+            assert!((t99(df) - table).abs() < 5e-4, "{df}: {}", t99(df));
+        }
+    }
+
+    #[test]
+    fn a_change_the_interval_shows_within_the_threshold_is_never_same() {
+        let at = |low: f64, high: f64| Ratio {
+            ratio: f64::sqrt(low * high),
+            low,
+            high,
+        };
+        assert_eq!(
+            at(1.005, 1.015).verdict(0.02),
+            Verdict::SlowerBelowThreshold
+        );
+        assert_eq!(
+            at(0.985, 0.995).verdict(0.02),
+            Verdict::FasterBelowThreshold
+        );
+        assert_eq!(at(1.021, 1.03).verdict(0.02), Verdict::Slower);
+        assert_eq!(at(0.995, 1.015).verdict(0.02), Verdict::Same);
+        assert_eq!(at(0.995, 1.025).verdict(0.02), Verdict::Unclear);
+        // A change beyond the threshold whose interval reaches back within it is shown, not
+        // called beyond it.
+        assert_eq!(at(1.01, 1.05).verdict(0.02), Verdict::SlowerBelowThreshold);
+    }
+
+    #[test]
+    fn the_threshold_from_evidence_is_what_the_floor_lets_a_row_call() {
+        let floor = Floor {
+            source: FloorSource::Reference,
+            between_runs: 0.001,
+            between_repetitions: 0.001,
+            ..GPU
+        };
+        let quiet = evidence_threshold(&floor);
+        assert_eq!(
+            quiet, MIN_THRESHOLD,
+            "a floor finer than 0.5% is held to it"
+        );
+        let between = |between_runs| Floor {
+            source: FloorSource::Reference,
+            between_runs,
+            ..floor.clone()
+        };
+        // 2.576 · sqrt(2 · 0.0025²) = 0.0091070 in logs: e^0.0091070 - 1.
+        let learned = evidence_threshold(&between(0.0025));
+        assert!((learned - 0.009_149).abs() < 1e-6, "{learned}");
+        assert_eq!(evidence_threshold(&between(0.015)), MAX_THRESHOLD);
+        // The stated default is no evidence.
+        assert_eq!(
+            evidence_threshold(&Floor::default_for(Side::Gpu)),
+            MAX_THRESHOLD
+        );
+        // An A/A interval exactly as wide as that evidence is within it.
+        let h = floor.widen(0.0, 5, 5).max(MIN_THRESHOLD.ln_1p());
+        let aa = Ratio {
+            ratio: 1.0,
+            low: (-h).exp(),
+            high: h.exp(),
+        };
+        assert_eq!(aa.verdict(quiet), Verdict::Same);
     }
 
     #[test]

@@ -12,13 +12,14 @@ fn pct(fraction: f64) -> String {
 }
 
 /// The columns, named.
-const HEADER: [&str; 9] = [
+const HEADER: [&str; 10] = [
     "benchmark",
     "pairs",
     "slower",
     "faster",
     "same",
     "unclear",
+    "below threshold",
     "false verdicts",
     "widest A/A change",
     "detectable change",
@@ -33,6 +34,7 @@ fn cells(row: &CalibrationRow) -> Vec<String> {
         row.faster.to_string(),
         row.same.to_string(),
         row.unclear.to_string(),
+        row.below_threshold.to_string(),
         pct(row.false_verdicts),
         pct(row.widest_change),
         pct(row.detectable),
@@ -45,12 +47,15 @@ fn cells(row: &CalibrationRow) -> Vec<String> {
 fn headline(report: &CalibrationReport) -> String {
     let wrong: usize = report.benchmarks.iter().map(|b| b.slower + b.faster).sum();
     let verdicts: usize = report.benchmarks.iter().map(|b| b.pairs).sum();
+    let at = match report.threshold {
+        Some(t) => format!("a threshold of {}", pct(t)),
+        None => "each row's threshold from its noise floor".to_owned(),
+    };
     format!(
-        "{} runs, {} pairs, {verdicts} verdicts at a threshold of {}: {wrong} false (slower or \
-         faster between runs of one build)",
+        "{} runs, {} pairs, {verdicts} verdicts at {at}: {wrong} false (slower or faster between \
+         runs of one build)",
         report.files.len(),
         report.pairs,
-        pct(report.threshold)
     )
 }
 

@@ -103,11 +103,20 @@ pub fn note(row: &BenchmarkRow) -> Option<String> {
 
 /// The title of the benchmarks' table.
 pub fn benchmarks_title(report: &CompareReport) -> String {
+    let threshold = match report.threshold {
+        Some(t) => format!("threshold {:.1}%", 100.0 * t),
+        None => "each row's threshold from its noise floor, 0.5-2%".to_owned(),
+    };
     format!(
-        "threshold {:.1}%; 99% interval of new over old, repetitions then samples bootstrapped, \
-         held to the noise floor",
-        100.0 * report.threshold
+        "{threshold}; 99% interval of new over old, repetitions then samples bootstrapped, held \
+         to the noise floor"
     )
+}
+
+/// A row's threshold, when it took its own: `±0.5%`; `-` otherwise.
+pub fn threshold_cell(row: &BenchmarkRow) -> String {
+    row.threshold
+        .map_or("-".to_owned(), |t| format!("±{:.1}%", 100.0 * t))
 }
 
 /// A benchmark row's name: its id, with its GPU in runs over several (`... on GPU 3`).
@@ -264,6 +273,7 @@ mod tests {
                 high: 2.1,
             }),
             verdict: Some(Verdict::Slower),
+            threshold: None,
             clocks_differ,
             simulated_vs_real,
             could_see: None,
@@ -305,7 +315,7 @@ mod tests {
         CompareReport {
             schema: String::new(),
             kind: "bench".into(),
-            threshold: 0.02,
+            threshold: Some(0.02),
             old: run(old),
             new: run(new),
             upgrade: None,

@@ -126,6 +126,7 @@ const COMPARE_HEADER: &[&str] = &[
     "floor",
     "could_see",
     "cycles_verdict",
+    "threshold",
 ];
 
 fn encode(e: impl std::fmt::Display) -> OutputError {
@@ -197,14 +198,15 @@ impl Exporter for Csv {
             (false, true) => "new",
             (false, false) => "",
         };
-        // A benchmark row adds where its floor came from, the smallest change it could call
-        // and its verdict in cycles.
+        // A benchmark row adds where its floor came from, the smallest change it could call,
+        // its verdict in cycles and the threshold it took from its floor.
         let row = |cells: [String; 10], bench: Option<&crate::compare::model::BenchmarkRow>| {
             let mut cells = cells.to_vec();
             cells.push(simulated.to_owned());
             cells.push(bench.map(super::compare::floor_cell).unwrap_or_default());
             cells.push(opt(bench.and_then(|b| b.could_see)));
             cells.push(opt(bench.and_then(|b| b.cycles_verdict).map(|v| v.name())));
+            cells.push(opt(bench.and_then(|b| b.threshold)));
             cells
         };
         let environment = report.environment.iter().map(|c| {

@@ -315,18 +315,19 @@ impl Exporter for Markdown {
                 view::benchmarks_title(report)
             );
             out.push_str(
-                "| benchmark | old | new | change | interval | repetitions | floor | sees | verdict | why |\n",
+                "| benchmark | old | new | change | interval | repetitions | floor | threshold | sees | verdict | why |\n",
             );
-            out.push_str("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+            out.push_str("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
             for b in &report.benchmarks {
                 let (change, interval) = view::ratio_cells(b);
                 let (old, new) = view::figures(b);
                 let _ = writeln!(
                     out,
-                    "| `{}` | {old} | {new} | {change} | {interval} | {} | {} | {} | {} | {} |",
+                    "| `{}` | {old} | {new} | {change} | {interval} | {} | {} | {} | {} | {} | {} |",
                     view::benchmark(b),
                     view::repetitions(b),
                     view::floor_cell(b),
+                    view::threshold_cell(b),
                     view::sees_cell(b),
                     view::verdict(b),
                     escape(&view::note(b).unwrap_or_default())

@@ -372,6 +372,7 @@ impl Exporter for Terminal {
                         interval,
                         view::repetitions(b),
                         view::floor_cell(b),
+                        view::threshold_cell(b),
                         view::sees_cell(b),
                         view::verdict(b),
                     ]
@@ -385,6 +386,7 @@ impl Exporter for Terminal {
                 "interval",
                 "repetitions",
                 "floor",
+                "threshold",
                 "sees",
                 "verdict",
             ];
