@@ -87,8 +87,9 @@ pub enum Command {
     /// (internal).
     #[command(name = "__gpu-state", hide = true)]
     GpuState { devices: String },
-    /// Locks (`lock`) or resets (`reset`) the listed GPUs' clocks for `bench --lock-clocks` and
-    /// prints the answer as JSON (internal).
+    /// Holds (`hold`: locks, then resets when its standard input closes) or resets (`reset`)
+    /// the listed GPUs' clocks (UUIDs or ordinals) for `bench --lock-clocks`, answering in JSON
+    /// lines (internal).
     #[command(name = "__clocks", hide = true)]
     Clocks { action: String, devices: String },
     /// Probes the node's GPUs, links and copies for `check` and prints them as JSON (internal;
@@ -349,10 +350,10 @@ pub struct BenchArgs {
     /// criterion's filter: `--filter matmul/ --filter cublas/bf16`.
     #[arg(long, value_name = "TEXT", help_heading = "What to run")]
     pub filter: Vec<String>,
-    /// Lock the GPUs' SM and memory clocks at their default applications clocks while measuring
-    /// (root), as DCGM's diagnostics do, and reset them after, also when the run is
-    /// interrupted; the run records the lock, and compare treats locked and unlocked runs as
-    /// different environments.
+    /// Lock the GPUs' SM clocks at their TDP (base) clock and memory clocks at their default
+    /// applications clock while measuring (root), as nvbench does, and reset them after,
+    /// however the run ends; the run records the lock as read back, and compare treats locked
+    /// and unlocked runs as different environments.
     #[arg(long, help_heading = "What to run")]
     pub lock_clocks: bool,
     /// Seconds one benchmark's worker command may take before it counts as hung.

@@ -248,7 +248,7 @@ pub fn start_worker<E: DeserializeOwned + Send + 'static>(
     user: Option<&Identity>,
     input: Vec<u8>,
 ) -> std::io::Result<Worker<E>> {
-    let (worker, mut stdin) = start_conversation(command, user)?;
+    let (worker, mut stdin) = start_conversation(command, user, Sight::Own)?;
     // A worker that dies before reading its request makes this fail; its exit says why.
     std::thread::spawn(move || {
         let _ = stdin.write_all(&input);
@@ -256,17 +256,19 @@ pub fn start_worker<E: DeserializeOwned + Send + 'static>(
     Ok(worker)
 }
 
-/// Starts `command` as [`start_worker`] does, but hands back its standard input for a
-/// conversation: a line written, an event read, for as long as the worker lives.
+/// Starts `command` as [`start_worker`] does, seeing what `sight` says, but hands back its
+/// standard input for a conversation: a line written, an event read, for as long as the worker
+/// lives.
 pub fn start_conversation<E: DeserializeOwned + Send + 'static>(
     mut command: Command,
     user: Option<&Identity>,
+    sight: Sight,
 ) -> std::io::Result<(Worker<E>, ChildStdin)> {
     command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let mut child = spawn(&mut command, user, Sight::Own)?;
+    let mut child = spawn(&mut command, user, sight)?;
     // The pipes were all requested above, so each is there.
     let (Some(stdin), Some(stdout), Some(stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())

@@ -1,7 +1,9 @@
-//! `bench --lock-clocks` on the simulated GPU, whose NVML implements the locked-clocks calls and
-//! whose clock model honours a lock (the SW reasons no longer hold the clock back; a HW reason
-//! still pulls it below): a SW throttle moves an unlocked run's vector add and not a locked
-//! run's, the run records the lock and resets it after, also when it is interrupted, and only
+//! `bench --lock-clocks` on the simulated GPU, whose NVML implements the locked-clocks calls (NVML's
+//! TDP clock limit id included) and whose clock model treats a lock as NVML documents it, as the
+//! requested clock that the SW power cap reduces "below requested clocks": the run locks at the
+//! TDP clock by the GPU's UUID and records the lock as read back; a power cap still pulls the
+//! locked clock below the lock and the run says so; the lock is reset after the run, when it is
+//! interrupted, and when bench is killed outright; persistence mode off is warned of; and only
 //! root may lock. These lock clocks, which NVML lets only root do: run as an ordinary user, the
 //! locking tests say they are skipped and why (CI runs as root); the refusal is tested either way.
 
@@ -83,8 +85,8 @@ fn vector_add(faults: &str, locked: bool) -> (f64, serde_json::Value) {
 }
 
 #[test]
-fn a_sw_throttle_moves_an_unlocked_run_and_not_a_locked_one() {
-    if !as_root("a_sw_throttle_moves_an_unlocked_run_and_not_a_locked_one") {
+fn a_power_cap_pulls_a_tdp_lock_below_itself_and_the_run_says_so() {
+    if !as_root("a_power_cap_pulls_a_tdp_lock_below_itself_and_the_run_says_so") {
         return;
     }
     let (free, _) = vector_add("", false);
@@ -95,26 +97,66 @@ fn a_sw_throttle_moves_an_unlocked_run_and_not_a_locked_one() {
         "unlocked: {free} ns free, {capped} ns capped"
     );
     let (locked_free, report) = vector_add("", true);
-    let (locked_capped, _) = vector_add("throttle = [\"sw_power_cap\"]", true);
+    // Locked at the TDP clock, 1590 MHz of the simulated card's 1980: its kernels take
+    // 1980/1590 as long as free ones.
     assert!(
-        (locked_capped / locked_free - 1.0).abs() < 0.01,
-        "locked: {locked_free} ns free, {locked_capped} ns capped"
-    );
-    // Locked at the default applications clock, the simulated card's maximum: as fast as free.
-    assert!(
-        (locked_free / free - 1.0).abs() < 0.01,
+        (locked_free / free - 1980.0 / 1590.0).abs() < 0.03,
         "{locked_free} {free}"
     );
-    assert_eq!(
-        report["clocks_locked"],
-        serde_json::json!([{"index": 0, "sm_mhz": 1980, "memory_mhz": 2619}])
+    let lock = &report["clocks_locked"][0];
+    assert_eq!(lock["index"], 0, "{lock}");
+    assert!(
+        lock["uuid"].as_str().is_some_and(|u| u.starts_with("GPU-")),
+        "addressed by UUID: {lock}"
     );
-    // A HW reason still pulls a locked clock below its lock: half of it.
+    assert_eq!(
+        (&lock["sm_mhz"], &lock["memory_mhz"], &lock["target"]),
+        (&1590.into(), &2619.into(), &"tdp".into()),
+        "{lock}"
+    );
+    assert_eq!(lock["persistence_mode"], true, "{lock}");
+    assert!(lock.get("held_below").is_none(), "{lock}");
+    // The power cap still takes 15% off the lock, and the run says where and by what.
+    let (locked_capped, report) = vector_add("throttle = [\"sw_power_cap\"]", true);
+    assert!(
+        (locked_capped / locked_free - 1.0 / 0.85).abs() < 0.03,
+        "locked: {locked_free} ns free, {locked_capped} ns capped"
+    );
+    let held = &report["clocks_locked"][0]["held_below"];
+    assert_eq!(held["lowest_sm_mhz"], 1351, "{held}");
+    assert_eq!(
+        held["reasons"],
+        serde_json::json!(["SW power cap"]),
+        "{held}"
+    );
+    // A HW reason pulls a locked clock to half the maximum at most: 990 of the lock's 1590.
     let (locked_slowdown, _) = vector_add("throttle = [\"hw_slowdown\"]", true);
     assert!(
-        (locked_slowdown / locked_free - 2.0).abs() < 0.1,
+        (locked_slowdown / locked_free - 1590.0 / 990.0).abs() < 0.05,
         "{locked_slowdown} {locked_free}"
     );
+}
+
+#[test]
+fn a_run_with_persistence_mode_off_warns_that_a_lock_can_be_dropped() {
+    if !as_root("a_run_with_persistence_mode_off_warns_that_a_lock_can_be_dropped") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let output = on_simulator(dir.path(), &profile("persistence_off = true"), VECTOR_ADD)
+        .arg("--results")
+        .arg(dir.path())
+        .args(["--format", "json", "--lock-clocks"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("persistence mode is off on GPU 0") && stderr.contains("nvidia-smi -pm 1"),
+        "{stderr}"
+    );
+    let report = stdout_json(&output);
+    assert_eq!(report["clocks_locked"][0]["persistence_mode"], false);
 }
 
 #[test]
@@ -140,7 +182,7 @@ fn compare_tells_a_locked_run_from_an_unlocked_one() {
     assert_eq!(clocks[0]["old"], "not locked");
     assert_eq!(
         clocks[0]["new"],
-        "locked at SM 1980 MHz, memory 2619 MHz on GPU 0"
+        "locked at SM 1590 MHz (TDP), memory 2619 MHz on GPU 0"
     );
 }
 
@@ -149,27 +191,7 @@ fn an_interrupted_run_resets_the_clocks_it_locked() {
     if !as_root("an_interrupted_run_resets_the_clocks_it_locked") {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    // The vector add never completes, so the run is still measuring when it is interrupted.
-    let mut command = on_simulator(
-        dir.path(),
-        &profile("kernel_hang = \"vector_add\""),
-        VECTOR_ADD,
-    );
-    command
-        .arg("--results")
-        .arg(dir.path())
-        .args(["--lock-clocks", "--timeout", "600"]);
-    let mut child = std_command(&command)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    while locks_held(dir.path()).is_empty() {
-        assert!(started.elapsed() < Duration::from_secs(120), "never locked");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let (mut child, dir) = locked_and_measuring();
     // SAFETY: kill(2) of our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let status = child.wait().unwrap();
@@ -179,6 +201,54 @@ fn an_interrupted_run_resets_the_clocks_it_locked() {
         "",
         "the lock outlived the interrupted run"
     );
+}
+
+/// Starts bench with `--lock-clocks` on a vector add that never completes, and waits until its
+/// lock is held: the run, still measuring, and its directory.
+fn locked_and_measuring() -> (std::process::Child, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut command = on_simulator(
+        dir.path(),
+        &profile("kernel_hang = \"vector_add\""),
+        VECTOR_ADD,
+    );
+    command
+        .arg("--results")
+        .arg(dir.path())
+        .args(["--lock-clocks", "--timeout", "600"]);
+    let child = std_command(&command)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while locks_held(dir.path()).is_empty() {
+        assert!(started.elapsed() < Duration::from_secs(120), "never locked");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (child, dir)
+}
+
+#[test]
+fn a_run_killed_outright_leaves_the_clocks_reset() {
+    if !as_root("a_run_killed_outright_leaves_the_clocks_reset") {
+        return;
+    }
+    let (mut child, dir) = locked_and_measuring();
+    // SAFETY: kill(2) of our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.signal(), Some(libc::SIGKILL), "{status:?}");
+    // The holder sees its pipe close and resets: a moment after bench is gone, not at once.
+    let killed = Instant::now();
+    while !locks_held(dir.path()).is_empty() {
+        assert!(
+            killed.elapsed() < Duration::from_secs(60),
+            "the lock outlived bench killed with SIGKILL: {}",
+            locks_held(dir.path())
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 #[test]

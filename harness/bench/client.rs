@@ -112,13 +112,15 @@ impl Client {
                 errors,
             },
             stdin,
-        ) = start_conversation::<Reply>(process, user).map_err(|e| {
-            format!(
-                "the bench worker {} could not be started{}: {e}",
-                worker.display(),
-                as_user(user)
-            )
-        })?;
+        ) = start_conversation::<Reply>(process, user, crate::process::Sight::Own).map_err(
+            |e| {
+                format!(
+                    "the bench worker {} could not be started{}: {e}",
+                    worker.display(),
+                    as_user(user)
+                )
+            },
+        )?;
         Ok(Client {
             child,
             stdin,

@@ -151,7 +151,7 @@ pub fn bench(
         conditions::refuse_busy(before.as_deref().unwrap_or_default())?;
     }
     // Held until the report is made: dropping it resets the clocks.
-    let (_lock, clocks_locked) = match options.lock_clocks {
+    let (_lock, mut clocks_locked) = match options.lock_clocks {
         true => {
             let devices = match scope.selected.devices.as_slice() {
                 [] if scope.selected.gpu.listed_by_nvml() => vec![0],
@@ -162,6 +162,7 @@ pub fn bench(
                 options.selection.driver_dir.as_deref(),
                 &options.selection.trust,
                 &devices,
+                &scope.selected.gpu,
             )?;
             (Some(guard), locked)
         }
@@ -230,6 +231,7 @@ pub fn bench(
         }
         benchmarks.extend(results);
     }
+    clocks::held_below(&mut clocks_locked, &benchmarks);
     let mut report = BenchReport {
         schema: BENCH_SCHEMA.to_owned(),
         schema_minor: BENCH_SCHEMA_MINOR,

@@ -26,8 +26,11 @@ pub const BENCH_SCHEMA: &str = "stackbench.bench/v1";
 /// in cycles. 5 adds each combination's `spec` and each result's `pct_of_spec`. 6 adds
 /// `rerendered`: a run `bench --from` renders again keeps the minor of the run that measured
 /// it (its derived figures are computed anew; what it never measured stays absent) and says
-/// when, and by which stackbench, it was rendered again.
-pub const BENCH_SCHEMA_MINOR: u32 = 6;
+/// when, and by which stackbench, it was rendered again. 7 adds to each of `clocks_locked` its
+/// GPU's `uuid`, the lock's `target` (`tdp` or `default_applications`), `persistence_mode` and
+/// `held_below`, and reads its `sm_mhz` back once locked: a file without them locked at the
+/// default applications clock.
+pub const BENCH_SCHEMA_MINOR: u32 = 7;
 
 /// Whether a number is zero (serde: left out when it is).
 fn is_zero(n: &u32) -> bool {

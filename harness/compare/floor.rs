@@ -158,7 +158,7 @@ fn environment(run: &BenchReport, combination: &str) -> Option<String> {
             c.simulated,
             &c.driver_cuda_version,
             c.library_versions(),
-            &run.clocks_locked,
+            crate::bench::clocks::setting(&run.clocks_locked),
         )
     ))
 }

@@ -59,7 +59,7 @@ fn stack(run: &BenchReport) -> String {
     format!(
         "driver {}, clocks {}",
         run.gpu.driver_version.as_deref().unwrap_or("unknown"),
-        crate::bench::clocks::describe(&run.clocks_locked)
+        crate::bench::clocks::setting(&run.clocks_locked)
     )
 }
 

@@ -97,6 +97,9 @@ pub struct Device {
     pub slowdown: f64,
     /// SM clock, MHz, when not throttled.
     pub sm_clock_mhz: u32,
+    /// The SM clock a lock at NVML's TDP limit id (`NVML_CLOCK_LIMIT_ID_TDP`) holds, MHz: the
+    /// clock the card sustains at its power limit. 1590, an H100 SXM's base clock.
+    pub tdp_clock_mhz: u32,
     /// Pins every draw (noise, process and boot factors) for tests that need exact figures;
     /// without it each process draws afresh, as hardware varies.
     pub seed: Option<u64>,
@@ -123,6 +126,7 @@ impl Default for Device {
             noise: 0.005,
             slowdown: 1.0,
             sm_clock_mhz: 1980,
+            tdp_clock_mhz: 1590,
             run_sigma: 0.01,
             boot_sigma: 0.01,
             boot: 0,
@@ -182,6 +186,8 @@ pub struct Faults {
     pub lost_after_calls: u64,
     /// Another subscriber holds CUPTI.
     pub cupti_busy: bool,
+    /// Persistence mode is off (`nvmlDeviceGetPersistenceMode` answers disabled).
+    pub persistence_off: bool,
     /// NVLinks that are down, as `[device, link]` pairs.
     pub nvlink_down: Vec<(usize, u32)>,
     /// The NVSwitch fabric is not ready (only with `nvswitch`): `in_progress` (the fabric

@@ -277,6 +277,12 @@ pub unsafe extern "C" fn nvmlDeviceGetMaxClockInfo(
 
 /// Sets or resets device `d`'s lock of `kind` as the driver does: root only
 /// (`NVML_ERROR_NO_PERMISSION` otherwise), a range within the clock's maximum.
+/// `NVML_CLOCK_LIMIT_ID_TDP`: as a locked clock, the clock the device sustains at its power
+/// limit (the profile's `tdp_clock_mhz`).
+const NVML_CLOCK_LIMIT_ID_TDP: c_uint = 0xffff_ff01;
+/// `NVML_CLOCK_LIMIT_ID_UNLIMITED`: as a locked clock, the maximum.
+const NVML_CLOCK_LIMIT_ID_UNLIMITED: c_uint = 0xffff_ff02;
+
 fn lock(d: &super::Target, kind: locks::Locked, range: Option<(u32, u32)>) -> nvmlReturn_t {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
@@ -286,6 +292,15 @@ fn lock(d: &super::Target, kind: locks::Locked, range: Option<(u32, u32)>) -> nv
         locks::Locked::Sm => model::ClockType::Sm,
         locks::Locked::Memory => model::ClockType::Memory,
     };
+    // NVML's clock limit ids stand for clocks of the device's own: the TDP clock, or none.
+    let range = range.map(|(min, max)| {
+        let limit = |mhz: u32| match mhz {
+            NVML_CLOCK_LIMIT_ID_TDP if kind == locks::Locked::Sm => d.device.tdp_clock_mhz,
+            NVML_CLOCK_LIMIT_ID_UNLIMITED => model::max_clock_mhz(d.device, clock),
+            mhz => mhz,
+        };
+        (limit(min), limit(max))
+    });
     if let Some((min, max)) = range {
         if min > max || max > model::max_clock_mhz(d.device, clock) {
             return NVML_ERROR_INVALID_ARGUMENT;
@@ -539,7 +554,8 @@ pub unsafe extern "C" fn nvmlDeviceGetSupportedClocksThrottleReasons(
     unsafe { nvmlDeviceGetSupportedClocksEventReasons(device, reasons) }
 }
 
-/// `nvmlDeviceGetPersistenceMode`: enabled, as on a well-run server.
+/// `nvmlDeviceGetPersistenceMode`: enabled, as on a well-run server, unless the profile's
+/// `persistence_off` fault.
 ///
 /// # Safety
 /// `mode` is null or valid for a write.
@@ -549,7 +565,9 @@ pub unsafe extern "C" fn nvmlDeviceGetPersistenceMode(
     mode: *mut nvmlEnableState_t,
 ) -> nvmlReturn_t {
     // SAFETY: the caller's out-parameter.
-    with_device(device, |_| unsafe { put(mode, NVML_FEATURE_ENABLED) })
+    with_device(device, |d| unsafe {
+        put(mode, enabled(!d.faults.persistence_off))
+    })
 }
 
 /// `nvmlDeviceGetEccMode`: enabled now and after the next reboot.

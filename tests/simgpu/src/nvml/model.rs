@@ -5,8 +5,10 @@
 //! Once one has run it is busy: warmer and hungrier, and the profile's `throttle` reasons hold
 //! its clocks back (a HW reason halves them, as NVML's documentation says of HW slowdown and
 //! power brake; a SW one takes 15% off), with the temperature or power the reason implies.
-//! A locked SM clock ([`super::locks`]) holds against the SW reasons, as the fleet tools that
-//! lock clocks expect; a HW reason still pulls the clock below it.
+//! A locked SM clock ([`super::locks`]) is the requested clock, and the reasons hold it back as
+//! they hold back the maximum: NVML documents the SW power cap as "reducing the clocks below
+//! requested clocks because the GPU is consuming too much power", so a lock does not hold
+//! against a power cap (a lock at the TDP clock makes one unlikely on a card, not impossible).
 
 use crate::profile::{Device, Faults};
 
@@ -105,8 +107,9 @@ pub fn max_clock_mhz(device: &Device, clock: ClockType) -> u32 {
     }
 }
 
-/// `nvmlDeviceGetClockInfo`, MHz: the maximum, held back by the current reasons; with the clock
-/// locked (`locked`, its range), the lock's maximum, which only a HW reason pulls lower.
+/// `nvmlDeviceGetClockInfo`, MHz: the requested clock (the lock's maximum, `locked` being its
+/// range, else the maximum) held back by the current reasons: a HW reason to half the maximum
+/// at most, a SW one to 85% of the requested clock. The memory clock is its request.
 pub fn clock_mhz(
     device: &Device,
     clock: ClockType,
@@ -114,24 +117,16 @@ pub fn clock_mhz(
     locked: Option<(u32, u32)>,
 ) -> u32 {
     let max = max_clock_mhz(device, clock);
-    let hw = reasons & HW_REASONS != 0;
-    if let Some((_, locked)) = locked {
-        let locked = locked.min(max);
-        return if hw && clock != ClockType::Memory {
-            locked.min(max / 2)
-        } else {
-            locked
-        };
-    }
+    let requested = locked.map_or(max, |(_, locked)| locked.min(max));
     if clock == ClockType::Memory {
-        return max;
+        return requested;
     }
-    if hw {
-        max / 2
+    if reasons & HW_REASONS != 0 {
+        requested.min(max / 2)
     } else if reasons & SW_REASONS != 0 {
-        max * 85 / 100
+        requested * 85 / 100
     } else {
-        max
+        requested
     }
 }
 
@@ -259,18 +254,14 @@ mod tests {
     }
 
     #[test]
-    fn a_lock_holds_against_the_sw_reasons_and_a_hw_reason_pulls_below_it() {
+    fn a_power_cap_pulls_a_locked_clock_below_its_lock_as_a_hw_reason_does() {
         let device = Device::default();
         let lock = Some((1755, 1755));
         assert_eq!(clock_mhz(&device, ClockType::Sm, 0, lock), 1755);
+        // "Reducing the clocks below requested clocks": 85% of the lock.
         assert_eq!(
-            clock_mhz(
-                &device,
-                ClockType::Sm,
-                REASON_SW_POWER_CAP | REASON_SW_THERMAL,
-                lock
-            ),
-            1755
+            clock_mhz(&device, ClockType::Sm, REASON_SW_POWER_CAP, lock),
+            1491
         );
         assert_eq!(
             clock_mhz(&device, ClockType::Sm, REASON_HW_SLOWDOWN, lock),
