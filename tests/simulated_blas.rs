@@ -218,6 +218,30 @@ fn a_card_without_fp8_skips_the_fp8_gemm_with_the_reason_and_runs_the_rest() {
     );
 }
 
+#[test]
+fn a_cublaslt_without_fp8_kernels_for_the_card_skips_the_fp8_gemm_and_says_why() {
+    // A card whose compute capability has FP8 tensor cores, with a cuBLASLt whose heuristic
+    // has no FP8 kernel for it (Ada with CUDA 11.8-12.0's cuBLASLt).
+    let refuses = "[faults]\nno_fp8_kernels = true\n";
+    let run = check(refuses);
+    let (s, why) = check_status(&run.report, "cublasLt.matmul_fp8");
+    assert_eq!(s, "skip", "{why}");
+    assert!(
+        why.contains("no FP8 kernel for this GPU") && why.contains("CUBLAS_STATUS_NOT_SUPPORTED"),
+        "{why}"
+    );
+    assert_eq!(check_status(&run.report, "cublasLt.matmul").0, "pass");
+    assert_eq!(run.code, Some(0), "a skip is no failure");
+    let bench = quick_bench(&["cublas/fp8"], refuses);
+    let r = row(&bench.report, "cublas", "fp8");
+    assert_eq!(r["status"], "skipped", "{r}");
+    let why = r["reason"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("cublasLt.matmul_fp8") && why.contains("no FP8 kernel"),
+        "{why}"
+    );
+}
+
 /// `bench --quick --repeat 1 --allow-skip` with the profile `toml`, narrowed to the
 /// benchmarks whose ids hold one of `filters` (all of them when none).
 fn quick_bench(filters: &[&str], toml: &str) -> SimulatedRun {

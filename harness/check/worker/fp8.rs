@@ -116,6 +116,9 @@ impl Drop for Fp8Gemm {
     }
 }
 
+/// What cuBLASLt's heuristic answers when it has no kernel for a matmul.
+const NOT_SUPPORTED: &str = "CUBLAS_STATUS_NOT_SUPPORTED";
+
 impl Fp8Gemm {
     /// Plans the GEMM of `shape` with `A` scaled by `scale_a` and `B` by `scale_b`.
     pub fn plan(s: &Session, shape: Shape, scale_a: f32, scale_b: f32) -> Result<Fp8Gemm, Outcome> {
@@ -160,7 +163,19 @@ impl Fp8Gemm {
         )?;
         let [first, second, c] = gemm.layouts;
         // C and D share a layout.
-        gemm.algo = lt_heuristic(handle, desc, [first, second, c, c], WORKSPACE)?.algo;
+        gemm.algo = match lt_heuristic(handle, desc, [first, second, c, c], WORKSPACE) {
+            Ok(heuristic) => heuristic.algo,
+            Err(refused) if refused.details.get("error_name") == Some(&NOT_SUPPORTED.into()) => {
+                return Err(Outcome::skip(
+                    "this cuBLASLt has no FP8 kernel for this GPU: its heuristic answered \
+                     CUBLAS_STATUS_NOT_SUPPORTED for an E4M3 matmul the GPU's compute \
+                     capability allows (Ada needs cuBLASLt 12.1 or newer); a newer CUDA \
+                     toolkit or wheel runs it",
+                )
+                .details_from(&refused.details))
+            }
+            Err(failed) => return Err(failed),
+        };
         Ok(gemm)
     }
 

@@ -188,6 +188,10 @@ pub struct Faults {
     pub cupti_busy: bool,
     /// Persistence mode is off (`nvmlDeviceGetPersistenceMode` answers disabled).
     pub persistence_off: bool,
+    /// cuBLASLt has no FP8 kernel for the device, though its compute capability has FP8 tensor
+    /// cores (Ada with a cuBLASLt before 12.1): its heuristic answers
+    /// `CUBLAS_STATUS_NOT_SUPPORTED` for every FP8 matmul.
+    pub no_fp8_kernels: bool,
     /// NVLinks that are down, as `[device, link]` pairs.
     pub nvlink_down: Vec<(usize, u32)>,
     /// The NVSwitch fabric is not ready (only with `nvswitch`): `in_progress` (the fabric

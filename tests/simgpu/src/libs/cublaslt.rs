@@ -407,9 +407,10 @@ const FP8_MINIMUM: (i32, i32) = (8, 9);
 /// current device of compute capability 8.9 or newer; `A` and `B` E4M3; "TN" (`op(A)`
 /// transposed, `op(B)` not); `CUBLAS_COMPUTE_32F` exactly, with f32 scales; `C` and `D` both
 /// BF16, FP16 or FP32, or a BF16 or FP16 `C` with an E4M3 `D`; every leading dimension a
-/// multiple of 16 bytes. Else `CUBLAS_STATUS_NOT_SUPPORTED`, what cuBLASLt's heuristic answers
-/// when no kernel fits, a device without FP8 included (its documentation names no other
-/// status for that, `CUBLAS_STATUS_ARCH_MISMATCH` neither).
+/// multiple of 16 bytes; and the profile's `no_fp8_kernels` fault off. Else
+/// `CUBLAS_STATUS_NOT_SUPPORTED`, what cuBLASLt's heuristic answers when no kernel fits, a
+/// device without FP8 included (its documentation names no other status for that,
+/// `CUBLAS_STATUS_ARCH_MISMATCH` neither).
 fn fp8(
     desc: &Desc,
     (transa, transb): (bool, bool),
@@ -424,7 +425,10 @@ fn fp8(
             | (Element::F32, Element::F32)
     );
     let aligned = |(element, ld): (Element, i64)| ld * element.size() as i64 % 16 == 0;
+    let kernels =
+        (crate::state::sim().profile.as_ref()).is_ok_and(|profile| !profile.faults.no_fp8_kernels);
     let ok = device.compute_capability() >= FP8_MINIMUM
+        && kernels
         && (a, b) == (Element::E4m3, Element::E4m3)
         && transa
         && !transb
