@@ -42,9 +42,11 @@ fn bench(toml: &str) -> serde_json::Value {
 fn a_card_no_table_names_is_set_against_its_sms_clock_and_architecture() {
     let report = bench(HELD_OUT);
     let spec = &report["combinations"][0]["spec"];
+    let tflops = |precision: &str| spec["tflops"][precision].as_f64().unwrap_or(f64::NAN);
     assert_eq!(spec["tflops"]["f32"], 38.4, "{spec}");
-    assert_eq!(spec["tflops"]["bf16"], 614.4, "{spec}");
-    assert_eq!(spec["tflops"]["fp8"], 1228.8, "{spec}");
+    // Tensor peaks at the maximum scaled as H100 SXM5's datasheet scales it: 1386 of 1500 MHz.
+    assert!((tflops("bf16") - 567.7056).abs() < 1e-6, "{spec}");
+    assert!((tflops("fp8") - 1135.4112).abs() < 1e-6, "{spec}");
     assert_eq!(spec["memory_gbps"], 2048.0, "{spec}");
     let basis = spec["basis"].as_str().unwrap();
     assert!(

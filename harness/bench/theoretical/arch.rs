@@ -11,9 +11,9 @@ use crate::compat::ComputeCapability;
 pub struct Rates {
     pub f64: u32,
     pub f32: u32,
-    pub tf32: u32,
+    pub tf32: Option<u32>,
     pub f16: u32,
-    pub bf16: u32,
+    pub bf16: Option<u32>,
     pub fp8: Option<u32>,
     pub int8: u32,
 }
@@ -21,25 +21,27 @@ pub struct Rates {
 impl Rates {
     /// Each precision's name (as `bench` names them) and rate.
     pub fn each(&self) -> Vec<(&'static str, u32)> {
-        let mut all = vec![
-            ("f64", self.f64),
-            ("f32", self.f32),
+        [
+            ("f64", Some(self.f64)),
+            ("f32", Some(self.f32)),
             ("tf32", self.tf32),
-            ("f16", self.f16),
+            ("f16", Some(self.f16)),
             ("bf16", self.bf16),
-            ("int8", self.int8),
-        ];
-        all.extend(self.fp8.map(|r| ("fp8", r)));
-        all
+            ("int8", Some(self.int8)),
+            ("fp8", self.fp8),
+        ]
+        .into_iter()
+        .filter_map(|(precision, rate)| Some((precision, rate?)))
+        .collect()
     }
 
     /// A GeForce part's: its tensor cores accumulate in FP32 at half the rate of the
     /// professional parts of the same chip (TF32, FP16, BF16 and FP8; INT8 is not halved).
     fn geforce(self) -> Rates {
         Rates {
-            tf32: self.tf32 / 2,
+            tf32: self.tf32.map(|r| r / 2),
             f16: self.f16 / 2,
-            bf16: self.bf16 / 2,
+            bf16: self.bf16.map(|r| r / 2),
             fp8: self.fp8.map(|r| r / 2),
             ..self
         }
@@ -50,9 +52,9 @@ impl Rates {
 const ADA_AND_GB20X: Rates = Rates {
     f64: 4,
     f32: 256,
-    tf32: 512,
+    tf32: Some(512),
     f16: 1024,
-    bf16: 1024,
+    bf16: Some(1024),
     fp8: Some(2048),
     int8: 2048,
 };
@@ -65,25 +67,52 @@ pub struct Architecture {
     pub rates: Rates,
     /// Whether GeForce parts of it halve the FP32-accumulating tensor rates.
     pub geforce_halved: bool,
+    /// Where NVIDIA's datasheets quote the tensor rates at a lower clock than the CUDA-core
+    /// rates: that tensor clock and the maximum of the product that states both, MHz. A card
+    /// no table names takes its tensor peaks at its maximum clock scaled by the same ratio,
+    /// not at the maximum, which would be above NVIDIA's own basis.
+    pub tensor_clock: Option<(u32, u32)>,
     /// The NVIDIA document the rates come from.
     pub source: &'static str,
 }
 
 /// The architectures with known rates.
-pub const ARCHITECTURES: [Architecture; 6] = [
+pub const ARCHITECTURES: [Architecture; 7] = [
+    Architecture {
+        cc: ComputeCapability::new(7, 5),
+        name: "Turing (sm_75)",
+        rates: Rates {
+            f64: 4,
+            f32: 128,
+            tf32: None,
+            f16: 1024,
+            bf16: None,
+            fp8: None,
+            int8: 2048,
+        },
+        geforce_halved: true,
+        tensor_clock: None,
+        source: "NVIDIA Turing GPU Architecture whitepaper (2018), as quoted in \
+                 blog.csdn.net/royalfizz/article/details/93308651: eight tensor cores per SM, \
+                 each 64 FP16 FMA per clock (1024 operations per SM), INT8 twice that; no TF32, \
+                 BF16 or FP8. T4's 40 SMs at 1590 MHz give its datasheet's 65 FP16 and 8.1 FP32 \
+                 TFLOP/s. FP64 at 1/32 of FP32 (T4's 254 GFLOP/s in third-party databases; \
+                 NVIDIA's own figure was not found)",
+    },
     Architecture {
         cc: ComputeCapability::new(8, 0),
         name: "Ampere GA100 (sm_80)",
         rates: Rates {
             f64: 64,
             f32: 128,
-            tf32: 1024,
+            tf32: Some(1024),
             f16: 2048,
-            bf16: 2048,
+            bf16: Some(2048),
             fp8: None,
             int8: 4096,
         },
         geforce_halved: false,
+        tensor_clock: None,
         source: "NVIDIA A100 Tensor Core GPU Architecture whitepaper (2020), Table 1 and \
                  Table 3: 108 SMs at 1410 MHz give 19.5 FP32, 156 TF32, 312 FP16/BF16 TFLOP/s",
     },
@@ -93,13 +122,14 @@ pub const ARCHITECTURES: [Architecture; 6] = [
         rates: Rates {
             f64: 4,
             f32: 256,
-            tf32: 512,
+            tf32: Some(512),
             f16: 1024,
-            bf16: 1024,
+            bf16: Some(1024),
             fp8: None,
             int8: 2048,
         },
         geforce_halved: true,
+        tensor_clock: None,
         source: "NVIDIA Ampere GA102 GPU Architecture whitepaper (2021), Tables 2 and 9: \
                  A40's 84 SMs at 1740 MHz give 149.7 FP16 TFLOP/s; GeForce RTX 3090 half that \
                  with FP32 accumulation",
@@ -109,6 +139,7 @@ pub const ARCHITECTURES: [Architecture; 6] = [
         name: "Ada Lovelace (sm_89)",
         rates: ADA_AND_GB20X,
         geforce_halved: true,
+        tensor_clock: None,
         source: "NVIDIA Ada GPU Architecture whitepaper (2023), Appendix A Tables 2 and 4: \
                  L4 and L40S; GeForce RTX 4090 half the FP32-accumulating tensor rates",
     },
@@ -118,13 +149,14 @@ pub const ARCHITECTURES: [Architecture; 6] = [
         rates: Rates {
             f64: 128,
             f32: 256,
-            tf32: 2048,
+            tf32: Some(2048),
             f16: 4096,
-            bf16: 4096,
+            bf16: Some(4096),
             fp8: Some(8192),
             int8: 8192,
         },
         geforce_halved: false,
+        tensor_clock: Some((1830, 1980)),
         source: "NVIDIA H100 Tensor Core GPU Architecture whitepaper (2022), Table 2: per SM \
                  per clock, dense, 1024 FP16 FMA and 2048 FP8 FMA; Table 3 for H100 SXM5",
     },
@@ -134,13 +166,14 @@ pub const ARCHITECTURES: [Architecture; 6] = [
         rates: Rates {
             f64: 128,
             f32: 256,
-            tf32: 4096,
+            tf32: Some(4096),
             f16: 8192,
-            bf16: 8192,
+            bf16: Some(8192),
             fp8: Some(16384),
             int8: 16384,
         },
         geforce_halved: false,
+        tensor_clock: Some((1856, 1965)),
         source: "NVIDIA Blackwell Architecture Technical Brief (2024) and the HGX B200 \
                  datasheet: twice Hopper's dense tensor rate per SM",
     },
@@ -149,6 +182,7 @@ pub const ARCHITECTURES: [Architecture; 6] = [
         name: "Blackwell GB20x (sm_120)",
         rates: ADA_AND_GB20X,
         geforce_halved: true,
+        tensor_clock: None,
         source: "NVIDIA RTX Blackwell GPU Architecture whitepaper (2025), Appendix A: RTX PRO \
                  6000's 188 SMs at 2617 MHz give 503.8 FP16 TFLOP/s; GeForce RTX 5090 half that \
                  with FP32 accumulation",

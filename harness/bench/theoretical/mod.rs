@@ -39,10 +39,11 @@ impl DeviceFacts {
     }
 }
 
-/// The theoretical peaks of `device`. Memory: two transfers per memory clock across the bus
-/// (as nvbench and CUDA's `deviceQuery` compute it), or a known product's datasheet figure.
+/// The theoretical peaks of `device`. Memory: a known product's datasheet figure, else two
+/// transfers per memory clock across the bus (as nvbench and CUDA's `deviceQuery` compute it).
 /// Compute: SMs × clock × the architecture's rate; a known product at the clocks its datasheet
-/// assumes. An architecture without known rates has none: never a guess.
+/// assumes, or its datasheet figures where they are not the architecture's rates. An
+/// architecture without known rates has none: never a guess.
 pub fn peaks(device: &DeviceFacts) -> Spec {
     let product = device.cc.and_then(|cc| products::named(&device.name, cc));
     let (memory_gbps, memory_basis) = memory(device, product).unzip();
@@ -63,14 +64,28 @@ pub fn peaks(device: &DeviceFacts) -> Spec {
     spec
 }
 
-/// The DRAM bandwidth, GB/s, and what it was computed from.
+/// The DRAM bandwidth, GB/s, and what it was computed from: a known product's datasheet (the
+/// driver's clock × bus can exceed it: an H200's 3201 MHz × 6144 bits give 4917 GB/s of its
+/// 4800), else the driver's clock × bus.
 fn memory(device: &DeviceFacts, product: Option<&Product>) -> Option<(f64, String)> {
-    match (device.memory_clock_mhz, device.memory_bus_bits) {
+    let bus = match (device.memory_clock_mhz, device.memory_bus_bits) {
         (Some(mhz), Some(bits)) if mhz > 0 && bits > 0 => Some((
             2.0 * f64::from(mhz) * 1e6 * f64::from(bits) / 8.0 / 1e9,
-            format!("memory: {bits}-bit bus at {mhz} MHz, double data rate"),
+            format!("{bits}-bit bus at {mhz} MHz, double data rate"),
         )),
-        _ => product.map(|p| (p.memory_gbps, format!("memory: the {} datasheet", p.label))),
+        _ => None,
+    };
+    match (product.and_then(|p| Some((p, p.memory_gbps?))), bus) {
+        (Some((p, gbps)), Some((computed, how))) if (computed / gbps - 1.0).abs() > 0.01 => Some((
+            gbps,
+            format!(
+                "memory: the {} datasheet (the driver's {how} would give {computed:.0} GB/s)",
+                p.label
+            ),
+        )),
+        (Some((p, gbps)), _) => Some((gbps, format!("memory: the {} datasheet", p.label))),
+        (None, Some((computed, how))) => Some((computed, format!("memory: {how}"))),
+        (None, None) => None,
     }
 }
 
@@ -80,13 +95,28 @@ fn compute(
     device: &DeviceFacts,
     product: Option<&Product>,
 ) -> Result<(BTreeMap<String, f64>, String), String> {
+    if let Some(p) = product.filter(|p| !p.from_rates) {
+        let tflops = (p.datasheet.iter())
+            .map(|(precision, tflops)| ((*precision).to_owned(), *tflops))
+            .collect();
+        return Ok((
+            tflops,
+            format!("the {} datasheet's figures ({})", p.label, p.source),
+        ));
+    }
     let cc = device.cc.ok_or("the compute capability is unknown")?;
     let architecture =
         arch::of(cc).ok_or_else(|| format!("unknown architecture (compute capability {cc})"))?;
     let sms = device.multiprocessors.or(product.map(|p| p.sms));
-    let clocks = match product {
-        Some(p) => Some((p.boost_mhz, p.tensor_mhz)),
-        None => device.clock_mhz.map(|mhz| (mhz, mhz)),
+    let clocks = match (product, architecture.tensor_clock) {
+        (Some(p), _) => Some((p.boost_mhz, p.tensor_mhz)),
+        (None, Some((tensor, boost))) => device.clock_mhz.map(|mhz| {
+            (
+                mhz,
+                (u64::from(mhz) * u64::from(tensor) / u64::from(boost)) as u32,
+            )
+        }),
+        (None, None) => device.clock_mhz.map(|mhz| (mhz, mhz)),
     };
     let (Some(sms), Some((boost, tensor))) = (sms.filter(|n| *n > 0), clocks) else {
         return Err("the driver gave no SM count or clock".into());
@@ -103,14 +133,18 @@ fn compute(
         (precision.to_owned(), tflops)
     })
     .collect();
-    let clock = match product {
-        Some(p) if p.tensor_mhz != p.boost_mhz => format!(
+    let clock = match (product, architecture.tensor_clock) {
+        (Some(p), _) if p.tensor_mhz != p.boost_mhz => format!(
             "{boost} MHz (CUDA cores) and {tensor} MHz (tensor cores), the clocks of the {} \
              datasheet",
             p.label
         ),
-        Some(p) => format!("{boost} MHz, the clock of the {} datasheet", p.label),
-        None => format!("{boost} MHz"),
+        (Some(p), _) => format!("{boost} MHz, the clock of the {} datasheet", p.label),
+        (None, Some((t, b))) => format!(
+            "{boost} MHz (CUDA cores) and {tensor} MHz (tensor cores: the maximum scaled as \
+             NVIDIA's datasheets of the architecture scale it, {t} of {b} MHz)"
+        ),
+        (None, None) => format!("{boost} MHz"),
     };
     Ok((
         tflops,
@@ -137,23 +171,56 @@ mod tests {
     }
 
     #[test]
-    fn an_unnamed_hopper_card_is_its_sms_times_its_clock_times_hopper_s_rates() {
+    fn an_unnamed_hopper_card_is_its_sms_times_its_clocks_times_hopper_s_rates() {
         let spec = peaks(&device("a card no table names", (9, 0), 100, 1500));
         assert!(close(spec.tflops["f32"], 38.4), "{spec:?}");
-        assert!(close(spec.tflops["bf16"], 614.4), "{spec:?}");
-        assert!(close(spec.tflops["fp8"], 1228.8), "{spec:?}");
+        // The tensor clock as H100 SXM5's datasheet scales it: 1500 x 1830 / 1980 = 1386 MHz,
+        // not the maximum, which would put the peak 8% above NVIDIA's basis.
+        assert!(close(spec.tflops["bf16"], 567.7056), "{spec:?}");
+        assert!(close(spec.tflops["fp8"], 1135.4112), "{spec:?}");
         assert_eq!(spec.missing, None);
         assert!(
-            spec.basis
-                .starts_with("Hopper (sm_90): 100 SMs at 1500 MHz"),
+            spec.basis.starts_with(
+                "Hopper (sm_90): 100 SMs at 1500 MHz (CUDA cores) and 1386 MHz (tensor cores"
+            ),
             "{}",
             spec.basis
         );
+        // Ampere's datasheets quote one clock: the maximum.
+        let a = peaks(&device("an Ampere card no table names", (8, 0), 100, 1500));
+        assert!(close(a.tflops["bf16"], 307.2), "{a:?}");
+    }
+
+    #[test]
+    fn a_cut_down_part_takes_its_datasheet_s_figures_and_no_other() {
+        // H20: Hopper's compute capability, a fraction of its tensor rates.
+        let h20 = peaks(&device("NVIDIA H20", (9, 0), 78, 1755));
+        assert_eq!(h20.tflops.get("bf16"), Some(&148.0), "{h20:?}");
+        assert_eq!(h20.tflops.get("fp8"), None, "not found, so none: {h20:?}");
+        assert_eq!(h20.memory_gbps, Some(4000.0));
+        // Blackwell Ultra and GB10: architectures without published per-SM rates.
+        let b300 = peaks(&device("NVIDIA B300 SXM6 AC", (10, 3), 148, 1965));
+        assert_eq!(b300.tflops.get("f64"), Some(&1.25), "{b300:?}");
+        assert_eq!(b300.memory_gbps, None);
+        let gb10 = peaks(&device("NVIDIA GB10", (12, 1), 48, 2418));
+        assert_eq!(gb10.tflops.get("f32"), Some(&31.0), "{gb10:?}");
+        let unnamed = peaks(&device("an sm_103 card no table names", (10, 3), 148, 1965));
+        assert!(unnamed.tflops.is_empty(), "{unnamed:?}");
+    }
+
+    #[test]
+    fn turing_has_no_tf32_bf16_or_fp8_peak() {
+        let t4 = peaks(&device("Tesla T4", (7, 5), 40, 1590));
+        assert!((t4.tflops["f16"] - 65.1).abs() < 0.1, "{t4:?}");
+        assert!((t4.tflops["f32"] - 8.1).abs() < 0.1, "{t4:?}");
+        for none in ["tf32", "bf16", "fp8"] {
+            assert!(!t4.tflops.contains_key(none), "{none}: {t4:?}");
+        }
     }
 
     #[test]
     fn every_known_product_reproduces_its_datasheet_from_the_architecture_s_rates() {
-        for product in &products::PRODUCTS {
+        for product in products::PRODUCTS.iter().filter(|p| p.from_rates) {
             let architecture = arch::of(product.cc).expect(product.label);
             let rates = architecture.rates.each();
             for (precision, datasheet) in product.datasheet {
@@ -167,11 +234,12 @@ mod tests {
                     _ => product.tensor_mhz,
                 };
                 let computed = f64::from(product.sms) * f64::from(mhz) * per_clock / 1e6;
-                // Within 2%: NVIDIA rounds to whole TFLOP/s (H100 SXM5's FP64 "34" is 33.45),
-                // and L40S's BF16 362.05 is 1.2% under its own FP8 and TF32 figures' clock.
+                // Within 2.5%: NVIDIA rounds to whole TFLOP/s (H100 SXM5's FP64 "34" is
+                // 33.45), L40S's BF16 362.05 is 1.2% under its own FP8 and TF32 figures' clock,
+                // and B200's per-GPU TF32 "2.2 PFLOPS" sparse is 2.25 rounded to two figures.
                 let off = (computed / datasheet - 1.0).abs();
                 assert!(
-                    off < 0.02,
+                    off < 0.025,
                     "{} {precision}: {computed:.1} computed, {datasheet} on the datasheet",
                     product.label
                 );
@@ -226,16 +294,25 @@ mod tests {
     }
 
     #[test]
-    fn memory_bandwidth_is_two_transfers_per_clock_across_the_bus() {
-        let mut h100 = device("NVIDIA H100 80GB HBM3", (9, 0), 132, 1980);
-        h100.memory_clock_mhz = Some(2619);
-        h100.memory_bus_bits = Some(5120);
-        let spec = peaks(&h100);
+    fn memory_bandwidth_is_the_datasheet_s_else_two_transfers_per_clock_across_the_bus() {
+        let mut card = device("a card no table names", (9, 0), 132, 1980);
+        card.memory_clock_mhz = Some(2619);
+        card.memory_bus_bits = Some(5120);
+        let spec = peaks(&card);
         assert!((spec.memory_gbps.unwrap() - 3352.3).abs() < 0.1, "{spec:?}");
-        // Without the bus, a known product's datasheet; an unknown one has none.
-        h100.memory_bus_bits = None;
-        assert_eq!(peaks(&h100).memory_gbps, Some(3350.0));
-        let unknown = device("a card no table names", (9, 0), 100, 1500);
-        assert_eq!(peaks(&unknown).memory_gbps, None);
+        // A known product's datasheet, which its clock x bus can exceed: an H200's 4917 GB/s.
+        let mut h200 = device("NVIDIA H200", (9, 0), 132, 1980);
+        h200.memory_clock_mhz = Some(3201);
+        h200.memory_bus_bits = Some(6144);
+        let spec = peaks(&h200);
+        assert_eq!(spec.memory_gbps, Some(4800.0), "{spec:?}");
+        assert!(
+            spec.basis.contains("would give 4917 GB/s"),
+            "{}",
+            spec.basis
+        );
+        // Without the bus, an unknown card has none.
+        card.memory_bus_bits = None;
+        assert_eq!(peaks(&card).memory_gbps, None);
     }
 }
