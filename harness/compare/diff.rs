@@ -379,13 +379,25 @@ pub fn benchmarks(
             if measured(o).is_none() && measured(n).is_none() && status(o) == status(n) {
                 return None;
             }
-            let (floor, judged) = match (measured(o), measured(n)) {
+            let (floor, judged, sides) = match (measured(o), measured(n)) {
                 (Some(o), Some(n)) => {
                     let floor = history.floor(n, &[old, new], reference);
-                    let judged = judged(o, n, &floor);
-                    (Some(floor), judged)
+                    let sides = history.sides(n, (old, o), (new, n));
+                    let judged = match &sides {
+                        Some(s) => {
+                            let spans = s
+                                .one_boot
+                                .then(|| super::floor::spans_boots(n, &[old, new], reference));
+                            let count =
+                                |r: &BenchResult| r.repetition_samples().map_or(1, |r| r.len());
+                            stats::estimate_runs(&s.old, &s.new, spans.as_ref())
+                                .map(|e| (e, count(o), count(n)))
+                        }
+                        None => judged(o, n, &floor),
+                    };
+                    (Some(floor), judged, sides)
                 }
-                _ => (None, None),
+                _ => (None, None, None),
             };
             let ratio = judged.map(|(e, _, _)| e.ratio);
             let row_threshold = threshold.or_else(|| {
@@ -430,6 +442,9 @@ pub fn benchmarks(
                 new_figure_ns: judged.map(|(e, _, _)| e.figures.1),
                 old_repetitions: judged.map(|(_, a, _)| a),
                 new_repetitions: judged.map(|(_, _, b)| b),
+                environment_runs: sides
+                    .filter(|_| judged.is_some())
+                    .map(|s| (s.old.len(), s.new.len())),
                 floor: floor.filter(|_| judged.is_some()),
                 floor_set: judged.is_some_and(|(e, _, _)| e.floor_set),
                 why,

@@ -79,7 +79,7 @@ impl History {
         compared: &[&BenchReport],
         reference: &[ReferenceRun],
     ) -> Floor {
-        let (id, combination, side) = (&result.id, &result.combination, result.side);
+        let (id, combination) = (&result.id, &result.combination);
         let wanted: BTreeSet<String> = compared
             .iter()
             .filter_map(|r| environment(r, combination))
@@ -105,13 +105,7 @@ impl History {
             boots.insert(run.host.boot_id.as_deref());
         }
         let groups: Vec<Vec<Vec<f64>>> = environments.into_values().collect();
-        let model = compared
-            .iter()
-            .find_map(|run| reference::gpu_model(run, result));
-        let spans_boots = model
-            .filter(|_| side == Side::Gpu)
-            .and_then(|model| reference::floor(reference, result, model, compared))
-            .unwrap_or_else(|| Floor::default_for(side));
+        let spans_boots = spans_boots(result, compared, reference);
         let Some(floor) = learned(&groups) else {
             return spans_boots;
         };
@@ -126,6 +120,86 @@ impl History {
                 ..floor
             }
         }
+    }
+}
+
+/// The variation between runs that spans reboots for `result`'s benchmark in a comparison of
+/// `compared`: for a GPU figure, the committed real runs' of its GPU model (`reference`), else
+/// the stated default of its side.
+pub(super) fn spans_boots(
+    result: &BenchResult,
+    compared: &[&BenchReport],
+    reference: &[ReferenceRun],
+) -> Floor {
+    let model = compared
+        .iter()
+        .find_map(|run| reference::gpu_model(run, result));
+    model
+        .filter(|_| result.side == Side::Gpu)
+        .and_then(|model| reference::floor(reference, result, model, compared))
+        .unwrap_or_else(|| Floor::default_for(result.side))
+}
+
+/// The earlier runs of each compared run's own environment, when the two differ (a driver
+/// upgrade): each side's runs as the figures of `result`'s benchmark (its repetitions' mean log
+/// median), and whether all of one side's runs were made on one boot.
+pub struct Sides {
+    pub old: Vec<f64>,
+    pub new: Vec<f64>,
+    pub one_boot: bool,
+}
+
+impl History {
+    /// The runs of each side's environment (the compared runs among them) for `result`'s
+    /// benchmark, when the compared runs' environments differ and each has at least two earlier
+    /// runs: a driver change with history on both sides is judged on all of them, not on one
+    /// run against one other held to their spread.
+    pub fn sides(
+        &self,
+        result: &BenchResult,
+        (old, old_result): (&BenchReport, &BenchResult),
+        (new, new_result): (&BenchReport, &BenchResult),
+    ) -> Option<Sides> {
+        let combination = &result.combination;
+        let (old_env, new_env) = (
+            environment(old, combination)?,
+            environment(new, combination)?,
+        );
+        if old_env == new_env {
+            return None;
+        }
+        let figure = |r: &BenchResult| {
+            let logs = log_medians(r);
+            (!logs.is_empty()).then(|| logs.iter().sum::<f64>() / logs.len() as f64)
+        };
+        let side = |wanted: &str, compared: (&BenchReport, &BenchResult)| {
+            let mut figures = vec![figure(compared.1)?];
+            let mut boots = BTreeSet::from([compared.0.host.boot_id.clone()]);
+            for run in &self.runs {
+                if environment(run, combination).as_deref() != Some(wanted) {
+                    continue;
+                }
+                let found = (run.benchmarks.iter())
+                    .find(|b| b.id == result.id && b.device_index() == result.device_index())
+                    .filter(|b| b.status == Status::Measured)
+                    .and_then(figure);
+                if let Some(f) = found {
+                    figures.push(f);
+                    boots.insert(run.host.boot_id.clone());
+                }
+            }
+            (figures.len() >= MIN_RUNS)
+                .then_some((figures, boots.len() < 2 || boots.contains(&None)))
+        };
+        let ((old, old_one_boot), (new, new_one_boot)) = (
+            side(&old_env, (old, old_result))?,
+            side(&new_env, (new, new_result))?,
+        );
+        Some(Sides {
+            old,
+            new,
+            one_boot: old_one_boot || new_one_boot,
+        })
     }
 }
 
@@ -337,6 +411,38 @@ mod tests {
         let new = quiet("d", 11);
         let learned = spanning.floor(&old.benchmarks[0], &[&old, &new], &[]);
         assert_eq!(learned.source, FloorSource::History);
+    }
+
+    #[test]
+    fn a_driver_change_with_history_on_both_sides_is_judged_on_every_run() {
+        let on = |driver: &str, boot: &str, minute, at: f64| {
+            let mut run = run_on(boot, minute, [at, at * 1.002, at * 0.998]);
+            run.gpu.driver_version = Some(driver.into());
+            run
+        };
+        // Two earlier runs on each driver, each on its own boot, the new driver 8% slower.
+        let history = History::of(vec![
+            on("570", "a", 1, 100.4),
+            on("570", "b", 2, 99.6),
+            on("580", "c", 3, 108.3),
+            on("580", "d", 4, 107.7),
+        ]);
+        let (old, new) = (on("570", "e", 5, 100.0), on("580", "f", 6, 108.0));
+        let (o, n) = (&old.benchmarks[0], &new.benchmarks[0]);
+        let sides = history.sides(n, (&old, o), (&new, n)).expect("both sides");
+        assert_eq!(
+            (sides.old.len(), sides.new.len(), sides.one_boot),
+            (3, 3, false)
+        );
+        let e = super::super::stats::estimate_runs(&sides.old, &sides.new, None).unwrap();
+        assert!(e.ratio.low > 1.05 && e.ratio.high < 1.11, "{e:?}");
+        // One earlier run a side is too few; one environment is no driver change.
+        let thin = History::of(vec![on("570", "a", 1, 100.4), on("580", "c", 3, 108.3)]);
+        assert!(thin.sides(n, (&old, o), (&new, n)).is_none());
+        let same = on("570", "g", 7, 100.1);
+        assert!(history
+            .sides(n, (&old, o), (&same, &same.benchmarks[0]))
+            .is_none());
     }
 
     #[test]

@@ -298,6 +298,7 @@ mod tests {
                 }),
                 verdict: Some(Verdict::Slower),
                 threshold: None,
+                environment_runs: None,
                 clocks_differ: false,
                 simulated_vs_real,
                 could_see: None,

@@ -151,6 +151,12 @@ pub struct BenchmarkRow {
     pub old_repetitions: Option<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub new_repetitions: Option<usize>,
+    /// Where `--results` holds at least two earlier runs of each compared run's environment and
+    /// the two differ (a driver upgrade): the runs of each environment judged together, old
+    /// and new, the compared runs among them. Their ratio is of the environments' mean figures,
+    /// its interval Student's t on the runs' own spread; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment_runs: Option<(usize, usize)>,
     /// The noise floor the interval was held to, and where it came from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub floor: Option<Floor>,

@@ -247,3 +247,71 @@ fn a_driver_change_with_history_on_both_sides_is_slower_and_pooled_it_is_not() {
     );
     assert_share(share(pooled), 0.0, "8% on a new driver, pooled");
 }
+
+/// The simulated GPU's default variation: each boot and each process 1% apart.
+const SIMULATED: Variation = Variation {
+    boot_sigma: 0.01,
+    run_sigma: 0.01,
+    noise: 0.005,
+};
+
+/// Over [`PAIRS`] driver changes of `change` on a card that varies as `v`, with `history` earlier
+/// runs at `--repeat 3` on each driver (each run on its own boot), the verdicts of the compared
+/// runs judged as `compare` judges them: one run against one other held to the learned floor,
+/// and every run of each driver together.
+fn driver_changes(change: f64, history: usize, v: Variation) -> (Vec<Verdict>, Vec<Verdict>) {
+    let mean = |logs: &[f64]| logs.iter().sum::<f64>() / logs.len() as f64;
+    (0..PAIRS)
+        .map(|pair| {
+            let mut random = Normal(47 ^ pair.wrapping_mul(0x2545_f491_4f6c_dd1d));
+            let old = bench(1.0, 3, v, &mut random);
+            let new = bench(change, 3, v, &mut random);
+            let before = earlier(1.0, history, 3, v, &mut random);
+            let after = earlier(change, history, 3, v, &mut random);
+            let floor = learned(&[before.clone(), after.clone()]).expect("enough history");
+            let threshold = super::stats::evidence_threshold(&floor);
+            let one = estimate(&slices(&old), &slices(&new), &floor).expect("positive samples");
+            let figures = |compared: &[Vec<f64>], earlier: &[Vec<f64>]| {
+                let logs: Vec<f64> = (compared.iter())
+                    .map(|samples| super::stats::median(&mut samples.clone()).ln())
+                    .collect();
+                std::iter::once(mean(&logs))
+                    .chain(earlier.iter().map(|r| mean(r)))
+                    .collect::<Vec<f64>>()
+            };
+            let all =
+                super::stats::estimate_runs(&figures(&old, &before), &figures(&new, &after), None)
+                    .expect("runs on both sides");
+            (one.ratio.verdict(threshold), all.ratio.verdict(threshold))
+        })
+        .unzip()
+}
+
+#[test]
+fn a_driver_change_is_judged_on_every_run_of_each_driver() {
+    // The simulated GPU's variation, three earlier runs on each driver, 8% slower: one run
+    // against one other, held to the spread history shows, rarely clears it; the four runs of
+    // each driver together do.
+    let (one, all) = driver_changes(1.08, 3, SIMULATED);
+    let what = "8% on a new driver, the simulated GPU's variation";
+    assert_share(
+        share(&one, &[Verdict::Slower]),
+        20.0,
+        &format!("{what}, one run a side"),
+    );
+    assert_share(
+        share(&all, &[Verdict::Slower]),
+        99.5,
+        &format!("{what}, every run"),
+    );
+    // No change: never slower or faster, either way.
+    let (one, all) = driver_changes(1.0, 3, SIMULATED);
+    for (how, verdicts) in [("one run a side", one), ("every run", all)] {
+        let what = format!("no change, {how}");
+        assert_share(
+            share(&verdicts, &[Verdict::Slower, Verdict::Faster]),
+            0.0,
+            &what,
+        );
+    }
+}

@@ -411,6 +411,43 @@ pub fn estimate(old: &[&[f64]], new: &[&[f64]], floor: &Floor) -> Option<Estimat
     })
 }
 
+/// The ratio of one environment's runs over another's (a driver upgrade with history on both
+/// sides), each side its runs' log figures, the compared run among them: the difference of the
+/// sides' means with Student's t 99% interval on the runs' pooled spread, `n_old + n_new - 2`
+/// degrees of freedom. The runs' spread is the variation between runs itself, measured, so no
+/// floor is added, except where a side's runs were all made on one boot (`spans_boots`: the
+/// variation between runs that spans reboots, added in quadrature). `None` with fewer than two
+/// runs a side.
+pub fn estimate_runs(old: &[f64], new: &[f64], spans_boots: Option<&Floor>) -> Option<Estimate> {
+    let (n1, n2) = (old.len(), new.len());
+    if n1 < 2 || n2 < 2 || old.iter().chain(new).any(|x| !x.is_finite()) {
+        return None;
+    }
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let squares = |v: &[f64]| {
+        let m = mean(v);
+        v.iter().map(|x| (x - m).powi(2)).sum::<f64>()
+    };
+    let (a, b) = (mean(old), mean(new));
+    let df = n1 + n2 - 2;
+    let pooled = (squares(old) + squares(new)) / df as f64;
+    let own = t99(df) * (pooled * (1.0 / n1 as f64 + 1.0 / n2 as f64)).sqrt();
+    let half = match spans_boots {
+        Some(floor) => own.hypot(floor.between_runs_half_width()),
+        None => own,
+    };
+    let point = b - a;
+    Some(Estimate {
+        ratio: Ratio {
+            ratio: point.exp(),
+            low: (point - half).exp(),
+            high: (point + half).exp(),
+        },
+        floor_set: spans_boots.is_some_and(|f| f.between_runs_half_width() > own),
+        figures: (a.exp(), b.exp()),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -45,8 +45,13 @@ pub fn ratio_cells(row: &BenchmarkRow) -> (String, String) {
 
 /// The repetitions behind each side's figure: `3 vs 5`, `-` when not judged.
 pub fn repetitions(row: &BenchmarkRow) -> String {
-    match (row.old_repetitions, row.new_repetitions) {
-        (Some(old), Some(new)) => format!("{old} vs {new}"),
+    match (
+        row.environment_runs,
+        row.old_repetitions,
+        row.new_repetitions,
+    ) {
+        (Some((old, new)), _, _) => format!("{old} runs vs {new}"),
+        (None, Some(old), Some(new)) => format!("{old} vs {new}"),
         _ => "-".to_owned(),
     }
 }
@@ -274,6 +279,7 @@ mod tests {
             }),
             verdict: Some(Verdict::Slower),
             threshold: None,
+            environment_runs: None,
             clocks_differ,
             simulated_vs_real,
             could_see: None,
