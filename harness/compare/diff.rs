@@ -1,7 +1,7 @@
 //! What differs between two runs of one kind: the environment, each benchmark's samples, each
 //! check's outcome, the findings and the libraries.
 
-use super::floor::History;
+use super::floor::{History, Sides};
 use super::model::{BenchmarkRow, Change, CheckChange, CheckRow, Item};
 use super::reference::ReferenceRun;
 use super::stats::{self, Estimate, FloorSource, Ratio, Verdict};
@@ -334,6 +334,20 @@ fn judged(
     Some((estimate, a.len(), b.len()))
 }
 
+/// The comparison of one row on every run of each side's environment (`sides`), with the
+/// repetitions behind the compared rows `o` and `n`; a side made on one boot is held to the
+/// variation that spans reboots.
+fn judged_on_runs(
+    sides: &Sides,
+    (o, n): (&BenchResult, &BenchResult),
+    compared: &[&BenchReport],
+    reference: &[ReferenceRun],
+) -> Option<(Estimate, usize, usize)> {
+    let spans = (sides.one_boot).then(|| super::floor::spans_boots(n, compared, reference));
+    let count = |r: &BenchResult| r.repetition_samples().map_or(1, |r| r.len());
+    stats::estimate_runs(&sides.old, &sides.new, spans.as_ref()).map(|e| (e, count(o), count(n)))
+}
+
 /// Every benchmark of either run, matched by id (which holds the combination and the
 /// parameters) and GPU (its ordinal: a result without one, from a one-GPU run, is GPU 0's), in
 /// the new run's order, then the old run's leftovers; rows measured in neither run and ending
@@ -384,15 +398,7 @@ pub fn benchmarks(
                     let floor = history.floor(n, &[old, new], reference);
                     let sides = history.sides(n, (old, o), (new, n));
                     let judged = match &sides {
-                        Some(s) => {
-                            let spans = s
-                                .one_boot
-                                .then(|| super::floor::spans_boots(n, &[old, new], reference));
-                            let count =
-                                |r: &BenchResult| r.repetition_samples().map_or(1, |r| r.len());
-                            stats::estimate_runs(&s.old, &s.new, spans.as_ref())
-                                .map(|e| (e, count(o), count(n)))
-                        }
+                        Some(sides) => judged_on_runs(sides, (o, n), &[old, new], reference),
                         None => judged(o, n, &floor),
                     };
                     (Some(floor), judged, sides)
