@@ -13,7 +13,7 @@
 //! none, the stated default of the benchmark's side.
 
 use super::reference::{self, ReferenceRun};
-use super::stats::{Floor, FloorSource};
+use super::stats::{mean, Floor, FloorSource};
 use crate::bench::model::{BenchReport, BenchResult, Side, Status};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -170,7 +170,7 @@ impl History {
         }
         let figure = |r: &BenchResult| {
             let logs = log_medians(r);
-            (!logs.is_empty()).then(|| logs.iter().sum::<f64>() / logs.len() as f64)
+            (!logs.is_empty()).then(|| mean(&logs))
         };
         let side = |wanted: &str, compared: (&BenchReport, &BenchResult)| {
             let mut figures = vec![figure(compared.1)?];
@@ -271,7 +271,6 @@ fn upper_between(s1: f64, df1: f64, s2: f64, df2: f64, c: f64) -> f64 {
 /// change is a factor, never noise) and the spreads pooled; `None` with fewer degrees of
 /// freedom between runs than [`MIN_RUNS`] runs of one environment give.
 pub(super) fn learned(environments: &[Vec<Vec<f64>>]) -> Option<Floor> {
-    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
     let runs: Vec<&Vec<f64>> = environments.iter().flatten().collect();
     let used = environments.iter().filter(|e| !e.is_empty()).count();
     let df_between = runs.len().checked_sub(used)?;

@@ -6,7 +6,7 @@
 //! these tests' assertions, so the page cannot drift from what the statistics do.
 
 use super::floor::learned;
-use super::stats::{estimate, Floor, Verdict};
+use super::stats::{estimate, mean, Floor, Verdict};
 use crate::bench::model::Side;
 
 /// How GPU runs vary, as relative standard deviations.
@@ -260,7 +260,6 @@ const SIMULATED: Variation = Variation {
 /// runs judged as `compare` judges them: one run against one other held to the learned floor,
 /// and every run of each driver together.
 fn driver_changes(change: f64, history: usize, v: Variation) -> (Vec<Verdict>, Vec<Verdict>) {
-    let mean = |logs: &[f64]| logs.iter().sum::<f64>() / logs.len() as f64;
     (0..PAIRS)
         .map(|pair| {
             let mut random = Normal(47 ^ pair.wrapping_mul(0x2545_f491_4f6c_dd1d));

@@ -6,7 +6,7 @@
 //! ([`super::floor`]), and the files it came from are cited; the stated default only where
 //! they hold too little.
 
-use super::stats::{Floor, FloorSource};
+use super::stats::{mean, Floor, FloorSource};
 use crate::bench::model::{BenchReport, BenchResult, Status};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::OnceLock;
@@ -73,7 +73,6 @@ type Group = (String, String);
 /// centred on its own mean over those boots (its stack is a fixed factor), averaged repetition
 /// by repetition into one run per boot. `None` when fewer than two boots remain.
 fn per_boot(boots: &Boots) -> Option<Vec<Vec<f64>>> {
-    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
     let everywhere: Vec<&String> = boots
         .values()
         .next()?
@@ -114,8 +113,8 @@ fn per_boot(boots: &Boots) -> Option<Vec<Vec<f64>>> {
 /// averaged, [`per_boot`]), and the variation between boots has the boots' degrees of freedom.
 /// Three committed boots leave two when one is compared, one degree of freedom per kind, so the
 /// variation between boots is pooled over the kinds bound by the same resource (the copy and
-/// the vector add, both limited by the card's memory; the matmuls, by its SMs), each kind about
-/// its own mean; the variation between repetitions is each combination's own, pooled the same
+/// the vector add, by the card's memory; the f32 matmuls, by its SMs' f32 pipes; the
+/// tensor-core matmuls, by its tensor cores and power cap), each kind about its own mean; the variation between repetitions is each combination's own, pooled the same
 /// way. A floor applies only to the GPU model, driver and clock state it was learned on, one of
 /// the compared runs' (a driver change is a factor, never noise), and says so. `None` when the
 /// row's kind was not measured on two boots of that stack, or the kinds hold too few boots.

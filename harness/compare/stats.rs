@@ -254,6 +254,11 @@ pub struct Estimate {
     pub figures: (f64, f64),
 }
 
+/// The mean of `values`; `values` must not be empty.
+pub(crate) fn mean(values: &[f64]) -> f64 {
+    values.iter().sum::<f64>() / values.len() as f64
+}
+
 /// The median of `values` (sorted in place); `values` must not be empty.
 pub(crate) fn median(values: &mut [f64]) -> f64 {
     values.sort_by(f64::total_cmp);
@@ -423,7 +428,6 @@ pub fn estimate_runs(old: &[f64], new: &[f64], spans_boots: Option<&Floor>) -> O
     if n1 < 2 || n2 < 2 || old.iter().chain(new).any(|x| !x.is_finite()) {
         return None;
     }
-    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
     let squares = |v: &[f64]| {
         let m = mean(v);
         v.iter().map(|x| (x - m).powi(2)).sum::<f64>()
