@@ -47,6 +47,7 @@ pub mod progress;
 pub mod report;
 pub mod resolve;
 pub mod roofline;
+pub mod run_id;
 pub mod scan;
 pub mod symlink;
 pub mod timestamp;

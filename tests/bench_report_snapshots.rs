@@ -330,6 +330,7 @@ fn report() -> BenchReport {
             .collect(),
         findings: Vec::new(),
         rerendered: None,
+        run_id: None,
     }
 }
 

@@ -235,6 +235,7 @@ pub fn bench(
     let mut report = BenchReport {
         schema: BENCH_SCHEMA.to_owned(),
         schema_minor: BENCH_SCHEMA_MINOR,
+        run_id: crate::run_id::new(),
         repeat,
         started,
         host: scope.selected.host.clone(),

@@ -45,6 +45,10 @@ pub struct BenchReport {
     /// repetitions were kept apart.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub schema_minor: u32,
+    /// Minor 8: the run's id, a random UUID ([`crate::run_id`]); a copy of the file is the same
+    /// run. Absent in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
     /// `--repeat`: how many times each combination's benchmarks ran, each time in fresh worker
     /// processes, interleaved with the other combinations'. Absent (0) in older files: one run.
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -517,6 +521,35 @@ impl BenchResult {
         }
     }
 
+    /// The libraries (by component) the row's figure rests on besides the driver: cuBLAS and
+    /// cuBLASLt for a cuBLAS GEMM, NVRTC for a kernel it compiled, NCCL for a collective;
+    /// none for a copy, which is the driver's alone.
+    pub fn rests_on(&self) -> &'static [&'static str] {
+        match (self.benchmark.as_str(), self.parameters.implementation.as_deref()) {
+            ("nccl", _) => &["nccl"],
+            ("matmul", Some(i)) if i.starts_with("cublas") => &["cublas", "cublasLt"],
+            (_, Some("nvrtc")) => &["nvrtc"],
+            _ => &[],
+        }
+    }
+
+    /// The repetitions' medians as the comparisons and the store take them: each one's log
+    /// (those positive and finite).
+    pub fn log_medians(&self) -> Vec<f64> {
+        self.repetition_medians()
+            .into_iter()
+            .filter(|m| *m > 0.0 && m.is_finite())
+            .map(f64::ln)
+            .collect()
+    }
+
+    /// The row's figure as a log: the mean of [`Self::log_medians`] (the log of their geometric
+    /// mean); `None` when no repetition has a median.
+    pub fn log_figure(&self) -> Option<f64> {
+        let logs = self.log_medians();
+        (!logs.is_empty()).then(|| logs.iter().sum::<f64>() / logs.len() as f64)
+    }
+
     /// The kept samples of each measured repetition that has any, in order: the whole of
     /// `samples_ns` for a file without repetitions.
     pub fn repetition_samples(&self) -> Result<Vec<&[f64]>, RepetitionsMismatch> {
@@ -759,6 +792,7 @@ impl BenchReport {
         BenchReport {
             schema: BENCH_SCHEMA.into(),
             schema_minor: BENCH_SCHEMA_MINOR,
+            run_id: None,
             repeat: 1,
             started: String::new(),
             host: HostInfo {

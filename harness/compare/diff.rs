@@ -238,6 +238,21 @@ fn clocks(
     }
 }
 
+/// Why a compute-bound row whose time changed is unclear: its cycles (time × the SM clock) do
+/// not show the change the same way, so the clock, not the code, may have made it.
+fn why_unconfirmed(time: Verdict, cycles: Verdict, clocks: &Clocks) -> String {
+    let mhz = |m: Option<f64>| m.map_or("unrecorded".to_owned(), |m| format!("{m:.0} MHz"));
+    format!(
+        "{} in time but {} in cycles: the SM clock averaged {} in the old run and {} in the new, \
+         so the clock may have made the change; lock the clocks (bench --lock-clocks) on both \
+         runs to judge it",
+        time.name(),
+        cycles.name(),
+        mhz(clocks.old_mhz),
+        mhz(clocks.new_mhz)
+    )
+}
+
 /// The smallest change the row's interval could call at `threshold`, either way: a change of
 /// that size with an interval as wide as this one lies wholly beyond the threshold.
 fn could_see(ratio: &Ratio, threshold: f64) -> f64 {
@@ -413,14 +428,25 @@ pub fn benchmarks(
                     .map(stats::evidence_threshold)
             });
             let at = row_threshold.unwrap_or(stats::MIN_THRESHOLD);
-            let verdict = ratio.map(|r| r.verdict(at));
-            let why = match (verdict, judged, &floor) {
+            let clocks = clocks(measured(o), measured(n), ratio, at);
+            let in_time = ratio.map(|r| r.verdict(at));
+            let in_cycles = clocks.cycles.map(|r| r.verdict(at));
+            let unconfirmed = match (in_time, in_cycles) {
+                (Some(time), Some(cycles)) if !time.confirmed_by(cycles) => {
+                    Some(why_unconfirmed(time, cycles, &clocks))
+                }
+                _ => None,
+            };
+            let verdict = in_time.map(|v| match unconfirmed {
+                Some(_) => Verdict::Unclear,
+                None => v,
+            });
+            let why = unconfirmed.or_else(|| match (verdict, judged, &floor) {
                 (Some(Verdict::Unclear), Some((e, a, b)), Some(floor)) => {
                     Some(why_unclear(&e, floor, at, (a, b)))
                 }
                 _ => None,
-            };
-            let clocks = clocks(measured(o), measured(n), ratio, at);
+            });
             Some(BenchmarkRow {
                 id: any.id.clone(),
                 combination: any.combination.clone(),
@@ -438,7 +464,7 @@ pub fn benchmarks(
                 clocks_differ: clocks.differ,
                 old_sm_clock_mhz: clocks.old_mhz,
                 new_sm_clock_mhz: clocks.new_mhz,
-                cycles_verdict: clocks.cycles.map(|r| r.verdict(at)),
+                cycles_verdict: in_cycles,
                 cycles: clocks.cycles,
                 simulated_vs_real: matches!(
                     (simulated(old, o), simulated(new, n)),
@@ -645,6 +671,67 @@ mod tests {
         assert!(!same_kind[0].simulated_vs_real);
         let json = serde_json::to_value(&same_kind[0]).unwrap();
         assert!(json.get("simulated_vs_real").is_none(), "{json}");
+    }
+
+    /// A run of one f32 cuBLAS matmul (compute-bound) at `ns` per run, its SM clock averaging
+    /// `mhz` during its samples.
+    fn matmul_run(ns: f64, mhz: f64) -> BenchReport {
+        use crate::bench::model::{Key, Parameters, Side, Telemetry};
+        let mut report = bench_run(false, ns);
+        let row = report.benchmarks.pop().unwrap();
+        let key = Key {
+            combination: "c".into(),
+            benchmark: "matmul",
+            side: Side::Gpu,
+            parameters: Parameters {
+                size: Some(8192),
+                precision: Some("f32".into()),
+                implementation: Some("cublas".into()),
+                ..Parameters::default()
+            },
+        };
+        report.benchmarks.push(BenchResult {
+            telemetry: Some(Telemetry {
+                sm_clock_mhz_mean: Some(mhz),
+                ..Telemetry::default()
+            }),
+            samples_ns: row.samples_ns,
+            summary: row.summary,
+            ..BenchResult::from_key(key)
+        });
+        report
+    }
+
+    #[test]
+    fn a_compute_bound_change_in_time_counts_only_where_the_cycles_confirm_it() {
+        let verdict = |new: BenchReport| {
+            let rows = benchmarks(
+                &matmul_run(1000.0, 1980.0),
+                &new,
+                Some(0.02),
+                &History::default(),
+                &[],
+            );
+            (rows[0].verdict, rows[0].cycles_verdict, rows[0].why.clone())
+        };
+        // 25% slower in time at a 20% lower clock: the same cycles, so the clock may have made
+        // it. (One repetition a side: the stated floor's interval, about ±9%, cannot show them
+        // the same either.)
+        let (time, cycles, why) = verdict(matmul_run(1250.0, 1584.0));
+        assert_eq!((time, cycles), (Some(Verdict::Unclear), Some(Verdict::Unclear)));
+        let why = why.unwrap_or_default();
+        assert!(
+            why.contains("slower in time but unclear in cycles")
+                && why.contains("1980 MHz in the old run and 1584 MHz in the new")
+                && why.contains("--lock-clocks"),
+            "{why}"
+        );
+        // 50% slower in time at a 10% lower clock: slower in cycles too.
+        let (time, cycles, _) = verdict(matmul_run(1500.0, 1782.0));
+        assert_eq!((time, cycles), (Some(Verdict::Slower), Some(Verdict::Slower)));
+        // The same clock: the cycles are not judged, and the time stands.
+        let (time, cycles, _) = verdict(matmul_run(1250.0, 1980.0));
+        assert_eq!((time, cycles), (Some(Verdict::Slower), None));
     }
 
     /// `bench_run`'s one row on each GPU of `devices`, at `ns[i]` on the i-th.

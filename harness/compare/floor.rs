@@ -29,9 +29,13 @@ pub struct History {
     runs: Vec<BenchReport>,
 }
 
-/// The same run: the same host and start time (a copy of a compared file is no history).
+/// The same run (a copy of a compared file is no history): the same run id; for files without
+/// one (before schema minor 8), the same host and start time.
 pub(super) fn same_run(a: &BenchReport, b: &BenchReport) -> bool {
-    a.host.hostname == b.host.hostname && a.started == b.started
+    match (&a.run_id, &b.run_id) {
+        (Some(x), Some(y)) => x == y,
+        _ => a.host.hostname == b.host.hostname && a.started == b.started,
+    }
 }
 
 impl History {
@@ -97,7 +101,7 @@ impl History {
             else {
                 continue;
             };
-            let logs = log_medians(result);
+            let logs = result.log_medians();
             if logs.is_empty() {
                 continue;
             }
@@ -168,12 +172,8 @@ impl History {
         if old_env == new_env {
             return None;
         }
-        let figure = |r: &BenchResult| {
-            let logs = log_medians(r);
-            (!logs.is_empty()).then(|| mean(&logs))
-        };
         let side = |wanted: &str, compared: (&BenchReport, &BenchResult)| {
-            let mut figures = vec![figure(compared.1)?];
+            let mut figures = vec![compared.1.log_figure()?];
             let mut boots = BTreeSet::from([compared.0.host.boot_id.clone()]);
             for run in &self.runs {
                 if environment(run, combination).as_deref() != Some(wanted) {
@@ -182,7 +182,7 @@ impl History {
                 let found = (run.benchmarks.iter())
                     .find(|b| b.id == result.id && b.device_index() == result.device_index())
                     .filter(|b| b.status == Status::Measured)
-                    .and_then(figure);
+                    .and_then(BenchResult::log_figure);
                 if let Some(f) = found {
                     figures.push(f);
                     boots.insert(run.host.boot_id.clone());
@@ -201,17 +201,6 @@ impl History {
             one_boot: old_one_boot || new_one_boot,
         })
     }
-}
-
-/// A result's repetitions as the floors take them: each one's log median (those that are
-/// positive and finite).
-pub(super) fn log_medians(result: &BenchResult) -> Vec<f64> {
-    result
-        .repetition_medians()
-        .into_iter()
-        .filter(|m| *m > 0.0 && m.is_finite())
-        .map(f64::ln)
-        .collect()
 }
 
 /// What a run of `combination` was made on and with, as one comparable string; `None` when the
@@ -374,6 +363,21 @@ mod tests {
         let groups = runs(&[0.0, 0.004, -0.004], 0.01);
         let floor = learned(&[groups]).unwrap();
         assert!(floor.between_runs > 0.008, "{floor:?}");
+    }
+
+    #[test]
+    fn runs_started_in_one_second_are_two_runs_and_a_copy_is_one() {
+        let mut a = run_on("boot", 0, [1.0, 1.0, 1.0]);
+        let mut b = a.clone();
+        a.run_id = Some("a".into());
+        b.run_id = Some("b".into());
+        assert!(!same_run(&a, &b), "two runs started in one second");
+        assert!(same_run(&a, &a.clone()), "a copy of one run");
+        // Files without an id are known by their host and start time.
+        b.run_id = None;
+        assert!(same_run(&a, &b));
+        b.started = "2026-01-01T00:01:00Z".into();
+        assert!(!same_run(&a, &b));
     }
 
     /// A GPU run on boot `boot`, started at minute `minute`, its three repetitions at `medians`.

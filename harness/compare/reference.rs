@@ -52,22 +52,45 @@ pub fn gpu_model<'a>(run: &'a BenchReport, result: &BenchResult) -> Option<&'a s
     run.gpu.devices.get(index).map(|d| d.name.as_str())
 }
 
-/// The stack a run measured on, as far as a reference floor is concerned: the driver and the
-/// clock state (`locked at SM 1755 MHz on GPU 0`, `not locked`). A combination's libraries are
-/// a fixed factor within a boot, centred away ([`floor`]).
-fn stack(run: &BenchReport) -> String {
-    format!(
+/// The stack a row measured on, as far as a reference floor is concerned: the driver and the
+/// clock state (`locked at SM 1755 MHz on GPU 0`, `not locked`), and the versions of the
+/// libraries its kind rests on in its combination ([`BenchResult::rests_on`]). The other
+/// libraries of a combination do not move the row; a combination is a fixed factor within a
+/// boot, centred away ([`floor`]).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Stack {
+    /// `driver 580.95.05, clocks not locked`.
+    base: String,
+    /// `cublas 13.1.0, cublasLt 13.1.0`; empty for a row that rests on the driver alone.
+    libraries: String,
+}
+
+/// The stack `result` of `run` measured on.
+fn stack(run: &BenchReport, result: &BenchResult) -> Stack {
+    let base = format!(
         "driver {}, clocks {}",
         run.gpu.driver_version.as_deref().unwrap_or("unknown"),
         crate::bench::clocks::setting(&run.clocks_locked)
-    )
+    );
+    let rests_on = result.rests_on();
+    let libraries = (run.combinations.iter())
+        .find(|c| c.name == result.combination)
+        .map(|c| {
+            let versions: Vec<String> = (c.libraries.iter())
+                .filter(|l| rests_on.contains(&l.component.as_str()))
+                .map(|l| format!("{} {}", l.component, l.version.as_deref().unwrap_or("?")))
+                .collect();
+            versions.join(", ")
+        })
+        .unwrap_or_default();
+    Stack { base, libraries }
 }
 
 /// One reference group's runs, by boot, then combination: each as its repetitions' log medians.
 type Boots = BTreeMap<String, BTreeMap<String, Vec<f64>>>;
 
 /// A reference group: a benchmark kind on a stack.
-type Group = (String, String);
+type Group = (String, Stack);
 
 /// A group's boots as replicates: the combinations measured on every one of its boots, each
 /// centred on its own mean over those boots (its stack is a fixed factor), averaged repetition
@@ -114,10 +137,12 @@ fn per_boot(boots: &Boots) -> Option<Vec<Vec<f64>>> {
 /// Three committed boots leave two when one is compared, one degree of freedom per kind, so the
 /// variation between boots is pooled over the kinds bound by the same resource (the copy and
 /// the vector add, by the card's memory; the f32 matmuls, by its SMs' f32 pipes; the
-/// tensor-core matmuls, by its tensor cores and power cap), each kind about its own mean; the variation between repetitions is each combination's own, pooled the same
-/// way. A floor applies only to the GPU model, driver and clock state it was learned on, one of
-/// the compared runs' (a driver change is a factor, never noise), and says so. `None` when the
-/// row's kind was not measured on two boots of that stack, or the kinds hold too few boots.
+/// tensor-core matmuls, by its tensor cores and power cap), each kind about its own mean;
+/// the variation between repetitions is each combination's own, pooled the same way. A floor
+/// applies only to the GPU model, driver, clock state and library versions it was learned on,
+/// those a compared run measured the kind with (a driver or cuBLAS change is a factor, never
+/// noise), and says so. `None` when the row's kind was not measured on two boots of that stack,
+/// or the kinds hold too few boots.
 pub fn floor(
     runs: &[ReferenceRun],
     result: &BenchResult,
@@ -126,31 +151,37 @@ pub fn floor(
 ) -> Option<Floor> {
     let bound = result.bound()?;
     let wanted = kind(result);
-    let stacks: BTreeSet<String> = compared
+    let of_bound = |run: &BenchReport, other: &BenchResult| {
+        other.bound() == Some(bound) && gpu_model(run, other) == Some(model)
+    };
+    // Each kind of the bound on the stacks the compared runs measured it on.
+    let measured: BTreeSet<Group> = compared
         .iter()
-        .filter(|run| gpu_model(run, result) == Some(model))
-        .map(|run| stack(run))
+        .flat_map(|run| {
+            (run.benchmarks.iter())
+                .filter(|other| of_bound(run, other))
+                .map(|other| (kind(other), stack(run, other)))
+        })
         .collect();
     let mut groups: BTreeMap<Group, Boots> = BTreeMap::new();
     let mut cited: BTreeMap<Group, BTreeSet<&str>> = BTreeMap::new();
     for ReferenceRun { file, run } in runs {
-        let on = stack(run);
-        if !stacks.contains(&on) || compared.iter().any(|c| super::floor::same_run(run, c)) {
+        if compared.iter().any(|c| super::floor::same_run(run, c)) {
             continue;
         }
         let boot = run.host.boot_id.as_deref().unwrap_or(&run.started);
         for other in &run.benchmarks {
-            if other.status != Status::Measured
-                || other.bound() != Some(bound)
-                || gpu_model(run, other) != Some(model)
-            {
+            if other.status != Status::Measured || !of_bound(run, other) {
                 continue;
             }
-            let logs = super::floor::log_medians(other);
+            let group = (kind(other), stack(run, other));
+            if !measured.contains(&group) {
+                continue;
+            }
+            let logs = other.log_medians();
             if logs.is_empty() {
                 continue;
             }
-            let group = (kind(other), on.clone());
             (groups.entry(group.clone()).or_default())
                 .entry(boot.to_owned())
                 .or_default()
@@ -163,7 +194,7 @@ pub fn floor(
     per_boot(own.1)?;
     let pooled: Vec<(&Group, Vec<Vec<f64>>)> = groups
         .iter()
-        .filter(|((_, s), _)| *s == on)
+        .filter(|((_, s), _)| s.base == on.base)
         .filter_map(|(group, boots)| Some((group, per_boot(boots)?)))
         .collect();
     let between_boots =
@@ -197,7 +228,14 @@ pub fn floor(
         boots: boots.len(),
         cited: files.into_iter().map(str::to_owned).collect(),
         learned_on: Some(format!(
-            "{model}, {on}; the variation between boots of {} {} kind{} pooled",
+            "{model}, {}{}; the variation between boots of {} {} kind{} pooled, each on the \
+             library versions the compared runs measured it with",
+            on.base,
+            if on.libraries.is_empty() {
+                String::new()
+            } else {
+                format!(", {}", on.libraries)
+            },
             pooled.len(),
             bound.name(),
             if pooled.len() == 1 { "" } else { "s" }
@@ -304,6 +342,62 @@ mod tests {
         let runs = [boot("a", 1, 100.0), boot("b", 2, 100.3), third];
         let floor = super::floor(&runs, &probe.benchmarks[0], h100, &[&probe]).unwrap();
         assert_eq!((floor.runs, floor.boots), (3, 3), "{floor:?}");
+    }
+
+    /// `run`'s one benchmark made a cuBLAS f32 matmul (or left a copy), its combination
+    /// holding cuBLAS and cuBLASLt `cublas` and NVRTC `nvrtc`.
+    fn on_libraries(mut one: ReferenceRun, gemm: bool, cublas: &str, nvrtc: &str) -> ReferenceRun {
+        use crate::bench::model::LibraryVersion;
+        let library = |component: &str, version: &str| LibraryVersion {
+            component: component.into(),
+            path: format!("/lib/{component}.so").into(),
+            version: Some(version.into()),
+        };
+        one.run.combinations[0].libraries = vec![
+            library("cublas", cublas),
+            library("cublasLt", cublas),
+            library("nvrtc", nvrtc),
+        ];
+        if gemm {
+            let row = &mut one.run.benchmarks[0];
+            row.benchmark = "matmul".into();
+            row.parameters.implementation = Some("cublas".into());
+            row.parameters.precision = Some("f32".into());
+        }
+        one
+    }
+
+    #[test]
+    fn a_floor_applies_to_the_library_versions_its_kind_rests_on() {
+        let h100 = "NVIDIA H100 80GB HBM3";
+        let committed = |gemm: bool| {
+            [
+                ("a", [100.0, 100.1, 99.9]),
+                ("b", [100.2, 100.3, 100.1]),
+                ("c", [99.9, 100.0, 99.8]),
+            ]
+            .into_iter()
+            .enumerate()
+            .map(|(i, (boot, medians))| {
+                on_libraries(run(boot, i as u32, h100, medians), gemm, "12.9.1.4", "12.9.86")
+            })
+            .collect::<Vec<_>>()
+        };
+        let probe = |gemm: bool, cublas: &str, nvrtc: &str| {
+            on_libraries(run("d", 9, h100, [100.0; 3]), gemm, cublas, nvrtc).run
+        };
+        let floor_of = |runs: &[ReferenceRun], probe: &BenchReport| {
+            super::floor(runs, &probe.benchmarks[0], h100, &[probe])
+        };
+        let gemms = committed(true);
+        let same = floor_of(&gemms, &probe(true, "12.9.1.4", "13.0.88")).expect("a floor");
+        let learned_on = same.learned_on.unwrap_or_default();
+        assert!(learned_on.contains("cublas 12.9.1.4, cublasLt 12.9.1.4"), "{learned_on}");
+        // Another cuBLAS is another stack for a GEMM.
+        assert_eq!(floor_of(&gemms, &probe(true, "13.1.0", "12.9.86")), None);
+        // A copy rests on the driver alone: no library version changes its stack.
+        let copies = committed(false);
+        assert!(floor_of(&copies, &probe(false, "13.1.0", "13.0.88")).is_some());
     }
 
     #[test]

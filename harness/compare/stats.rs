@@ -56,6 +56,22 @@ impl Verdict {
             Verdict::Unclear => "unclear",
         }
     }
+
+    /// The way the verdict shows a change: 1 slower, -1 faster, 0 neither.
+    fn direction(self) -> i8 {
+        match self {
+            Verdict::Slower | Verdict::SlowerBelowThreshold => 1,
+            Verdict::Faster | Verdict::FasterBelowThreshold => -1,
+            Verdict::Same | Verdict::Unclear => 0,
+        }
+    }
+
+    /// Whether the row's verdict in cycles confirms this verdict in time, as nvbench's robust
+    /// compare confirms a gap on a kernel whose clock moved: a change in time counts only where
+    /// the cycles show it the same way; no change needs no confirming.
+    pub fn confirmed_by(self, cycles: Verdict) -> bool {
+        self.direction() == 0 || self.direction() == cycles.direction()
+    }
 }
 
 /// The least threshold a row takes from its evidence: nvbench's robust compare needs a 0.5% gap

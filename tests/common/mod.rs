@@ -186,7 +186,12 @@ pub fn stackbench_bin() -> PathBuf {
 /// (give it a fresh directory) and LD_LIBRARY_PATH, CUDA_HOME, NO_COLOR and the like are unset
 /// unless the test sets them, so no result depends on this host's own CUDA set-up.
 pub fn isolated_stackbench(home: &Path) -> assert_cmd::Command {
-    let mut command = assert_cmd::Command::new(stackbench_bin());
+    isolated(&stackbench_bin(), home)
+}
+
+/// `program` with nothing of this host's environment but a PATH, HOME `home`.
+fn isolated(program: &Path, home: &Path) -> assert_cmd::Command {
+    let mut command = assert_cmd::Command::new(program);
     command
         .env_clear()
         .env("PATH", "/usr/local/bin:/usr/bin:/bin")
@@ -439,11 +444,42 @@ pub fn simulator() -> &'static Simulator {
 /// `dir/profile.toml`, the simulated libraries' calls traced to `dir/trace.jsonl` (see
 /// [`simulator_trace`]). Add the command's own arguments.
 pub fn on_simulator(dir: &Path, toml: &str, command: &[&str]) -> assert_cmd::Command {
-    let sim = simulator();
     std::fs::create_dir_all(dir).expect("the run's directory");
+    simulated(isolated_stackbench(dir), dir, toml, command)
+}
+
+/// [`on_simulator`]'s command on a kernel boot of its own: run in a mount namespace of its own
+/// in which `/proc/sys/kernel/random/boot_id` reads `boot_id`, so that runs of one machine are
+/// taken for runs of separate boots. Mounting needs root.
+pub fn on_simulator_booted(
+    dir: &Path,
+    toml: &str,
+    command: &[&str],
+    boot_id: &str,
+) -> assert_cmd::Command {
+    std::fs::create_dir_all(dir).expect("the run's directory");
+    let file = dir.join("boot_id");
+    std::fs::write(&file, format!("{boot_id}\n")).expect("write the boot id");
+    let mut unshare = isolated(Path::new("/usr/bin/unshare"), dir);
+    unshare
+        .args(["--mount", "--propagation", "private", "sh", "-c"])
+        .arg(r#"mount --bind "$0" /proc/sys/kernel/random/boot_id && exec "$@""#)
+        .arg(&file)
+        .arg(stackbench_bin());
+    simulated(unshare, dir, toml, command)
+}
+
+/// `stackbench`, however it is started, given `command` on the simulated GPU of the profile
+/// `toml`, its files in `dir`.
+fn simulated(
+    mut stackbench: assert_cmd::Command,
+    dir: &Path,
+    toml: &str,
+    command: &[&str],
+) -> assert_cmd::Command {
+    let sim = simulator();
     let profile = dir.join("profile.toml");
     std::fs::write(&profile, toml).expect("write the profile");
-    let mut stackbench = isolated_stackbench(dir);
     stackbench
         .env("STACKBENCH_SIM_PROFILE", &profile)
         .env("STACKBENCH_SIM_TRACE", dir.join("trace.jsonl"))
