@@ -110,6 +110,16 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> anyhow::Result<ExitCode>
                 options::Runs::Latest(dir, kind) => {
                     compare::load::latest(&dir, kind).map_err(compare::CompareError::from)?
                 }
+                options::Runs::Fleet(fleet) => {
+                    let report = crate::fleet::compare(&fleet)?;
+                    let bytes = report::fleet(report_options.format, &report)?;
+                    output::write(&report_options.destination, &bytes)?;
+                    return Ok(ExitCode::from(if report.has_findings() {
+                        EXIT_FINDINGS
+                    } else {
+                        EXIT_CLEAN
+                    }));
+                }
                 options::Runs::Calibrate(files) => {
                     let calibration =
                         compare::calibrate::calibrate(&files, compare_options.threshold)?;
@@ -138,7 +148,43 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> anyhow::Result<ExitCode>
             output::write(&report_options.destination, &bytes)?;
             !report.outliers.is_empty()
         }
+        Command::Ingest(args) => {
+            let (paths, store, report_options) = options::ingest(args, cli.color);
+            let files = history::expand(&paths)?;
+            let report = crate::store::ingest::ingest(&crate::store::Store::at(&store), &files)?;
+            for file in &report.passed_over {
+                eprintln!(
+                    "ingest: passed over {}: {}",
+                    file.path.display(),
+                    file.reason
+                );
+            }
+            let bytes = report::ingest(report_options.format, &report)?;
+            output::write(&report_options.destination, &bytes)?;
+            !report.passed_over.is_empty()
+        }
         Command::Report(args) => {
+            if let Some(store) = &args.store {
+                let selector = match &args.select {
+                    Some(text) => Some(
+                        text.parse::<crate::fleet::select::Selector>()
+                            .map_err(crate::error::OptionsError::from)?,
+                    ),
+                    None => None,
+                };
+                let store = crate::store::Store::at(store);
+                let history = crate::fleet::nights::history(&store, selector.as_ref())?;
+                if history.runs.is_empty() {
+                    return Err(history::HistoryError::Empty {
+                        looked_in: format!("the store {}", store.dir().display()),
+                        passed_over: 0,
+                    }
+                    .into());
+                }
+                let bytes = report::history(args.format, &history)?;
+                output::write(&options::destination(args.output), &bytes)?;
+                return Ok(ExitCode::from(EXIT_CLEAN));
+            }
             let (files, looked_in) = if args.files.is_empty() {
                 let files = history::files_in(&args.results)?;
                 (files, args.results.display().to_string())

@@ -71,6 +71,13 @@ pub enum Command {
     /// slower than its same-model peers, or a node whose checks fail, is an outlier: exit 1.
     #[command(after_help = "Guide: doc/merge.md")]
     Merge(MergeArgs),
+    /// Append runs to the history store: one long Parquet table that DuckDB reads as it is.
+    ///
+    /// The bench and check runs among the files given (a directory stands for the JSON files
+    /// directly in it), each once: a run the store holds already is left as it is. Partitioned
+    /// by day, Hive-style; `compare --fleet` and DuckDB, ClickHouse or pandas query it.
+    #[command(after_help = "Guide: doc/ingest.md")]
+    Ingest(IngestArgs),
     /// Find every CUDA installation and read every library in it, without loading it.
     ///
     /// Each library's version, ELF class, dependencies, search paths, the libraries it opens at
@@ -393,7 +400,7 @@ pub struct BenchArgs {
 pub struct CompareArgs {
     /// The earlier run's result file (JSON).
     #[arg(
-        required_unless_present_any = ["latest", "calibrate"],
+        required_unless_present_any = ["latest", "calibrate", "fleet"],
         requires = "new",
         display_order = 0,
         help_heading = "Which runs"
@@ -424,12 +431,33 @@ pub struct CompareArgs {
         help_heading = "Which runs"
     )]
     pub calibrate: Vec<PathBuf>,
+    /// Two groups of the fleet's runs in the store, each a selector (`driver=570.*`,
+    /// `driver=580.*,model=*H100*`): per benchmark, the shift of the group median across nodes,
+    /// and the nodes beyond their own group.
+    #[arg(
+        long,
+        num_args = 2,
+        value_names = ["OLD", "NEW"],
+        conflicts_with_all = ["old", "latest", "calibrate"],
+        display_order = 4,
+        help_heading = "Which runs"
+    )]
+    pub fleet: Vec<String>,
+    /// The history store --fleet reads (`stackbench ingest` fills it).
+    #[arg(
+        long,
+        value_name = "DIR",
+        default_value = crate::store::DEFAULT_DIR,
+        display_order = 5,
+        help_heading = "Which runs"
+    )]
+    pub store: PathBuf,
     /// Where --latest looks for runs, and where earlier runs teach each benchmark's noise floor.
     #[arg(
         long,
         value_name = "DIR",
         default_value = "results",
-        display_order = 4,
+        display_order = 6,
         help_heading = "Which runs"
     )]
     pub results: PathBuf,
@@ -444,6 +472,24 @@ pub struct CompareArgs {
     /// Compare runs made on different GPUs (their figures say little about the software).
     #[arg(long, help_heading = "Verdicts")]
     pub allow_different_gpus: bool,
+    #[command(flatten)]
+    pub report: ReportArgs,
+}
+
+/// Arguments of `ingest`.
+#[derive(Debug, Args)]
+pub struct IngestArgs {
+    /// Result files (JSON) or directories of them.
+    #[arg(required = true, help_heading = "Which runs")]
+    pub files: Vec<PathBuf>,
+    /// The store to append to (created if need be).
+    #[arg(
+        long,
+        value_name = "DIR",
+        default_value = crate::store::DEFAULT_DIR,
+        help_heading = "Which runs"
+    )]
+    pub store: PathBuf,
     #[command(flatten)]
     pub report: ReportArgs,
 }
@@ -474,6 +520,24 @@ pub struct HistoryArgs {
         help_heading = "Which runs"
     )]
     pub results: PathBuf,
+    /// A fleet's nights from this history store (`stackbench ingest` fills it) instead of
+    /// files: each benchmark's median and quartiles across the nodes, night after night, a line
+    /// per combination and driver.
+    #[arg(
+        long,
+        value_name = "DIR",
+        conflicts_with_all = ["files", "results"],
+        help_heading = "Which runs"
+    )]
+    pub store: Option<PathBuf>,
+    /// With --store, the rows to report (`model=*H100*,date=2026-11-*`).
+    #[arg(
+        long,
+        value_name = "SELECTOR",
+        requires = "store",
+        help_heading = "Which runs"
+    )]
+    pub select: Option<String>,
     /// The page's format.
     #[arg(long, value_enum, default_value_t = PageFormat::Html, help_heading = "Output")]
     pub format: PageFormat,

@@ -26,6 +26,8 @@ pub enum OptionsError {
     NoRunsToCompare,
     #[error(transparent)]
     Config(#[from] crate::check::config::ConfigError),
+    #[error(transparent)]
+    BadSelector(#[from] crate::fleet::select::SelectorError),
     #[error("cannot find stackbench's own executable to start worker processes ({0}); run it by its path, or use --no-load")]
     NoExecutable(std::io::Error),
 }

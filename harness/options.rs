@@ -244,6 +244,8 @@ pub enum Runs {
     Latest(PathBuf, crate::compare::load::Kind),
     /// Every pair of these A/A bench runs (`--calibrate`).
     Calibrate(Vec<PathBuf>),
+    /// Two groups of the store's runs (`--fleet`).
+    Fleet(crate::fleet::FleetOptions),
 }
 
 /// `compare`'s options: the two runs, how to judge, how to report.
@@ -270,11 +272,28 @@ pub fn compare(
     if !args.calibrate.is_empty() {
         return Ok((Runs::Calibrate(args.calibrate), options, report));
     }
+    if let [old, new] = args.fleet.as_slice() {
+        let fleet = crate::fleet::FleetOptions {
+            store: args.store,
+            old: old.parse()?,
+            new: new.parse()?,
+            threshold: options.threshold,
+        };
+        return Ok((Runs::Fleet(fleet), options, report));
+    }
     match (args.latest, args.old, args.new) {
         (Some(kind), _, _) => Ok((Runs::Latest(args.results, kind), options, report)),
         (None, Some(old), Some(new)) => Ok((Runs::Files(old, new), options, report)),
         _ => Err(OptionsError::NoRunsToCompare),
     }
+}
+
+/// `ingest`'s options: the files, the store, how to report.
+pub fn ingest(
+    args: crate::cli::IngestArgs,
+    color: ColorChoice,
+) -> (Vec<PathBuf>, PathBuf, ReportOptions) {
+    (args.files, args.store, report(args.report, color))
 }
 
 /// `merge`'s options: the files, how to report.

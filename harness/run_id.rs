@@ -38,10 +38,7 @@ mod tests {
             format_v4([0xff; 16]),
             "ffffffff-ffff-4fff-bfff-ffffffffffff"
         );
-        assert_eq!(
-            format_v4([0; 16]),
-            "00000000-0000-4000-8000-000000000000"
-        );
+        assert_eq!(format_v4([0; 16]), "00000000-0000-4000-8000-000000000000");
     }
 
     #[test]

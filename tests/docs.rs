@@ -101,6 +101,7 @@ pages! {
     bench => "doc/bench.md",
     compare => "doc/compare.md",
     merge => "doc/merge.md",
+    ingest => "doc/ingest.md",
     report => "doc/report.md",
     schemas => "doc/schemas.md",
     statistics => "doc/statistics.md",

@@ -203,7 +203,11 @@ fn a_driver_8_percent_slower_with_three_runs_of_history_a_side_is_slower_on_most
     let runs: Vec<(usize, PathBuf)> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..8)
             .map(|i| {
-                let (side, toml) = if i < 4 { (0, UNKIND) } else { (1, upgraded.as_str()) };
+                let (side, toml) = if i < 4 {
+                    (0, UNKIND)
+                } else {
+                    (1, upgraded.as_str())
+                };
                 let dir = home.path().join(format!("run{i}"));
                 let toml = toml.to_owned();
                 s.spawn(move || {
@@ -213,19 +217,28 @@ fn a_driver_8_percent_slower_with_three_runs_of_history_a_side_is_slower_on_most
                 })
             })
             .collect();
-        handles.into_iter().map(|h| h.join().expect("a bench run")).collect()
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a bench run"))
+            .collect()
     });
     for (i, (_, run)) in runs.iter().enumerate() {
         std::fs::copy(run, history.join(format!("run{i}.json"))).expect("copy into the history");
     }
     let side = |which: usize| -> Vec<&PathBuf> {
-        runs.iter().filter(|(s, _)| *s == which).map(|(_, p)| p).collect()
+        runs.iter()
+            .filter(|(s, _)| *s == which)
+            .map(|(_, p)| p)
+            .collect()
     };
     let (old, new) = (side(0), side(1));
 
     let (_, report) = compare(home.path(), old[0], new[0], &history);
     let rows = gpu_rows(&report);
-    let verdicts: Vec<&str> = rows.iter().map(|r| r["verdict"].as_str().unwrap_or("")).collect();
+    let verdicts: Vec<&str> = rows
+        .iter()
+        .map(|r| r["verdict"].as_str().unwrap_or(""))
+        .collect();
     for row in &rows {
         assert_eq!(row["environment_runs"], serde_json::json!([4, 4]), "{row}");
     }

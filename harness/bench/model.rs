@@ -525,7 +525,10 @@ impl BenchResult {
     /// cuBLASLt for a cuBLAS GEMM, NVRTC for a kernel it compiled, NCCL for a collective;
     /// none for a copy, which is the driver's alone.
     pub fn rests_on(&self) -> &'static [&'static str] {
-        match (self.benchmark.as_str(), self.parameters.implementation.as_deref()) {
+        match (
+            self.benchmark.as_str(),
+            self.parameters.implementation.as_deref(),
+        ) {
             ("nccl", _) => &["nccl"],
             ("matmul", Some(i)) if i.starts_with("cublas") => &["cublas", "cublasLt"],
             (_, Some("nvrtc")) => &["nvrtc"],

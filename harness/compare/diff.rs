@@ -718,7 +718,10 @@ mod tests {
         // it. (One repetition a side: the stated floor's interval, about ±9%, cannot show them
         // the same either.)
         let (time, cycles, why) = verdict(matmul_run(1250.0, 1584.0));
-        assert_eq!((time, cycles), (Some(Verdict::Unclear), Some(Verdict::Unclear)));
+        assert_eq!(
+            (time, cycles),
+            (Some(Verdict::Unclear), Some(Verdict::Unclear))
+        );
         let why = why.unwrap_or_default();
         assert!(
             why.contains("slower in time but unclear in cycles")
@@ -728,7 +731,10 @@ mod tests {
         );
         // 50% slower in time at a 10% lower clock: slower in cycles too.
         let (time, cycles, _) = verdict(matmul_run(1500.0, 1782.0));
-        assert_eq!((time, cycles), (Some(Verdict::Slower), Some(Verdict::Slower)));
+        assert_eq!(
+            (time, cycles),
+            (Some(Verdict::Slower), Some(Verdict::Slower))
+        );
         // The same clock: the cycles are not judged, and the time stands.
         let (time, cycles, _) = verdict(matmul_run(1250.0, 1980.0));
         assert_eq!((time, cycles), (Some(Verdict::Slower), None));

@@ -379,7 +379,12 @@ mod tests {
             .into_iter()
             .enumerate()
             .map(|(i, (boot, medians))| {
-                on_libraries(run(boot, i as u32, h100, medians), gemm, "12.9.1.4", "12.9.86")
+                on_libraries(
+                    run(boot, i as u32, h100, medians),
+                    gemm,
+                    "12.9.1.4",
+                    "12.9.86",
+                )
             })
             .collect::<Vec<_>>()
         };
@@ -392,7 +397,10 @@ mod tests {
         let gemms = committed(true);
         let same = floor_of(&gemms, &probe(true, "12.9.1.4", "13.0.88")).expect("a floor");
         let learned_on = same.learned_on.unwrap_or_default();
-        assert!(learned_on.contains("cublas 12.9.1.4, cublasLt 12.9.1.4"), "{learned_on}");
+        assert!(
+            learned_on.contains("cublas 12.9.1.4, cublasLt 12.9.1.4"),
+            "{learned_on}"
+        );
         // Another cuBLAS is another stack for a GEMM.
         assert_eq!(floor_of(&gemms, &probe(true, "13.1.0", "12.9.86")), None);
         // A copy rests on the driver alone: no library version changes its stack.

@@ -286,6 +286,42 @@ pub(crate) fn median(values: &mut [f64]) -> f64 {
     }
 }
 
+/// Fewest nodes a side of a fleet comparison needs: its median's interval comes from the
+/// spread between its nodes.
+pub const MIN_NODES: usize = 3;
+
+/// Resamples of a fleet comparison's bootstrap.
+const NODE_RESAMPLES: usize = 2000;
+
+/// The shift between two groups' medians, `old` and `new` being one log figure per node (the
+/// nodes are the replicates): new over old, with a 99% percentile-bootstrap interval over the
+/// nodes of each group (fixed seed, so the same store gives the same interval). `None` when a
+/// group has fewer than [`MIN_NODES`].
+pub fn median_shift(old: &[f64], new: &[f64]) -> Option<Ratio> {
+    if old.len() < MIN_NODES || new.len() < MIN_NODES {
+        return None;
+    }
+    let point = median(&mut new.to_vec()) - median(&mut old.to_vec());
+    let mut random = Random(0x5EED_F1EE7);
+    let mut resample = |values: &[f64], scratch: &mut Vec<f64>| {
+        scratch.clear();
+        scratch.extend((0..values.len()).map(|_| values[random.below(values.len())]));
+        median(scratch)
+    };
+    let (mut a, mut b) = (Vec::with_capacity(old.len()), Vec::with_capacity(new.len()));
+    let mut shifts: Vec<f64> = (0..NODE_RESAMPLES)
+        .map(|_| resample(new, &mut b) - resample(old, &mut a))
+        .collect();
+    shifts.sort_by(f64::total_cmp);
+    let at =
+        |q: f64| shifts[((q * (shifts.len() - 1) as f64).round() as usize).min(shifts.len() - 1)];
+    Some(Ratio {
+        ratio: point.exp(),
+        low: at(TAIL).exp().min(point.exp()),
+        high: at(1.0 - TAIL).exp().max(point.exp()),
+    })
+}
+
 /// SplitMix64: a fixed seed, so the same two runs always get the same interval.
 struct Random(u64);
 

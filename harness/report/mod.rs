@@ -5,6 +5,7 @@ mod bench;
 mod calibration;
 mod compare;
 mod csv;
+mod fleet;
 mod html;
 mod json;
 mod junit;
@@ -13,6 +14,7 @@ mod node;
 mod openmetrics;
 mod roofline_svg;
 mod svg;
+mod table;
 mod terminal;
 
 use crate::bench::model::BenchReport;
@@ -69,6 +71,7 @@ pub fn exporter_for(options: &crate::options::ReportOptions) -> Box<dyn Exporter
 }
 
 pub use calibration::calibration;
+pub use fleet::{fleet, ingest};
 
 /// The history of runs (`stackbench report`) as a page: HTML with charts, Markdown without, or
 /// JSON.

@@ -619,23 +619,13 @@ fn status_cell(status: Status) -> (&'static str, &'static str) {
 impl Terminal {
     /// An aligned table, indented by two spaces, the header dim.
     fn table(&self, out: &mut String, header: &[&str], rows: &[Vec<String>]) {
-        let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-        for row in rows {
-            for (width, cell) in widths.iter_mut().zip(row) {
-                *width = (*width).max(cell.chars().count());
-            }
+        let text = super::table::aligned(header, rows);
+        let mut lines = text.lines();
+        if let Some(first) = lines.next() {
+            let _ = writeln!(out, "{}", self.paint(DIM, first));
         }
-        let line = |cells: Vec<&str>| {
-            let padded: Vec<String> = cells
-                .iter()
-                .zip(&widths)
-                .map(|(cell, width)| format!("{cell:<width$}"))
-                .collect();
-            format!("  {}", padded.join("  ").trim_end())
-        };
-        let _ = writeln!(out, "{}", self.paint(DIM, &line(header.to_vec())));
-        for row in rows {
-            let _ = writeln!(out, "{}", line(row.iter().map(String::as_str).collect()));
+        for line in lines {
+            let _ = writeln!(out, "{line}");
         }
     }
 

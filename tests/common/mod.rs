@@ -9,26 +9,41 @@
 #![allow(clippy::disallowed_methods)]
 #![allow(dead_code)]
 
+pub mod fleet;
 pub mod image;
 
 use std::path::{Path, PathBuf};
 
-/// A validator `ci/fetch-ci-tools` builds (ci/test runs it first): `bin/NAME` under
-/// `$STACKBENCH_CI_TOOLS`, else `<repo>/.ci-tools`; missing, the test fails saying how to fetch it.
-pub fn ci_tool(name: &str) -> PathBuf {
-    let tools = std::env::var_os("STACKBENCH_CI_TOOLS")
+/// Where `ci/fetch-ci-tools` builds its folder (ci/test runs it first): `$STACKBENCH_CI_TOOLS`,
+/// else `<repo>/.ci-tools`.
+fn ci_tools() -> PathBuf {
+    std::env::var_os("STACKBENCH_CI_TOOLS")
         .filter(|d| !d.is_empty())
         .map_or_else(
             || Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci-tools"),
             PathBuf::from,
-        );
-    let tool = tools.join("bin").join(name);
+        )
+}
+
+/// `path` under the CI tools' folder; missing, the test fails saying how to fetch it.
+fn ci_tools_file(path: &str) -> PathBuf {
+    let file = ci_tools().join(path);
     assert!(
-        tool.is_file(),
+        file.exists(),
         "{} is missing: run ci/fetch-ci-tools (ci/test does)",
-        tool.display()
+        file.display()
     );
-    tool
+    file
+}
+
+/// A validator `ci/fetch-ci-tools` builds: `bin/NAME` under its folder.
+pub fn ci_tool(name: &str) -> PathBuf {
+    ci_tools_file(&format!("bin/{name}"))
+}
+
+/// The Python of `ci/fetch-ci-tools`' venv, which has DuckDB.
+pub fn ci_tool_venv_python() -> PathBuf {
+    ci_tools_file("venv/bin/python3")
 }
 
 /// Where the fixtures are expected: `$STACKBENCH_TOOLKITS`, else `<repo>/.toolkits`.

@@ -1,0 +1,211 @@
+//! The store's one long table: a row per benchmark of a bench run and per check of a check run,
+//! each carrying its run's identity and environment, so that any query needs no other file.
+
+use crate::bench::model::{BenchReport, BenchResult, Status as BenchStatus};
+use crate::check::model::CheckReport;
+use crate::gpu::{Gpu, GpuInfo};
+
+/// One row of the store.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    /// The run's id: its `run_id`, or for a file without one, `<command>:<host>:<started>`.
+    pub run_id: String,
+    /// `bench` or `check`.
+    pub command: String,
+    /// When the run started, RFC 3339 in UTC, as its file says.
+    pub started: String,
+    /// The same instant, microseconds since the Unix epoch (the Parquet timestamp).
+    pub started_us: i64,
+    pub host: String,
+    pub boot_id: Option<String>,
+    pub stackbench: String,
+    /// NVML's index of the GPU the row ran on (dcgm-exporter's `gpu`), not CUDA's ordinal.
+    pub gpu: Option<u32>,
+    pub gpu_uuid: Option<String>,
+    /// As dcgm-exporter writes it: `00000000:1B:00.0`.
+    pub pci_bus_id: Option<String>,
+    pub model: Option<String>,
+    pub driver: Option<String>,
+    /// The newest CUDA the driver supports (`cuDriverGetVersion`).
+    pub cuda: Option<String>,
+    pub combination: String,
+    /// The combination's libraries and versions: `cudart 13.0, cublas 13.1.0`.
+    pub libraries: String,
+    /// `not locked`, or the clocks the run was locked at.
+    pub clocks: String,
+    pub simulated: bool,
+    /// The benchmark's or check's id within its run (it holds the combination).
+    pub row_id: String,
+    /// The id without the combination: the same measurement across combinations and hosts.
+    pub kind: String,
+    /// A bench row's figure: the geometric mean of its repetitions' medians.
+    pub figure: Option<f64>,
+    /// `ns` for a bench row's figure.
+    pub unit: Option<String>,
+    /// `measured`, `skipped`, `failed`; `pass`, `warn`, `skip`, `fail`.
+    pub status: String,
+    /// Whether the output verified, where it was checked.
+    pub verified: Option<bool>,
+    pub q1: Option<f64>,
+    pub q3: Option<f64>,
+    /// The samples kept, whole nanoseconds.
+    pub samples: Vec<i64>,
+}
+
+/// A run's rows, as the store keeps them; a run whose start time does not read as RFC 3339
+/// has none (it could not be placed in time).
+pub fn of_bench(run: &BenchReport) -> Vec<Row> {
+    let Some(started_us) = crate::timestamp::parse_rfc3339_us(&run.started) else {
+        return Vec::new();
+    };
+    let run_id = run_id(
+        run.run_id.as_deref(),
+        "bench",
+        &run.host.hostname,
+        &run.started,
+    );
+    let clocks = crate::bench::clocks::setting(&run.clocks_locked);
+    run.benchmarks
+        .iter()
+        .map(|result| {
+            let gpu = gpu_of(&run.gpu, result);
+            let combination = run
+                .combinations
+                .iter()
+                .find(|c| c.name == result.combination);
+            let measured = result.status == BenchStatus::Measured;
+            Row {
+                run_id: run_id.clone(),
+                command: "bench".into(),
+                started: run.started.clone(),
+                started_us,
+                host: run.host.hostname.clone(),
+                boot_id: run.host.boot_id.clone(),
+                stackbench: run.host.stackbench_version.clone(),
+                gpu: gpu.map(|g| g.index),
+                gpu_uuid: gpu.and_then(|g| g.uuid.clone()),
+                pci_bus_id: gpu.and_then(|g| g.pci_bus_id.as_deref().map(dcgm_bus_id)),
+                model: gpu.map(|g| g.name.clone()),
+                driver: run.gpu.driver_version.clone(),
+                cuda: combination.and_then(|c| c.driver_cuda_version.clone()),
+                combination: result.combination.clone(),
+                libraries: combination
+                    .map_or_else(String::new, |c| c.library_versions().join(", ")),
+                clocks: clocks.clone(),
+                simulated: combination.map_or(run.simulated, |c| c.simulated),
+                row_id: result.id.clone(),
+                kind: crate::compare::reference::kind(result),
+                figure: measured
+                    .then(|| result.log_figure().map(f64::exp))
+                    .flatten(),
+                unit: measured.then(|| "ns".to_owned()),
+                status: result.status.name().to_owned(),
+                verified: result.verified.as_ref().map(|v| v.passed),
+                q1: result.summary.map(|s| s.q1_ns),
+                q3: result.summary.map(|s| s.q3_ns),
+                samples: result
+                    .samples_ns
+                    .iter()
+                    .map(|ns| ns.round() as i64)
+                    .collect(),
+            }
+        })
+        .collect()
+}
+
+/// A check run's rows: one per check of each combination.
+pub fn of_check(run: &CheckReport) -> Vec<Row> {
+    let Some(started_us) = crate::timestamp::parse_rfc3339_us(&run.started) else {
+        return Vec::new();
+    };
+    let run_id = run_id(None, "check", &run.host.hostname, &run.started);
+    run.combinations
+        .iter()
+        .flat_map(|c| c.checks.iter().map(move |check| (c, check)))
+        .map(|(c, check)| {
+            let gpu = match &check.device {
+                Some(key) => by_key(&run.gpu, key),
+                None => run.gpu.devices.first(),
+            };
+            let libraries: Vec<String> = (c.libraries.iter())
+                .map(|l| format!("{} {}", l.component, l.version.as_deref().unwrap_or("?")))
+                .collect();
+            Row {
+                run_id: run_id.clone(),
+                command: "check".into(),
+                started: run.started.clone(),
+                started_us,
+                host: run.host.hostname.clone(),
+                boot_id: run.host.boot_id.clone(),
+                stackbench: run.host.stackbench_version.clone(),
+                gpu: gpu.map(|g| g.index),
+                gpu_uuid: gpu.and_then(|g| g.uuid.clone()),
+                pci_bus_id: gpu.and_then(|g| g.pci_bus_id.as_deref().map(dcgm_bus_id)),
+                model: gpu.map(|g| g.name.clone()),
+                driver: run.gpu.driver_version.clone(),
+                cuda: None,
+                combination: c.name.clone(),
+                libraries: libraries.join(", "),
+                clocks: crate::bench::clocks::setting(&[]),
+                simulated: run.simulated,
+                row_id: format!("{}/{}", c.name, check.id),
+                kind: check.id.clone(),
+                figure: None,
+                unit: None,
+                status: check.status.name().to_owned(),
+                verified: None,
+                q1: None,
+                q3: None,
+                samples: Vec::new(),
+            }
+        })
+        .collect()
+}
+
+/// A run's id in the store: its own, else one made of what names it in files without one.
+fn run_id(own: Option<&str>, command: &str, host: &str, started: &str) -> String {
+    own.map_or_else(|| format!("{command}:{host}:{started}"), str::to_owned)
+}
+
+/// The GPU (as NVML listed it) a result ran on: the one of its device's UUID, else of its CUDA
+/// ordinal's place in the list; a one-GPU run's rows are its first GPU's.
+fn gpu_of<'a>(info: &'a GpuInfo, result: &BenchResult) -> Option<&'a Gpu> {
+    match &result.device {
+        Some(key) => by_key(info, key),
+        None if result.side == crate::bench::model::Side::Gpu => info.devices.first(),
+        None => None,
+    }
+}
+
+/// The GPU of `key`: by UUID where both have one, else the CUDA ordinal's place in the list.
+fn by_key<'a>(info: &'a GpuInfo, key: &crate::devices::DeviceKey) -> Option<&'a Gpu> {
+    let by_uuid = key
+        .uuid
+        .as_ref()
+        .and_then(|uuid| (info.devices.iter()).find(|g| g.uuid.as_deref() == Some(uuid.as_str())));
+    by_uuid.or_else(|| info.devices.get(key.index as usize))
+}
+
+/// A PCI bus id as dcgm-exporter labels it: an 8-digit domain, upper-case hex
+/// (`0000:1b:00.0` → `00000000:1B:00.0`).
+pub fn dcgm_bus_id(id: &str) -> String {
+    let upper = id.to_ascii_uppercase();
+    match upper.split_once(':') {
+        Some((domain, rest)) if domain.len() < 8 && rest.contains(':') => {
+            format!("{domain:0>8}:{rest}")
+        }
+        _ => upper,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bus_ids_read_as_dcgm_exporter_writes_them() {
+        assert_eq!(dcgm_bus_id("0000:1b:00.0"), "00000000:1B:00.0");
+        assert_eq!(dcgm_bus_id("00000000:1B:00.0"), "00000000:1B:00.0");
+        assert_eq!(dcgm_bus_id("garbage"), "GARBAGE");
+    }
+}
