@@ -495,6 +495,8 @@ fn latest_compares_the_two_newest_runs_of_a_kind_in_the_results_directory() {
     let write = |name: &str, started: &str, factor: f64| {
         let mut copy = run.clone();
         copy["started"] = Value::from(started);
+        // Each file is a run of its own (a copy of one file would be one run).
+        copy["run_id"] = Value::from(name);
         for row in copy["benchmarks"].as_array_mut().unwrap() {
             if let Some(samples) = row["samples_ns"].as_array_mut() {
                 for s in samples.iter_mut() {

@@ -36,6 +36,7 @@ fn six_repetitions() -> &'static Value {
 fn with_repetitions(run: &Value, keep: &[usize], name: &str) -> PathBuf {
     let mut part = run.clone();
     part["repeat"] = Value::from(keep.len());
+    part["run_id"] = Value::from(name);
     for row in part["benchmarks"].as_array_mut().unwrap() {
         let repetitions = row["repetitions"].as_array().unwrap().clone();
         let samples = row["samples_ns"].as_array().unwrap().clone();
@@ -129,6 +130,7 @@ fn as_minor_0(run: &Value, name: &str) -> PathBuf {
     let mut old = run.clone();
     let object = old.as_object_mut().unwrap();
     object.remove("schema_minor");
+    object.remove("run_id");
     object.remove("repeat");
     for row in old["benchmarks"].as_array_mut().unwrap() {
         row.as_object_mut().unwrap().remove("repetitions");
@@ -191,6 +193,8 @@ fn the_noise_floor_is_learned_from_earlier_runs_leaving_out_the_compared_ones() 
     for (at, factor) in [(1, 1.0), (2, 1.5), (3, 0.6)] {
         let mut earlier = run.clone();
         earlier["started"] = Value::from(format!("2026-01-01T00:0{at}:00Z"));
+        // A run of its own, not a copy of the compared one.
+        earlier["run_id"] = Value::from(format!("earlier-{at}"));
         for row in earlier["benchmarks"].as_array_mut().unwrap() {
             for s in row["samples_ns"].as_array_mut().unwrap().iter_mut() {
                 *s = Value::from(s.as_f64().unwrap() * factor);

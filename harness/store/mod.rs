@@ -11,7 +11,11 @@ pub mod rows;
 
 use rows::Row;
 use std::collections::{BTreeMap, HashSet};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+
+/// How long an ingest waits for another to release the store's lock.
+pub const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// The store's default place, beside the runs it is made from.
 pub const DEFAULT_DIR: &str = "results/store";
@@ -32,6 +36,11 @@ pub enum StoreError {
         dir: PathBuf,
         source: std::io::Error,
     },
+    #[error(
+        "another stackbench ingest has held the store's lock {path} for a minute; wait for it \
+         to end (the lock ends with its process), then run this again"
+    )]
+    Locked { path: PathBuf },
     #[error(
         "{path} is not a store file stackbench can read ({why}); move it out of the store, then \
          run `stackbench ingest` on the JSON files again"
@@ -147,20 +156,34 @@ impl Store {
     }
 
     /// Holds the store's lock until the guard is dropped: one writer at a time, so that two
-    /// ingests of the same run cannot both find it missing.
+    /// ingests of the same run cannot both find it missing. A lock another process holds for
+    /// longer than [`LOCK_WAIT`] is an error that names it, never a wait without end.
     pub fn lock(&self) -> Result<Lock, StoreError> {
         std::fs::create_dir_all(&self.dir).map_err(|source| self.write_error(source))?;
+        let path = self.dir.join(".lock");
         let file = std::fs::OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
-            .open(self.dir.join(".lock"))
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(&path)
             .map_err(|source| self.write_error(source))?;
-        // SAFETY: flock on a descriptor we own; it blocks until the lock is ours.
-        if unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&file), libc::LOCK_EX) } != 0 {
-            return Err(self.write_error(std::io::Error::last_os_error()));
+        let started = std::time::Instant::now();
+        loop {
+            // SAFETY: flock on a descriptor we own; LOCK_NB makes it return at once.
+            let fd = std::os::fd::AsRawFd::as_raw_fd(&file);
+            if unsafe { libc::flock(fd, libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+                return Ok(Lock { _file: file });
+            }
+            let error = std::io::Error::last_os_error();
+            if error.raw_os_error() != Some(libc::EWOULDBLOCK) {
+                return Err(self.write_error(error));
+            }
+            if started.elapsed() >= LOCK_WAIT {
+                return Err(StoreError::Locked { path });
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
         }
-        Ok(Lock { _file: file })
     }
 
     fn write_error(&self, source: std::io::Error) -> StoreError {
@@ -259,6 +282,25 @@ mod tests {
             text.contains("part-x.parquet") && text.contains("move it out"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn a_lock_held_elsewhere_keeps_a_second_writer_out_until_released() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::at(dir.path());
+        let held = store.lock().unwrap();
+        // flock locks belong to the open file: a second open is a second holder, as another
+        // process would be.
+        let second = std::fs::OpenOptions::new()
+            .write(true)
+            .open(dir.path().join(".lock"))
+            .unwrap();
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&second);
+        // SAFETY: flock on a descriptor we own.
+        assert_ne!(unsafe { libc::flock(fd, libc::LOCK_EX | libc::LOCK_NB) }, 0);
+        drop(held);
+        // SAFETY: as above.
+        assert_eq!(unsafe { libc::flock(fd, libc::LOCK_EX | libc::LOCK_NB) }, 0);
     }
 
     #[test]
