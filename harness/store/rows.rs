@@ -55,38 +55,16 @@ pub struct Row {
 /// A run's rows, as the store keeps them; a run whose start time does not read as RFC 3339
 /// has none (it could not be placed in time).
 pub fn of_bench(run: &BenchReport) -> Vec<Row> {
-    let Some(started_us) = crate::timestamp::parse_rfc3339_us(&run.started) else {
+    let Some(of) = Of::run(run.run_id.as_deref(), "bench", &run.started, &run.host) else {
         return Vec::new();
     };
-    let run_id = run_id(
-        run.run_id.as_deref(),
-        "bench",
-        &run.host.hostname,
-        &run.started,
-    );
     let clocks = crate::bench::clocks::setting(&run.clocks_locked);
     run.benchmarks
         .iter()
         .map(|result| {
-            let gpu = gpu_of(&run.gpu, result);
-            let combination = run
-                .combinations
-                .iter()
-                .find(|c| c.name == result.combination);
+            let combination = (run.combinations.iter()).find(|c| c.name == result.combination);
             let measured = result.status == BenchStatus::Measured;
             Row {
-                run_id: run_id.clone(),
-                command: "bench".into(),
-                started: run.started.clone(),
-                started_us,
-                host: run.host.hostname.clone(),
-                boot_id: run.host.boot_id.clone(),
-                stackbench: run.host.stackbench_version.clone(),
-                gpu: gpu.map(|g| g.index),
-                gpu_uuid: gpu.and_then(|g| g.uuid.clone()),
-                pci_bus_id: gpu.and_then(|g| g.pci_bus_id.as_deref().map(dcgm_bus_id)),
-                model: gpu.map(|g| g.name.clone()),
-                driver: run.gpu.driver_version.clone(),
                 cuda: combination.and_then(|c| c.driver_cuda_version.clone()),
                 combination: result.combination.clone(),
                 libraries: combination
@@ -108,6 +86,7 @@ pub fn of_bench(run: &BenchReport) -> Vec<Row> {
                     .iter()
                     .map(|ns| ns.round() as i64)
                     .collect(),
+                ..of.row(&run.gpu, gpu_of(&run.gpu, result))
             }
         })
         .collect()
@@ -115,10 +94,9 @@ pub fn of_bench(run: &BenchReport) -> Vec<Row> {
 
 /// A check run's rows: one per check of each combination.
 pub fn of_check(run: &CheckReport) -> Vec<Row> {
-    let Some(started_us) = crate::timestamp::parse_rfc3339_us(&run.started) else {
+    let Some(of) = Of::run(None, "check", &run.started, &run.host) else {
         return Vec::new();
     };
-    let run_id = run_id(None, "check", &run.host.hostname, &run.started);
     run.combinations
         .iter()
         .flat_map(|c| c.checks.iter().map(move |check| (c, check)))
@@ -131,40 +109,80 @@ pub fn of_check(run: &CheckReport) -> Vec<Row> {
                 .map(|l| format!("{} {}", l.component, l.version.as_deref().unwrap_or("?")))
                 .collect();
             Row {
-                run_id: run_id.clone(),
-                command: "check".into(),
-                started: run.started.clone(),
-                started_us,
-                host: run.host.hostname.clone(),
-                boot_id: run.host.boot_id.clone(),
-                stackbench: run.host.stackbench_version.clone(),
-                gpu: gpu.map(|g| g.index),
-                gpu_uuid: gpu.and_then(|g| g.uuid.clone()),
-                pci_bus_id: gpu.and_then(|g| g.pci_bus_id.as_deref().map(dcgm_bus_id)),
-                model: gpu.map(|g| g.name.clone()),
-                driver: run.gpu.driver_version.clone(),
-                cuda: None,
                 combination: c.name.clone(),
                 libraries: libraries.join(", "),
                 clocks: crate::bench::clocks::setting(&[]),
                 simulated: run.simulated,
                 row_id: format!("{}/{}", c.name, check.id),
                 kind: check.id.clone(),
-                figure: None,
-                unit: None,
                 status: check.status.name().to_owned(),
-                verified: None,
-                q1: None,
-                q3: None,
-                samples: Vec::new(),
+                ..of.row(&run.gpu, gpu)
             }
         })
         .collect()
 }
 
-/// A run's id in the store: its own, else one made of what names it in files without one.
-fn run_id(own: Option<&str>, command: &str, host: &str, started: &str) -> String {
-    own.map_or_else(|| format!("{command}:{host}:{started}"), str::to_owned)
+/// What every row of one run shares.
+struct Of<'a> {
+    run_id: String,
+    command: &'static str,
+    started: &'a str,
+    started_us: i64,
+    host: &'a crate::model::HostInfo,
+}
+
+impl<'a> Of<'a> {
+    /// The run's shared columns; `None` when its start time is not RFC 3339. Its id is its
+    /// own, else one made of what names it in files without one: `<command>:<host>:<started>`.
+    fn run(
+        own: Option<&str>,
+        command: &'static str,
+        started: &'a str,
+        host: &'a crate::model::HostInfo,
+    ) -> Option<Of<'a>> {
+        Some(Of {
+            run_id: own.map_or_else(
+                || format!("{command}:{}:{started}", host.hostname),
+                str::to_owned,
+            ),
+            command,
+            started,
+            started_us: crate::timestamp::parse_rfc3339_us(started)?,
+            host,
+        })
+    }
+
+    /// A row of the run on `gpu` (of the run's `info`), its own columns empty.
+    fn row(&self, info: &GpuInfo, gpu: Option<&Gpu>) -> Row {
+        Row {
+            run_id: self.run_id.clone(),
+            command: self.command.to_owned(),
+            started: self.started.to_owned(),
+            started_us: self.started_us,
+            host: self.host.hostname.clone(),
+            boot_id: self.host.boot_id.clone(),
+            stackbench: self.host.stackbench_version.clone(),
+            gpu: gpu.map(|g| g.index),
+            gpu_uuid: gpu.and_then(|g| g.uuid.clone()),
+            pci_bus_id: gpu.and_then(|g| g.pci_bus_id.as_deref().map(dcgm_bus_id)),
+            model: gpu.map(|g| g.name.clone()),
+            driver: info.driver_version.clone(),
+            cuda: None,
+            combination: String::new(),
+            libraries: String::new(),
+            clocks: String::new(),
+            simulated: false,
+            row_id: String::new(),
+            kind: String::new(),
+            figure: None,
+            unit: None,
+            status: String::new(),
+            verified: None,
+            q1: None,
+            q3: None,
+            samples: Vec::new(),
+        }
+    }
 }
 
 /// The GPU (as NVML listed it) a result ran on: the one of its device's UUID, else of its CUDA

@@ -276,15 +276,7 @@ fn pci_bus_id(dev: cudarc::driver::sys::CUdevice) -> Option<String> {
 
 /// A UUID as `nvidia-smi -L` shows it: `GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`.
 pub fn format_uuid(bytes: &[u8; 16]) -> String {
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    format!(
-        "GPU-{}-{}-{}-{}-{}",
-        &hex[0..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..32]
-    )
+    format!("GPU-{}", crate::run_id::hyphenated(bytes))
 }
 
 #[cfg(test)]
