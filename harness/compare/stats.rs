@@ -313,13 +313,17 @@ pub fn median_shift(old: &[f64], new: &[f64]) -> Option<Ratio> {
         .map(|_| resample(new, &mut b) - resample(old, &mut a))
         .collect();
     shifts.sort_by(f64::total_cmp);
-    let at =
-        |q: f64| shifts[((q * (shifts.len() - 1) as f64).round() as usize).min(shifts.len() - 1)];
+    let at = |q: f64| nearest_quantile(&shifts, q);
     Some(Ratio {
         ratio: point.exp(),
         low: at(TAIL).exp().min(point.exp()),
         high: at(1.0 - TAIL).exp().max(point.exp()),
     })
+}
+
+/// The `q` quantile of `sorted` (ascending, not empty) by the nearest rank.
+pub fn nearest_quantile(sorted: &[f64], q: f64) -> f64 {
+    sorted[((q * (sorted.len() - 1) as f64).round() as usize).min(sorted.len() - 1)]
 }
 
 /// SplitMix64: a fixed seed, so the same two runs always get the same interval.

@@ -229,10 +229,7 @@ impl FleetReport {
 
 /// A group's summary.
 fn group(selector: &Selector, rows: &[&Row]) -> Group {
-    let set = |f: &dyn Fn(&Row) -> Option<String>| -> Vec<String> {
-        let set: std::collections::BTreeSet<String> = rows.iter().filter_map(|r| f(r)).collect();
-        set.into_iter().collect()
-    };
+    let set = |f: &dyn Fn(&Row) -> Option<String>| distinct(rows, f);
     let nodes: std::collections::BTreeSet<Node> = rows.iter().map(|r| node(r)).collect();
     let runs: std::collections::BTreeSet<&str> = rows.iter().map(|r| r.run_id.as_str()).collect();
     let first = rows.iter().min_by_key(|r| r.started_us);
@@ -247,6 +244,12 @@ fn group(selector: &Selector, rows: &[&Row]) -> Group {
         to: last.map(|r| r.started.clone()).unwrap_or_default(),
         simulated: rows.iter().any(|r| r.simulated),
     }
+}
+
+/// The distinct values `f` takes on `rows`, in order.
+fn distinct(rows: &[&Row], f: &dyn Fn(&Row) -> Option<String>) -> Vec<String> {
+    let set: std::collections::BTreeSet<String> = rows.iter().filter_map(|r| f(r)).collect();
+    set.into_iter().collect()
 }
 
 /// The node a row ran on: its host and its GPU (by UUID, else NVML's index).
@@ -327,7 +330,7 @@ fn row(
 fn distribution(centre: f64, old: &[f64], new: &[f64]) -> Distribution {
     let mut all: Vec<f64> = old.iter().chain(new).map(|v| v - centre).collect();
     all.sort_by(f64::total_cmp);
-    let at = |q: f64| all[((q * (all.len() - 1) as f64).round() as usize).min(all.len() - 1)];
+    let at = |q: f64| stats::nearest_quantile(&all, q);
     let (low, high) = (at(0.005), at(0.995));
     let width = (high - low).max(1e-9);
     let bins = |values: &[f64]| {

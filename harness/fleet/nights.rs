@@ -46,9 +46,7 @@ pub fn history(store: &Store, selector: Option<&Selector>) -> Result<History, St
         }
         for ((kind, line), mut values) in figures {
             values.sort_by(f64::total_cmp);
-            let quantile = |q: f64| {
-                values[((q * (values.len() - 1) as f64).round() as usize).min(values.len() - 1)]
-            };
+            let quantile = |q: f64| crate::compare::stats::nearest_quantile(&values, q);
             let points = charts
                 .entry(kind)
                 .or_default()
@@ -97,10 +95,7 @@ pub fn history(store: &Store, selector: Option<&Selector>) -> Result<History, St
 
 /// One night as a history entry: its partition, its runs and nodes, the drivers they ran.
 fn entry(store: &Store, night: &str, rows: &[&Row]) -> RunEntry {
-    let set = |f: &dyn Fn(&Row) -> Option<String>| -> Vec<String> {
-        let set: BTreeSet<String> = rows.iter().filter_map(|r| f(r)).collect();
-        set.into_iter().collect()
-    };
+    let set = |f: &dyn Fn(&Row) -> Option<String>| super::distinct(rows, f);
     let runs: BTreeSet<&str> = rows.iter().map(|r| r.run_id.as_str()).collect();
     let hosts = set(&|r| Some(r.host.clone()));
     RunEntry {
