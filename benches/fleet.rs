@@ -1,8 +1,9 @@
 //! The history store's cost on issue 52's generated fleet (1,000 nodes × 90 nights, made from
 //! the committed H100 run; tests/common/fleet.rs): ingest of one night's 1,000 runs into a new
 //! store (runs per second), reading the 90 nights' figures back, the fleet verdict over them
-//! (`compare --fleet driver=570.* driver=580.*`) and the 90-night report (`report --store`, as
-//! HTML). The targets: the verdict and the report each under 10 s on a 2-core machine.
+//! (`compare --fleet driver=570.* driver=580.*`), the baseline of driver 570's nodes (`baseline
+//! --select driver=570.*`) and the 90-night report (`report --store`, as HTML). The targets: the
+//! verdict and the report each under 10 s on a 2-core machine.
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use stackbench::compare::load::Run;
@@ -55,6 +56,12 @@ fn store(c: &mut Criterion) {
     };
     group.bench_function("compare --fleet", |b| {
         b.iter(|| fleet::compare(&options).expect("the verdict"))
+    });
+    let selector = "driver=570.*".parse().expect("a selector");
+    group.bench_function("baseline --select driver=570.*", |b| {
+        b.iter(|| {
+            stackbench::baseline::derive(dir.path(), Some(&selector), None).expect("a baseline")
+        })
     });
     group.bench_function("report --store (HTML)", |b| {
         b.iter(|| {

@@ -59,8 +59,8 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> anyhow::Result<ExitCode>
             report.has_errors()
         }
         Command::Check(args) => {
-            let (source, report_options) = options::check(args, cli.color)?;
-            let report = match source {
+            let (source, baseline, report_options) = options::check(args, cli.color)?;
+            let mut report = match source {
                 options::CheckSource::Run(check_options) => {
                     check::check(&check_options, &Host::current())?
                 }
@@ -69,6 +69,13 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> anyhow::Result<ExitCode>
                     return quick_check(&check_options, &report_options);
                 }
             };
+            if let Some(path) = &baseline {
+                let node = (
+                    report.host.hostname.clone(),
+                    crate::store::rows::of_check(&report),
+                );
+                report.baseline = Some(crate::baseline::judge::against(path, &[node])?);
+            }
             let bytes = report::exporter_for(&report_options).check(&report)?;
             output::write(&report_options.destination, &bytes)?;
             report.has_failures()
@@ -142,11 +149,22 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> anyhow::Result<ExitCode>
             !report.regressions.is_empty()
         }
         Command::Merge(args) => {
-            let (files, report_options) = options::merge(args, cli.color);
-            let report = merge::merge(&files)?;
+            let (files, baseline, report_options) = options::merge(args, cli.color);
+            let report = merge::merge(&files, baseline.as_deref())?;
             let bytes = report::exporter_for(&report_options).merge(&report)?;
             output::write(&report_options.destination, &bytes)?;
             !report.outliers.is_empty()
+        }
+        Command::Baseline(args) => {
+            let (options, report_options) = options::baseline(args, cli.color)?;
+            let baseline = crate::baseline::derive(
+                &options.store,
+                options.select.as_ref(),
+                options.threshold,
+            )?;
+            let bytes = report::baseline(report_options.format, &baseline)?;
+            output::write(&report_options.destination, &bytes)?;
+            false
         }
         Command::Ingest(args) => {
             let (paths, store, report_options) = options::ingest(args, cli.color);

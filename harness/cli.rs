@@ -78,6 +78,14 @@ pub enum Command {
     /// by day, Hive-style; `compare --fleet` and DuckDB, ClickHouse or pandas query it.
     #[command(after_help = "Guide: doc/ingest.md")]
     Ingest(IngestArgs),
+    /// What a fleet expects of a node, learned from the store: the file --baseline reads.
+    ///
+    /// Per GPU model, stack (driver, libraries, clocks) and benchmark, or copy of check's node
+    /// probe: the median node's figure, the robust spread between nodes, and the range a node
+    /// may lie in and still be one of them. `check --baseline` and `merge --baseline` judge a
+    /// node against it; save it with `--format json -o FILE`.
+    #[command(after_help = "Guide: doc/baseline.md")]
+    Baseline(BaselineArgs),
     /// Find every CUDA installation and read every library in it, without loading it.
     ///
     /// Each library's version, ELF class, dependencies, search paths, the libraries it opens at
@@ -320,6 +328,15 @@ pub struct CheckArgs {
     pub timeout: f64,
     #[command(flatten)]
     pub combinations: CombinationArgs,
+    /// Judge the node's copies against this baseline (`stackbench baseline` wrote it): a copy
+    /// slower than its fleet is a failure (exit 1).
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with = "quick",
+        help_heading = "Against a baseline"
+    )]
+    pub baseline: Option<PathBuf>,
     #[command(flatten)]
     pub report: ReportArgs,
 }
@@ -500,6 +517,33 @@ pub struct MergeArgs {
     /// One result file (JSON) per node.
     #[arg(required = true, num_args = 1.., help_heading = "Which runs")]
     pub files: Vec<PathBuf>,
+    /// Judge every node's benchmarks, and its check copies, against this baseline
+    /// (`stackbench baseline` wrote it), not only against the other nodes given: a row slower
+    /// than its fleet is an outlier, even on a fleet of one.
+    #[arg(long, value_name = "FILE", help_heading = "Against a baseline")]
+    pub baseline: Option<PathBuf>,
+    #[command(flatten)]
+    pub report: ReportArgs,
+}
+
+/// Arguments of `baseline`.
+#[derive(Debug, Args)]
+pub struct BaselineArgs {
+    /// The history store to learn from (`stackbench ingest` fills it).
+    #[arg(
+        long,
+        value_name = "DIR",
+        default_value = crate::store::DEFAULT_DIR,
+        help_heading = "Which runs"
+    )]
+    pub store: PathBuf,
+    /// Only the rows this selector takes (`driver=570.*,date=2026-10-*`).
+    #[arg(long, value_name = "SELECTOR", help_heading = "Which runs")]
+    pub select: Option<String>,
+    /// Percent a node must be beyond its fleet by, at the least (twice it), as well as beyond
+    /// five robust deviations, to count as slower or faster (default 0.5).
+    #[arg(long, value_name = "PERCENT", help_heading = "Verdicts")]
+    pub threshold: Option<f64>,
     #[command(flatten)]
     pub report: ReportArgs,
 }

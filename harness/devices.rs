@@ -145,6 +145,20 @@ pub fn normal_bus_id(text: &str) -> Option<String> {
     ))
 }
 
+/// A PCI bus id as dcgm-exporter and NVML label it (`00000000:1B:00.0`), from any form
+/// [`normal_bus_id`] reads, so that our series join dcgm-exporter's; what is not a bus id is
+/// kept, upper-cased.
+pub fn dcgm_bus_id(text: &str) -> String {
+    match normal_bus_id(text) {
+        Some(normal) => {
+            let upper = normal.to_ascii_uppercase();
+            let (domain, rest) = upper.split_once(':').unwrap_or(("0", &upper));
+            format!("{domain:0>8}:{rest}")
+        }
+        None => text.trim().to_ascii_uppercase(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -167,6 +181,14 @@ mod tests {
             driver_version: None,
             note: None,
         }
+    }
+
+    #[test]
+    fn bus_ids_read_as_dcgm_exporter_writes_them() {
+        assert_eq!(dcgm_bus_id("0000:1b:00.0"), "00000000:1B:00.0");
+        assert_eq!(dcgm_bus_id("00000000:1B:00.0"), "00000000:1B:00.0");
+        assert_eq!(dcgm_bus_id("1b:00.0"), "00000000:1B:00.0");
+        assert_eq!(dcgm_bus_id("garbage"), "GARBAGE");
     }
 
     #[test]

@@ -13,6 +13,7 @@
 #![cfg_attr(test, allow(clippy::disallowed_methods))]
 
 pub mod app;
+pub mod baseline;
 pub mod bench;
 pub mod catalog;
 pub mod check;

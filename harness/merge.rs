@@ -8,6 +8,7 @@
 //! peers. Two files of one hostname (nodes that share a host, or a rerun) are told apart by
 //! their directories.
 
+use crate::baseline::judge::Judgement;
 use crate::compare::load::{self, LoadError, Run};
 use crate::compare::stats::median;
 use crate::devices::DeviceKey;
@@ -33,10 +34,17 @@ pub struct MergeReport {
     /// What the table cannot say, in words (a fleet of one has no peers).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// `--baseline`: every node's rows against the fleet's history; absent without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<Judgement>,
 }
 
 /// The note on a fleet of one node.
 pub const ONE_NODE_NOTE: &str = "one node: a fleet of one has no peers, so no benchmark can be an outlier; its failing checks still are";
+
+/// The note on a fleet of one node judged against a baseline.
+pub const ONE_NODE_BASELINE_NOTE: &str =
+    "one node: a fleet of one has no peers, so its benchmarks are held to the baseline alone";
 
 /// One node's run.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -80,6 +88,8 @@ pub struct Row {
 pub enum MergeError {
     #[error(transparent)]
     Load(#[from] LoadError),
+    #[error(transparent)]
+    Baseline(#[from] crate::baseline::BaselineError),
     #[error("{}: a {kind} result; merge takes bench or check results", path.display())]
     Unsupported { path: PathBuf, kind: &'static str },
     #[error("{} is a {first} result and {} a {other} one: merge the same command's results", first_path.display(), path.display())]
@@ -93,8 +103,9 @@ pub enum MergeError {
     Empty,
 }
 
-/// Merges the result files in `paths`, one per node.
-pub fn merge(paths: &[PathBuf]) -> Result<MergeReport, MergeError> {
+/// Merges the result files in `paths`, one per node, each judged against the baseline in
+/// `baseline` where one is given.
+pub fn merge(paths: &[PathBuf], baseline: Option<&Path>) -> Result<MergeReport, MergeError> {
     if paths.is_empty() {
         return Err(MergeError::Empty);
     }
@@ -132,7 +143,16 @@ pub fn merge(paths: &[PathBuf]) -> Result<MergeReport, MergeError> {
             .then_with(|| a.id.cmp(&b.id))
             .then_with(|| a.node.cmp(&b.node))
     });
-    let outliers = rows
+    let judgement = match baseline {
+        Some(path) => {
+            let nodes: Vec<(String, Vec<crate::store::rows::Row>)> = (runs.iter().zip(&nodes))
+                .map(|((_, run), node)| (node.hostname.clone(), crate::store::rows::of_run(run)))
+                .collect();
+            Some(crate::baseline::judge::against(path, &nodes)?)
+        }
+        None => None,
+    };
+    let mut outliers: Vec<String> = rows
         .iter()
         .filter(|r| r.outlier)
         .map(|r| match r.ratio {
@@ -156,8 +176,12 @@ pub fn merge(paths: &[PathBuf]) -> Result<MergeReport, MergeError> {
             ),
         })
         .collect();
-    let notes = match nodes.len() {
-        1 => vec![ONE_NODE_NOTE.to_owned()],
+    for slower in judgement.iter().flat_map(Judgement::slower) {
+        outliers.push(format!("{}: slower than its fleet", slower.line()));
+    }
+    let notes = match (nodes.len(), &judgement) {
+        (1, None) => vec![ONE_NODE_NOTE.to_owned()],
+        (1, Some(_)) => vec![ONE_NODE_BASELINE_NOTE.to_owned()],
         _ => Vec::new(),
     };
     Ok(MergeReport {
@@ -167,6 +191,7 @@ pub fn merge(paths: &[PathBuf]) -> Result<MergeReport, MergeError> {
         rows,
         outliers,
         notes,
+        baseline: judgement,
     })
 }
 
@@ -404,7 +429,7 @@ mod tests {
 
     #[test]
     fn no_file_is_nothing_to_merge() {
-        assert!(matches!(merge(&[]), Err(MergeError::Empty)));
+        assert!(matches!(merge(&[], None), Err(MergeError::Empty)));
     }
 
     /// A bench run's JSON file at `path`: host `host`, one benchmark of median `median` ns.
@@ -421,7 +446,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("bench.json");
         bench_file(&file, "gpu-1", 100.0);
-        let report = merge(&[file]).unwrap();
+        let report = merge(&[file], None).unwrap();
         assert_eq!(report.nodes.len(), 1);
         assert_eq!(report.rows.len(), 1);
         assert_eq!(report.rows[0].node, "gpu-1");
@@ -442,7 +467,7 @@ mod tests {
                 file
             })
             .collect();
-        let report = merge(&files).unwrap();
+        let report = merge(&files, None).unwrap();
         let names: Vec<&str> = report.nodes.iter().map(|n| n.hostname.as_str()).collect();
         assert_eq!(names, ["vm (sim1)", "vm (sim2)"]);
         assert!(report.notes.is_empty());
@@ -459,7 +484,7 @@ mod tests {
                 file
             })
             .collect();
-        let report = merge(&files).unwrap();
+        let report = merge(&files, None).unwrap();
         let names: Vec<&str> = report.nodes.iter().map(|n| n.hostname.as_str()).collect();
         assert_eq!(names, ["vm (a.json)", "vm (b.json)", "vm (other)"]);
     }

@@ -121,10 +121,10 @@ pub enum CheckSource {
 pub fn check(
     args: CheckArgs,
     color: ColorChoice,
-) -> Result<(CheckSource, ReportOptions), OptionsError> {
+) -> Result<(CheckSource, Option<PathBuf>, ReportOptions), OptionsError> {
     let report = report(args.report, color);
     if let Some(saved) = args.from {
-        return Ok((CheckSource::Saved(saved), report));
+        return Ok((CheckSource::Saved(saved), args.baseline, report));
     }
     let options = CheckOptions {
         selection: selection(args.search, args.combinations)?,
@@ -136,7 +136,7 @@ pub fn check(
     } else {
         CheckSource::Run(Box::new(options))
     };
-    Ok((source, report))
+    Ok((source, args.baseline, report))
 }
 
 /// The combinations `check` and `bench` run, checked.
@@ -254,16 +254,14 @@ pub fn compare(
     color: ColorChoice,
 ) -> Result<(Runs, crate::compare::CompareOptions, ReportOptions), OptionsError> {
     use crate::compare::{CompareOptions, FailOn};
-    if let Some(t) = args.threshold.filter(|t| !(*t > 0.0 && *t < 100.0)) {
-        return Err(OptionsError::BadThreshold(t));
-    }
+    let threshold = percent(args.threshold)?;
     let fail_on = if args.fail_on.is_empty() {
         vec![FailOn::Slower, FailOn::Failure]
     } else {
         args.fail_on
     };
     let options = CompareOptions {
-        threshold: args.threshold.map(|t| t / 100.0),
+        threshold,
         fail_on,
         allow_different_gpus: args.allow_different_gpus,
         history: Some(args.results.clone()),
@@ -296,9 +294,42 @@ pub fn ingest(
     (args.files, args.store, report(args.report, color))
 }
 
-/// `merge`'s options: the files, how to report.
-pub fn merge(args: crate::cli::MergeArgs, color: ColorChoice) -> (Vec<PathBuf>, ReportOptions) {
-    (args.files, report(args.report, color))
+/// `merge`'s options: the files, the baseline, how to report.
+pub fn merge(
+    args: crate::cli::MergeArgs,
+    color: ColorChoice,
+) -> (Vec<PathBuf>, Option<PathBuf>, ReportOptions) {
+    (args.files, args.baseline, report(args.report, color))
+}
+
+/// What `baseline` learns from: the store, the selector, the threshold (a fraction).
+pub struct BaselineOptions {
+    pub store: PathBuf,
+    pub select: Option<crate::fleet::select::Selector>,
+    pub threshold: Option<f64>,
+}
+
+/// `baseline`'s options, and how to report.
+pub fn baseline(
+    args: crate::cli::BaselineArgs,
+    color: ColorChoice,
+) -> Result<(BaselineOptions, ReportOptions), OptionsError> {
+    let threshold = percent(args.threshold)?;
+    let select = args.select.as_deref().map(str::parse).transpose()?;
+    let options = BaselineOptions {
+        store: args.store,
+        select,
+        threshold,
+    };
+    Ok((options, report(args.report, color)))
+}
+
+/// A `--threshold` in percent, as a fraction; an error outside (0, 100).
+fn percent(threshold: Option<f64>) -> Result<Option<f64>, OptionsError> {
+    match threshold {
+        Some(t) if !(t > 0.0 && t < 100.0) => Err(OptionsError::BadThreshold(t)),
+        t => Ok(t.map(|t| t / 100.0)),
+    }
 }
 
 /// `doctor`'s options, and the host it reads: this one, or the one `--sysroot` holds.

@@ -519,6 +519,7 @@ fn report() -> CheckReport {
         load_untrusted: false,
         combinations: vec![venv_cu11(), conda_cu13(), toolkit_12_9()],
         node: None,
+        baseline: None,
     }
 }
 

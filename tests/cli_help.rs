@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The visible commands, in the order `stackbench --help` must list them.
-const COMMANDS: [&str; 8] = [
-    "doctor", "check", "bench", "compare", "report", "merge", "ingest", "scan",
+const COMMANDS: [&str; 9] = [
+    "doctor", "check", "bench", "compare", "report", "merge", "ingest", "baseline", "scan",
 ];
 
 /// Headings clap writes itself, which no guide page lists: `Options` holds only the flags

@@ -102,6 +102,7 @@ pages! {
     compare => "doc/compare.md",
     merge => "doc/merge.md",
     ingest => "doc/ingest.md",
+    baseline => "doc/baseline.md",
     report => "doc/report.md",
     schemas => "doc/schemas.md",
     statistics => "doc/statistics.md",

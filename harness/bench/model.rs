@@ -29,8 +29,9 @@ pub const BENCH_SCHEMA: &str = "stackbench.bench/v1";
 /// when, and by which stackbench, it was rendered again. 7 adds to each of `clocks_locked` its
 /// GPU's `uuid`, the lock's `target` (`tdp` or `default_applications`), `persistence_mode` and
 /// `held_below`, and reads its `sm_mhz` back once locked: a file without them locked at the
-/// default applications clock.
-pub const BENCH_SCHEMA_MINOR: u32 = 7;
+/// default applications clock. 8 adds the run's `run_id`: a file without one is known by its
+/// host and start time.
+pub const BENCH_SCHEMA_MINOR: u32 = 8;
 
 /// Whether a number is zero (serde: left out when it is).
 fn is_zero(n: &u32) -> bool {

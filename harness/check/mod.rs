@@ -232,6 +232,7 @@ fn run_checks(
         simulated,
         combinations,
         node,
+        baseline: None,
     })
 }
 

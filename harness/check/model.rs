@@ -36,6 +36,9 @@ pub struct CheckReport {
     /// without a GPU.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<crate::node::model::NodeReport>,
+    /// `--baseline`: the node's copies against its fleet's; absent without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<crate::baseline::judge::Judgement>,
 }
 
 /// One combination (a driver plus one installation's libraries) and its checks.
@@ -205,6 +208,7 @@ impl CheckReport {
                 .node
                 .as_ref()
                 .is_some_and(|n| !n.findings.is_empty() || n.corrupted())
+            || (self.baseline.iter()).any(|j| j.slower().next().is_some())
     }
 
     /// Every check of every combination.

@@ -23,7 +23,7 @@ pub const FLEET_SCHEMA: &str = "stackbench.fleet/v1";
 /// (1.4826 × the median absolute deviation) marks it, where it is also beyond twice the
 /// threshold: a node among a thousand passes five deviations by chance about once in three
 /// thousand comparisons of a row.
-const OUTLIER_DEVIATIONS: f64 = 5.0;
+pub const OUTLIER_DEVIATIONS: f64 = 5.0;
 
 /// Bins of each drawn distribution.
 pub const BINS: usize = 24;
@@ -136,8 +136,8 @@ pub struct Outlier {
     pub rows: Vec<(String, f64)>,
 }
 
-/// A node: its host and GPU.
-type Node = (String, Option<String>, Option<u32>);
+/// A node: its host and its GPU (UUID, NVML index).
+pub type Node = (String, Option<String>, Option<u32>);
 
 /// One group's node figures (log ns) per benchmark, with what names each node.
 struct Figures {
@@ -253,38 +253,77 @@ fn distinct(rows: &[&Row], f: &dyn Fn(&Row) -> Option<String>) -> Vec<String> {
 }
 
 /// The node a row ran on: its host and its GPU (by UUID, else NVML's index).
-fn node(row: &Row) -> Node {
+pub fn node(row: &Row) -> Node {
     (row.host.clone(), row.gpu_uuid.clone(), row.gpu)
 }
 
 /// Each benchmark's figures per node: the median over the node's runs of the log figure.
 fn figures(rows: &[&Row]) -> Figures {
-    let mut runs: BTreeMap<String, BTreeMap<Node, Vec<f64>>> = BTreeMap::new();
     let mut labels = BTreeMap::new();
     for row in rows {
-        let Some(figure) = row.figure.filter(|f| *f > 0.0 && f.is_finite()) else {
-            continue;
-        };
-        let node = node(row);
         labels
-            .entry(node.clone())
+            .entry(node(row))
             .or_insert_with(|| (row.pci_bus_id.clone(), row.gpu));
-        (runs.entry(row.row_id.clone()).or_default())
-            .entry(node)
-            .or_default()
-            .push(figure.ln());
     }
-    let by_row = runs
-        .into_iter()
-        .map(|(id, nodes)| {
+    Figures {
+        by_row: node_costs(rows, |r| r.row_id.clone()),
+        labels,
+    }
+}
+
+/// Per `key` of the rows, each node's cost: the median over its runs of the row's log cost
+/// (time, or bandwidth's inverse: [`Row::log_cost`]).
+pub fn node_costs<K: Ord>(
+    rows: &[&Row],
+    key: impl Fn(&Row) -> K,
+) -> BTreeMap<K, BTreeMap<Node, f64>> {
+    let mut runs: BTreeMap<K, BTreeMap<Node, Vec<f64>>> = BTreeMap::new();
+    for row in rows {
+        if let Some(cost) = row.log_cost() {
+            (runs.entry(key(row)).or_default())
+                .entry(node(row))
+                .or_default()
+                .push(cost);
+        }
+    }
+    runs.into_iter()
+        .map(|(key, nodes)| {
             let nodes = nodes
                 .into_iter()
                 .map(|(node, mut logs)| (node, stats::median(&mut logs)))
                 .collect();
-            (id, nodes)
+            (key, nodes)
         })
-        .collect();
-    Figures { by_row, labels }
+        .collect()
+}
+
+/// Where a group's nodes lie on one row: the median of their log costs and their robust
+/// standard deviation (1.4826 × the median absolute deviation).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Spread {
+    pub centre: f64,
+    pub sigma: f64,
+}
+
+impl Spread {
+    /// The spread of `values` (logs); `None` below [`stats::MIN_NODES`].
+    pub fn of(values: &[f64]) -> Option<Spread> {
+        if values.len() < stats::MIN_NODES {
+            return None;
+        }
+        let centre = stats::median(&mut values.to_vec());
+        let mut deviations: Vec<f64> = values.iter().map(|v| (v - centre).abs()).collect();
+        Some(Spread {
+            centre,
+            sigma: 1.4826 * stats::median(&mut deviations),
+        })
+    }
+
+    /// How far (a log) a node may lie from the centre and still be one of the group: beyond
+    /// [`OUTLIER_DEVIATIONS`] robust deviations and twice the threshold it is not.
+    pub fn limit(&self, threshold: f64) -> f64 {
+        (OUTLIER_DEVIATIONS * self.sigma).max((1.0 + 2.0 * threshold).ln())
+    }
 }
 
 /// The figures of a group's nodes.
@@ -354,14 +393,10 @@ fn distribution(centre: f64, old: &[f64], new: &[f64]) -> Distribution {
 fn beyond(name: &str, figures: &Figures, threshold: f64) -> Vec<Outlier> {
     let mut found: BTreeMap<&Node, Vec<(String, f64)>> = BTreeMap::new();
     for (id, nodes) in &figures.by_row {
-        let all = values(nodes);
-        if all.len() < stats::MIN_NODES {
+        let Some(spread) = Spread::of(&values(nodes)) else {
             continue;
-        }
-        let centre = stats::median(&mut all.clone());
-        let mut deviations: Vec<f64> = all.iter().map(|v| (v - centre).abs()).collect();
-        let sigma = 1.4826 * stats::median(&mut deviations);
-        let limit = (OUTLIER_DEVIATIONS * sigma).max((1.0 + 2.0 * threshold).ln());
+        };
+        let (centre, limit) = (spread.centre, spread.limit(threshold));
         for (node, v) in nodes {
             if (v - centre).abs() > limit {
                 found

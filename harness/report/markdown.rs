@@ -401,6 +401,9 @@ impl Exporter for Markdown {
             let _ = writeln!(out, "| {} |", cells.join(" | "));
         }
         out.push('\n');
+        if let Some(judgement) = &report.baseline {
+            baseline(&mut out, judgement);
+        }
         Ok(out.into_bytes())
     }
 
@@ -442,7 +445,23 @@ impl Exporter for Markdown {
         if let Some(node) = &report.node {
             check_node(&mut out, node, report.simulated);
         }
+        if let Some(judgement) = &report.baseline {
+            baseline(&mut out, judgement);
+        }
         Ok(out.into_bytes())
+    }
+}
+
+/// A judgement against a baseline: its line, then the rows beyond their fleet.
+fn baseline(out: &mut String, judgement: &crate::baseline::judge::Judgement) {
+    let _ = writeln!(
+        out,
+        "## Against the baseline\n\n{}.\n",
+        escape(&super::baseline::headline(judgement))
+    );
+    let table = super::baseline::beyond(judgement);
+    if !table.rows.is_empty() {
+        out.push_str(&table.markdown());
     }
 }
 

@@ -1,6 +1,7 @@
 //! Exporters: one module per format, all behind one trait that turns a report into bytes.
 //! JSON is the canonical form; the others are views of it.
 
+mod baseline;
 mod bench;
 mod calibration;
 mod compare;
@@ -70,6 +71,7 @@ pub fn exporter_for(options: &crate::options::ReportOptions) -> Box<dyn Exporter
     }
 }
 
+pub use baseline::baseline;
 pub use calibration::calibration;
 pub use fleet::{fleet, ingest};
 
@@ -508,6 +510,7 @@ mod tests {
             load_untrusted: false,
             combinations,
             node: None,
+            baseline: None,
         }
     }
 

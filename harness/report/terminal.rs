@@ -475,6 +475,9 @@ impl Exporter for Terminal {
         out.push('\n');
         let rows: Vec<Vec<String>> = report.rows.iter().map(super::merge_cells).collect();
         self.table(&mut out, &super::MERGE_HEADER, &rows);
+        if let Some(judgement) = &report.baseline {
+            self.baseline(&mut out, judgement);
+        }
         Ok(out.into_bytes())
     }
 
@@ -518,6 +521,9 @@ impl Exporter for Terminal {
         self.combinations(&mut out, report);
         if let Some(node) = &report.node {
             self.node(&mut out, node, report.simulated);
+        }
+        if let Some(judgement) = &report.baseline {
+            self.baseline(&mut out, judgement);
         }
         Ok(out.into_bytes())
     }
@@ -649,6 +655,22 @@ impl Terminal {
     }
 
     /// The node: a row per GPU, the copy matrices, its findings and notes.
+    /// A judgement against a baseline: its line, then the rows beyond their fleet.
+    fn baseline(&self, out: &mut String, judgement: &crate::baseline::judge::Judgement) {
+        let colour = if judgement.slower().next().is_some() {
+            RED
+        } else {
+            GREEN
+        };
+        let line = wrap(&super::baseline::headline(judgement), "    ");
+        let _ = writeln!(out, "\n{}", self.paint(colour, &line));
+        let table = super::baseline::beyond(judgement);
+        if !table.rows.is_empty() {
+            out.push('\n');
+            out.push_str(&table.aligned());
+        }
+    }
+
     fn node(&self, out: &mut String, node: &crate::node::model::NodeReport, simulated: bool) {
         let label = if simulated { " (SIMULATED)" } else { "" };
         let _ = writeln!(

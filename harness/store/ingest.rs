@@ -103,11 +103,7 @@ pub fn add(store: &Store, runs: &[Run]) -> Result<Added, StoreError> {
     let mut rows = Vec::new();
     let mut added = 0;
     for run in runs {
-        let of_run = match run {
-            Run::Bench(report) => rows::of_bench(report),
-            Run::Check(report) => rows::of_check(report),
-            Run::Doctor(_) | Run::Scan(_) => Vec::new(),
-        };
+        let of_run = rows::of_run(run);
         let Some(first) = of_run.first() else {
             continue;
         };

@@ -3,10 +3,12 @@
 
 use crate::bench::model::{BenchReport, BenchResult, Status as BenchStatus};
 use crate::check::model::CheckReport;
+use crate::compare::load::Run;
 use crate::gpu::{Gpu, GpuInfo};
+use crate::node::model::{Copy, Engine};
 
 /// One row of the store.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Row {
     /// The run's id: its `run_id`, or for a file without one, `<command>:<host>:<started>`.
     pub run_id: String,
@@ -52,7 +54,16 @@ pub struct Row {
     pub samples: Vec<i64>,
 }
 
-/// A run's rows, as the store keeps them; a run whose start time does not read as RFC 3339
+/// A bench or check run's rows (a doctor or scan run has none).
+pub fn of_run(run: &Run) -> Vec<Row> {
+    match run {
+        Run::Bench(report) => of_bench(report),
+        Run::Check(report) => of_check(report),
+        Run::Doctor(_) | Run::Scan(_) => Vec::new(),
+    }
+}
+
+/// A bench run's rows, as the store keeps them; a run whose start time does not read as RFC 3339
 /// has none (it could not be placed in time).
 pub fn of_bench(run: &BenchReport) -> Vec<Row> {
     let Some(of) = Of::run(run.run_id.as_deref(), "bench", &run.started, &run.host) else {
@@ -92,11 +103,21 @@ pub fn of_bench(run: &BenchReport) -> Vec<Row> {
         .collect()
 }
 
-/// A check run's rows: one per check of each combination.
+/// A check run's rows: one per check of each combination, then one per copy the node's probe
+/// measured (its figure in GB/s).
 pub fn of_check(run: &CheckReport) -> Vec<Row> {
     let Some(of) = Of::run(None, "check", &run.started, &run.host) else {
         return Vec::new();
     };
+    let mut rows = checks(&of, run);
+    if let Some(node) = &run.node {
+        rows.extend(node.copies.iter().map(|copy| copy_row(&of, run, copy)));
+    }
+    rows
+}
+
+/// The rows of each combination's checks.
+fn checks(of: &Of, run: &CheckReport) -> Vec<Row> {
     run.combinations
         .iter()
         .flat_map(|c| c.checks.iter().map(move |check| (c, check)))
@@ -120,6 +141,73 @@ pub fn of_check(run: &CheckReport) -> Vec<Row> {
             }
         })
         .collect()
+}
+
+/// A copy of the node's probe: kind `node/copy/<engine>/<h2d|d2h|d2d|p2p>[/both]`, on the GPU
+/// it copies to from the host, else the GPU it copies from.
+fn copy_row(of: &Of, run: &CheckReport, copy: &Copy) -> Row {
+    let end = |at: Option<u32>| at.map_or_else(|| "host".to_owned(), |i| i.to_string());
+    let direction = match (copy.src, copy.dst) {
+        (None, _) => "h2d",
+        (Some(_), None) => "d2h",
+        (Some(a), Some(b)) if a == b => "d2d",
+        _ => "p2p",
+    };
+    let engine = match copy.engine {
+        Engine::Ce => "ce",
+        Engine::Sm => "sm",
+    };
+    let both = if copy.both_ways { "/both" } else { "" };
+    let gpu = (copy.src.or(copy.dst)).and_then(|i| run.gpu.devices.iter().find(|g| g.index == i));
+    Row {
+        combination: "node".to_owned(),
+        clocks: crate::bench::clocks::setting(&[]),
+        simulated: run.simulated,
+        row_id: format!(
+            "node/copy/{engine}/{}-{}{both}",
+            end(copy.src),
+            end(copy.dst)
+        ),
+        kind: format!("node/copy/{engine}/{direction}{both}"),
+        figure: copy.gbs,
+        unit: copy.gbs.map(|_| GBS.to_owned()),
+        status: match (copy.gbs, copy.verified) {
+            (Some(_), true) => "measured",
+            (Some(_), false) => "wrong",
+            (None, _) => "failed",
+        }
+        .to_owned(),
+        verified: copy.gbs.map(|_| copy.verified),
+        ..of.row(&run.gpu, gpu)
+    }
+}
+
+/// The unit of a copy's figure: 1e9 bytes a second, where more is better.
+pub const GBS: &str = "GB/s";
+
+impl Row {
+    /// The row's cost as a log ([`log_cost`]); `None` without a positive figure.
+    pub fn log_cost(&self) -> Option<f64> {
+        let figure = self.figure.filter(|f| *f > 0.0 && f.is_finite())?;
+        Some(log_cost(figure, self.unit.as_deref().unwrap_or("ns")))
+    }
+}
+
+/// A figure's cost as a log, comparable across nodes and units: the log of a time, or of a
+/// bandwidth's inverse, so that less is better either way.
+pub fn log_cost(figure: f64, unit: &str) -> f64 {
+    match unit {
+        GBS => -figure.ln(),
+        _ => figure.ln(),
+    }
+}
+
+/// The figure of a log cost in `unit`: [`log_cost`]'s inverse.
+pub fn figure(log_cost: f64, unit: &str) -> f64 {
+    match unit {
+        GBS => (-log_cost).exp(),
+        _ => log_cost.exp(),
+    }
 }
 
 /// What every row of one run shares.
@@ -164,23 +252,10 @@ impl<'a> Of<'a> {
             stackbench: self.host.stackbench_version.clone(),
             gpu: gpu.map(|g| g.index),
             gpu_uuid: gpu.and_then(|g| g.uuid.clone()),
-            pci_bus_id: gpu.and_then(|g| g.pci_bus_id.as_deref().map(dcgm_bus_id)),
+            pci_bus_id: gpu.and_then(|g| g.pci_bus_id.as_deref().map(crate::devices::dcgm_bus_id)),
             model: gpu.map(|g| g.name.clone()),
             driver: info.driver_version.clone(),
-            cuda: None,
-            combination: String::new(),
-            libraries: String::new(),
-            clocks: String::new(),
-            simulated: false,
-            row_id: String::new(),
-            kind: String::new(),
-            figure: None,
-            unit: None,
-            status: String::new(),
-            verified: None,
-            q1: None,
-            q3: None,
-            samples: Vec::new(),
+            ..Row::default()
         }
     }
 }
@@ -202,28 +277,4 @@ fn by_key<'a>(info: &'a GpuInfo, key: &crate::devices::DeviceKey) -> Option<&'a 
         .as_ref()
         .and_then(|uuid| (info.devices.iter()).find(|g| g.uuid.as_deref() == Some(uuid.as_str())));
     by_uuid.or_else(|| info.devices.get(key.index as usize))
-}
-
-/// A PCI bus id as dcgm-exporter labels it: an 8-digit domain, upper-case hex
-/// (`0000:1b:00.0` → `00000000:1B:00.0`).
-pub fn dcgm_bus_id(id: &str) -> String {
-    let upper = id.to_ascii_uppercase();
-    match upper.split_once(':') {
-        Some((domain, rest)) if domain.len() < 8 && rest.contains(':') => {
-            format!("{domain:0>8}:{rest}")
-        }
-        _ => upper,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn bus_ids_read_as_dcgm_exporter_writes_them() {
-        assert_eq!(dcgm_bus_id("0000:1b:00.0"), "00000000:1B:00.0");
-        assert_eq!(dcgm_bus_id("00000000:1B:00.0"), "00000000:1B:00.0");
-        assert_eq!(dcgm_bus_id("garbage"), "GARBAGE");
-    }
 }

@@ -10,10 +10,11 @@
 mod exposition;
 
 use super::Exporter;
+use crate::baseline::judge::{Judgement, Standing};
 use crate::bench::model::{self as bench, BenchReport, BenchResult};
 use crate::check::model::{self as check, CheckReport};
 use crate::compare::model::CompareReport;
-use crate::devices::DeviceKey;
+use crate::devices::{dcgm_bus_id, DeviceKey};
 use crate::diagnose::finding::{Finding, Severity};
 use crate::doctor::DoctorReport;
 use crate::error::OutputError;
@@ -54,6 +55,8 @@ enum Metric {
     MergeFleetRatio,
     MergeFailedChecks,
     MergeOutlier,
+    BaselineRatio,
+    BaselineSlower,
 }
 
 impl Family for Metric {
@@ -84,6 +87,8 @@ impl Family for Metric {
             Metric::MergeFleetRatio => "stackbench_merge_fleet_ratio",
             Metric::MergeFailedChecks => "stackbench_merge_failed_checks",
             Metric::MergeOutlier => "stackbench_merge_outlier",
+            Metric::BaselineRatio => "stackbench_baseline_ratio",
+            Metric::BaselineSlower => "stackbench_baseline_slower",
         }
     }
 
@@ -114,6 +119,8 @@ impl Family for Metric {
             Metric::MergeFleetRatio => "A node's median over its fleet's median (1.15 is 15% slower).",
             Metric::MergeFailedChecks => "Checks that failed on a node, per combination.",
             Metric::MergeOutlier => "1 when the row is an outlier (a benchmark slower than its fleet, failing checks), else 0.",
+            Metric::BaselineRatio => "A node's cost over its baseline's median node (time over time, or the expected bandwidth over the node's): above 1 is slower.",
+            Metric::BaselineSlower => "1 when the node's row is slower than its baseline's range (beyond its robust deviations and twice its threshold), else 0.",
         }
     }
 }
@@ -209,7 +216,7 @@ impl Exporter for Openmetrics {
                     .with("check", &k.id)
                     .and(&device(&report.gpu, k.device.as_ref()));
                 for status in CHECK_STATUSES {
-                    let one = f64::from(u8::from(k.status == status));
+                    let one = flag_value(k.status == status);
                     out.add(
                         Metric::CheckStatus,
                         &labels.clone().with("status", status.name()),
@@ -220,6 +227,9 @@ impl Exporter for Openmetrics {
         }
         if let Some(node) = &report.node {
             findings(&mut out, Metric::CheckNodeFindings, &host, &node.findings);
+        }
+        if let Some(judgement) = &report.baseline {
+            baseline(&mut out, judgement);
         }
         text(out)
     }
@@ -322,11 +332,10 @@ impl Exporter for Openmetrics {
                     out.add(Metric::MergeFailedChecks, &labels, failed);
                 }
             }
-            out.add(
-                Metric::MergeOutlier,
-                &labels,
-                f64::from(u8::from(r.outlier)),
-            );
+            out.add(Metric::MergeOutlier, &labels, flag_value(r.outlier));
+        }
+        if let Some(judgement) = &report.baseline {
+            baseline(&mut out, judgement);
         }
         text(out)
     }
@@ -350,6 +359,11 @@ const BENCH_STATUSES: [bench::Status; 3] = [
 /// The text as bytes.
 fn text(out: Exposition<Metric>) -> Result<Vec<u8>, OutputError> {
     out.into_text().map(String::into_bytes)
+}
+
+/// 1 for true, 0 for false: a sample's value.
+fn flag_value(value: bool) -> f64 {
+    f64::from(u8::from(value))
 }
 
 /// `"true"` or `"false"`, as a label says a flag.
@@ -393,12 +407,33 @@ fn run(
     out.add(Metric::RunInfo, &labels, 1.0);
 }
 
+/// Each row judged against a baseline: its ratio to the fleet and whether it is slower,
+/// labelled as dcgm-exporter labels its GPU (`gpu` is NVML's index) to join its series.
+fn baseline(out: &mut Exposition<Metric>, judgement: &Judgement) {
+    for row in &judgement.rows {
+        let labels = Labels::default()
+            .with("Hostname", &row.host)
+            .maybe("gpu", row.gpu.map(|g| g.to_string()).as_deref())
+            .maybe("UUID", row.gpu_uuid.as_deref())
+            .maybe("pci_bus_id", row.pci_bus_id.as_deref())
+            .maybe("model_name", row.model.as_deref())
+            .with("kind", &row.kind)
+            .with("id", &row.id);
+        out.add(Metric::BaselineRatio, &labels, row.slowdown);
+        let slower = row.standing == Standing::Slower;
+        out.add(Metric::BaselineSlower, &labels, flag_value(slower));
+    }
+}
+
 /// A GPU's labels, as dcgm-exporter's: `gpu` (the index), `UUID`, `pci_bus_id`, and the model.
 fn gpu_labels(gpu: &Gpu) -> Labels {
     Labels::default()
         .with("gpu", gpu.index.to_string())
         .maybe("UUID", gpu.uuid.as_deref())
-        .maybe("pci_bus_id", gpu.pci_bus_id.as_deref())
+        .maybe(
+            "pci_bus_id",
+            gpu.pci_bus_id.as_deref().map(dcgm_bus_id).as_deref(),
+        )
         .with("model_name", &gpu.name)
 }
 
@@ -422,7 +457,10 @@ fn device_key(key: Option<&DeviceKey>) -> Labels {
         Some(key) => Labels::default()
             .with("gpu", key.index.to_string())
             .maybe("UUID", key.uuid.as_deref())
-            .maybe("pci_bus_id", key.pci_bus_id.as_deref()),
+            .maybe(
+                "pci_bus_id",
+                key.pci_bus_id.as_deref().map(dcgm_bus_id).as_deref(),
+            ),
         None => Labels::default(),
     }
 }
@@ -515,7 +553,7 @@ fn row(report: &BenchReport, b: &BenchResult) -> Labels {
 /// A benchmark row's samples: its status, and what it measured.
 fn bench_row(out: &mut Exposition<Metric>, labels: &Labels, b: &BenchResult) {
     for status in BENCH_STATUSES {
-        let one = f64::from(u8::from(b.status == status));
+        let one = flag_value(b.status == status);
         out.add(
             Metric::BenchStatus,
             &labels.clone().with("status", status.name()),
@@ -556,7 +594,7 @@ mod tests {
     use std::collections::HashSet;
 
     /// Every family.
-    const ALL: [Metric; 25] = [
+    const ALL: [Metric; 27] = [
         Metric::RunInfo,
         Metric::GpuInfo,
         Metric::CombinationInfo,
@@ -582,6 +620,8 @@ mod tests {
         Metric::MergeFleetRatio,
         Metric::MergeFailedChecks,
         Metric::MergeOutlier,
+        Metric::BaselineRatio,
+        Metric::BaselineSlower,
     ];
 
     /// dcgm-exporter's label names that are not snake case.
@@ -750,6 +790,7 @@ mod tests {
             load_untrusted: false,
             combinations,
             node: None,
+            baseline: None,
         }
     }
 
