@@ -73,9 +73,10 @@ pub enum Command {
     Merge(MergeArgs),
     /// Append runs to the history store: one long Parquet table that DuckDB reads as it is.
     ///
-    /// The bench and check runs among the files given (a directory stands for the JSON files
-    /// directly in it), each once: a run the store holds already is left as it is. Partitioned
-    /// by day, Hive-style; `compare --fleet` and DuckDB, ClickHouse or pandas query it.
+    /// The doctor, check and bench runs among the files given (a directory stands for the JSON
+    /// files directly in it), each once: a run the store holds already is left as it is.
+    /// Partitioned by day, Hive-style; `compare --fleet` and DuckDB, ClickHouse or pandas query
+    /// it.
     #[command(after_help = "Guide: doc/ingest.md")]
     Ingest(IngestArgs),
     /// What a fleet expects of a node, learned from the store: the file --baseline reads.

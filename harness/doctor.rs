@@ -25,6 +25,10 @@ pub const DOCTOR_SCHEMA: &str = "stackbench.doctor/v1";
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct DoctorReport {
     pub schema: String,
+    /// When the run started, RFC 3339 in UTC; absent in files written before it was kept, which
+    /// the history store cannot place in time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started: Option<String>,
     pub host: HostInfo,
     pub gpu: GpuInfo,
     /// Whether libraries were loaded (false with `--no-load`).
@@ -115,6 +119,7 @@ pub struct DoctorOptions {
 /// unpacked image, a node's file system), read by static analysis only, nothing run or loaded
 /// from it, nothing read outside it.
 pub fn doctor(options: &DoctorOptions, host: &Host) -> DoctorReport {
+    let started = crate::timestamp::now();
     let sysroot = !host.is_own_root();
     // Nothing is run or loaded from another machine's files.
     let load = options.load && !sysroot;
@@ -223,6 +228,7 @@ pub fn doctor(options: &DoctorOptions, host: &Host) -> DoctorReport {
     } = scan;
     DoctorReport {
         schema: DOCTOR_SCHEMA.to_string(),
+        started: Some(started),
         host: host_info,
         gpu,
         loaded: load,

@@ -184,8 +184,9 @@ fn ingest_holds_each_run_once_and_duckdb_reads_the_store_as_it_is() {
         stdout_json(&output)
     };
     let first = ingest();
-    // Three bench runs and two check runs are committed; the doctor runs, the comparisons of
-    // torch and the like are passed over with their reasons.
+    // Three bench runs and two check runs are committed; the doctor runs (written before doctor
+    // kept its start time), the comparisons of torch and the like are passed over with their
+    // reasons.
     assert_eq!(first["added"], 5, "{first}");
     assert!(first["passed_over"]
         .as_array()
@@ -271,4 +272,64 @@ fn the_store_is_under_a_tenth_of_the_json_of_the_same_runs() {
     let ratio = json_bytes as f64 / store_bytes as f64;
     eprintln!("120 full runs: JSON {json_bytes} bytes, store {store_bytes} bytes: {ratio:.1}x");
     assert!(ratio > 10.0, "JSON {json_bytes}, store {store_bytes}");
+}
+
+#[test]
+fn a_doctor_run_is_a_row_for_the_run_and_one_per_finding() {
+    let home = tempfile::tempdir().expect("temporary directory");
+    let store = home.path().join("store");
+    let committed =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("results/doctor-h100-2026-11-27.json");
+    let mut run: Value =
+        serde_json::from_str(&std::fs::read_to_string(&committed).unwrap()).unwrap();
+    let ingest = |file: &Path| {
+        let output = isolated_stackbench(home.path())
+            .arg("ingest")
+            .arg(file)
+            .arg("--store")
+            .arg(&store)
+            .args(["--format", "json"])
+            .output()
+            .expect("run stackbench ingest");
+        (output.status.code(), stdout_json(&output))
+    };
+    // The committed run has no start time: it cannot be placed in time, and says so.
+    let (code, report) = ingest(&committed);
+    assert_eq!(code, Some(1));
+    let why = report["passed_over"][0]["reason"].as_str().unwrap();
+    assert!(why.contains("without a start time"), "{why}");
+
+    run["started"] = "2026-11-28T02:00:00Z".into();
+    let file = home.path().join("doctor.json");
+    std::fs::write(&file, serde_json::to_vec(&run).unwrap()).unwrap();
+    let (code, report) = ingest(&file);
+    assert_eq!(code, Some(0), "{report}");
+    assert_eq!(report["added"], 1);
+    let rows = Store::at(&store)
+        .read(Columns::All)
+        .expect("read the store");
+    let findings = run["findings"].as_array().unwrap();
+    let folded: usize = (findings.iter())
+        .map(|f| f["also"].as_array().map_or(0, Vec::len))
+        .sum();
+    assert_eq!(rows.len(), 1 + findings.len() + folded);
+    assert!(rows
+        .iter()
+        .all(|r| r.command == "doctor" && r.figure.is_none()));
+    let whole = rows
+        .iter()
+        .find(|r| r.kind == "doctor")
+        .expect("the run's row");
+    assert_eq!(whole.status, "warning", "the worst of its findings");
+    assert_eq!(
+        whole.driver.as_deref(),
+        run["gpu"]["driver_version"].as_str()
+    );
+    let shadowed = rows.iter().filter(|r| r.kind == "shadowed").count();
+    let expected = (findings.iter())
+        .filter(|f| f["cause"] == "shadowed")
+        .map(|f| 1 + f["also"].as_array().map_or(0, Vec::len))
+        .sum::<usize>();
+    assert_eq!(shadowed, expected);
+    assert!(shadowed > 0);
 }

@@ -1,4 +1,4 @@
-//! `stackbench ingest PATH...`: the bench and check runs among the files given (a directory
+//! `stackbench ingest PATH...`: the doctor, check and bench runs among the files given (a directory
 //! stands for the JSON files directly in it) appended to the store, each run once: a run the
 //! store already holds (by run id) is left as it is, so ingesting a directory again each night
 //! adds only the new runs.
@@ -25,7 +25,7 @@ pub struct IngestReport {
     pub rows: usize,
     /// The Parquet files written, one per day the added runs started on.
     pub files: Vec<PathBuf>,
-    /// Files that are not bench or check runs, with the reason.
+    /// Files that are not doctor, check or bench runs placed in time, with the reason.
     pub passed_over: Vec<PassedOver>,
 }
 
@@ -41,31 +41,29 @@ pub fn ingest(store: &Store, files: &[PathBuf]) -> Result<IngestReport, StoreErr
     let mut runs = Vec::new();
     let mut passed_over = Vec::new();
     for path in files {
-        match load::read(path) {
-            Ok(run @ (Run::Bench(_) | Run::Check(_))) => match started(&run) {
-                Some(at) if crate::timestamp::parse_rfc3339_us(at).is_none() => {
-                    passed_over.push(PassedOver {
-                        path: path.clone(),
-                        reason: format!(
-                            "its start time {at:?} is not an RFC 3339 instant: the store places \
-                             each run in time"
-                        ),
-                    })
+        let why = match load::read(path) {
+            Ok(Run::Scan(_)) => {
+                "a scan run: the store holds doctor, check and bench runs".to_owned()
+            }
+            Ok(run) => match started(&run) {
+                Some(at) if crate::timestamp::parse_rfc3339_us(at).is_some() => {
+                    runs.push(run);
+                    continue;
                 }
-                _ => runs.push(run),
-            },
-            Ok(other) => passed_over.push(PassedOver {
-                path: path.clone(),
-                reason: format!(
-                    "a {} run: the store holds bench and check runs",
-                    other.kind()
+                Some(at) => format!(
+                    "its start time {at:?} is not an RFC 3339 instant: the store places each run \
+                     in time"
                 ),
-            }),
-            Err(e) => passed_over.push(PassedOver {
-                path: path.clone(),
-                reason: e.to_string(),
-            }),
-        }
+                None => "a doctor run without a start time (written before stackbench kept one): \
+                         the store places each run in time"
+                    .to_owned(),
+            },
+            Err(e) => e.to_string(),
+        };
+        passed_over.push(PassedOver {
+            path: path.clone(),
+            reason: why,
+        });
     }
     let added = add(store, &runs)?;
     Ok(IngestReport {
@@ -79,12 +77,13 @@ pub fn ingest(store: &Store, files: &[PathBuf]) -> Result<IngestReport, StoreErr
     })
 }
 
-/// When a bench or check run started, as its file says.
+/// When a doctor, check or bench run started, as its file says.
 fn started(run: &Run) -> Option<&str> {
     match run {
         Run::Bench(report) => Some(&report.started),
         Run::Check(report) => Some(&report.started),
-        Run::Doctor(_) | Run::Scan(_) => None,
+        Run::Doctor(report) => report.started.as_deref(),
+        Run::Scan(_) => None,
     }
 }
 
@@ -95,8 +94,9 @@ pub struct Added {
     pub written: super::Written,
 }
 
-/// Appends `runs` (bench and check runs; others have no rows) that the store does not hold yet,
-/// under the store's lock. A run without rows (its start time unreadable) is not added.
+/// Appends `runs` (doctor, check and bench runs; a scan has no rows) that the store does not
+/// hold yet, under the store's lock. A run without rows (its start time unreadable) is not
+/// added.
 pub fn add(store: &Store, runs: &[Run]) -> Result<Added, StoreError> {
     let _lock = store.lock()?;
     let mut held = store.run_ids()?;

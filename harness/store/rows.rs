@@ -4,6 +4,7 @@
 use crate::bench::model::{BenchReport, BenchResult, Status as BenchStatus};
 use crate::check::model::CheckReport;
 use crate::compare::load::Run;
+use crate::doctor::DoctorReport;
 use crate::gpu::{Gpu, GpuInfo};
 use crate::node::model::{Copy, Engine};
 
@@ -59,8 +60,48 @@ pub fn of_run(run: &Run) -> Vec<Row> {
     match run {
         Run::Bench(report) => of_bench(report),
         Run::Check(report) => of_check(report),
-        Run::Doctor(_) | Run::Scan(_) => Vec::new(),
+        Run::Doctor(report) => of_doctor(report),
+        Run::Scan(_) => Vec::new(),
     }
+}
+
+/// A doctor run's rows: one for the run (`kind` `doctor`, `status` its worst severity, or
+/// `clean`), then one per finding (`kind` its cause code, `status` its severity, `combination`
+/// its installation, `row_id` `<cause>/<library or dependency>`), folded ones each a row.
+pub fn of_doctor(run: &DoctorReport) -> Vec<Row> {
+    let Some(of) = run
+        .started
+        .as_deref()
+        .and_then(|started| Of::run(None, "doctor", started, &run.host))
+    else {
+        return Vec::new();
+    };
+    let base = of.row(&run.gpu, run.gpu.devices.first());
+    let worst = (run.findings.iter()).map(|f| f.severity).min();
+    let mut rows = vec![Row {
+        row_id: "doctor".to_owned(),
+        kind: "doctor".to_owned(),
+        status: worst.map_or("clean", |s| s.name()).to_owned(),
+        ..base.clone()
+    }];
+    for finding in &run.findings {
+        let installation =
+            (finding.installation.as_ref()).map_or_else(String::new, |p| p.display().to_string());
+        let cause = finding.cause.code();
+        let subjects = std::iter::once((&finding.library, &finding.missing))
+            .chain((finding.also.iter()).map(|folded| (&folded.library, &folded.missing)));
+        for (library, missing) in subjects {
+            let subject = missing.as_ref().or(library.as_ref());
+            rows.push(Row {
+                combination: installation.clone(),
+                row_id: subject.map_or_else(|| cause.clone(), |s| format!("{cause}/{s}")),
+                kind: cause.clone(),
+                status: finding.severity.name().to_owned(),
+                ..base.clone()
+            });
+        }
+    }
+    rows
 }
 
 /// A bench run's rows, as the store keeps them; a run whose start time does not read as RFC 3339
