@@ -151,6 +151,9 @@ pub enum Cause {
     /// NCCL built for a newer CUDA than the driver supports, or a newer major than the runtime
     /// beside it (NCCL brings its own CUDA runtime, linked in).
     NcclCudaMismatch,
+    /// NCCL between nodes would fall back to sockets: no rdma-core (`libibverbs.so.1`), no
+    /// provider it can load, or a network plugin `NCCL_NET_PLUGIN` names that is not there.
+    NcclNetFallback,
     /// Libraries built for another machine than this host's (an aarch64 environment on an
     /// x86_64 node): no program here can load them.
     ForeignArchitecture,

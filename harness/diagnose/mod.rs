@@ -17,6 +17,7 @@ mod hygiene;
 mod load;
 mod module;
 mod nccl;
+mod network;
 pub mod program;
 mod record;
 mod shadow;
@@ -422,6 +423,7 @@ fn every_rule(ctx: &Context) -> Vec<Finding> {
         findings.extend(record::check(ctx));
         findings.extend(cudnn::check(ctx));
         findings.extend(nccl::check(ctx));
+        findings.extend(network::check(ctx));
         findings.extend(shadow::check(ctx));
         findings.extend(arch::check(ctx));
     }

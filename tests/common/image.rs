@@ -10,7 +10,7 @@
 //! host's `/proc/driver/nvidia/version`). Used by `tests/sysroot_images.rs` and
 //! `benches/doctor.rs`.
 
-use super::{fixture, DRIVER_AMD64, TOOLKIT, TOOLKIT_LIB};
+use super::{fixture, rdma_core, DRIVER_AMD64, TOOLKIT, TOOLKIT_LIB};
 use std::path::Path;
 
 /// The toolkit's library directory inside the image.
@@ -148,4 +148,46 @@ pub fn runtime_image(injected: bool) -> tempfile::TempDir {
         write(root, "proc/driver/nvidia/version", PROC_535.as_bytes());
     }
     dir
+}
+
+/// NCCL for CUDA 12 (the fixtures' `nvidia-nccl-cu12` wheel's `libnccl.so.2`), as a distribution
+/// package lays it out.
+const NCCL: &str = "venv-cu12/lib/python3.11/site-packages/nvidia/nccl/lib/libnccl.so.2";
+/// Where Debian's packages put libraries, which its base image's `ld.so.conf.d` names.
+const MULTIARCH: &str = "usr/lib/x86_64-linux-gnu";
+
+/// The runtime image with NCCL added (`libnccl2`'s layout); with `rdma`, rdma-core as Debian's
+/// `libibverbs1`, `ibverbs-providers` and `rdma-core` packages install it (ci/fetch-rdma-core):
+/// the image a multi-node training job runs in.
+pub fn nccl_image(rdma: bool) -> tempfile::TempDir {
+    let dir = runtime_image(false);
+    let root = dir.path();
+    place(&fixture(NCCL), &root.join(MULTIARCH).join("libnccl.so.2"));
+    write(
+        root,
+        "etc/ld.so.conf.d/x86_64-linux-gnu.conf",
+        b"/usr/local/lib/x86_64-linux-gnu\n/lib/x86_64-linux-gnu\n/usr/lib/x86_64-linux-gnu\n",
+    );
+    if rdma {
+        copy_tree(&rdma_core().join("root"), root);
+    }
+    dir
+}
+
+/// Every file and link below `from` put at the same place below `to`.
+fn copy_tree(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let (source, target) = (entry.path(), to.join(entry.file_name()));
+        let kind = entry.file_type().unwrap();
+        if kind.is_symlink() {
+            let _ = std::fs::remove_file(&target);
+            std::os::unix::fs::symlink(std::fs::read_link(&source).unwrap(), &target).unwrap();
+        } else if kind.is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+            copy_tree(&source, &target);
+        } else {
+            place(&source, &target);
+        }
+    }
 }

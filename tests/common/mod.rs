@@ -107,6 +107,11 @@ pub fn windows_toolkits() -> PathBuf {
     )
 }
 
+/// Debian's rdma-core packages, extracted under `root/` (`ci/fetch-rdma-core`).
+pub fn rdma_core() -> PathBuf {
+    fixture_tree("STACKBENCH_RDMA_CORE", ".rdma-core", "fetch-rdma-core")
+}
+
 /// The Windows virtualenv's site-packages and the Windows toolkit, relative to their tree.
 pub const WIN_VENV: &str = "venv-cu11/Lib/site-packages";
 /// cuDNN 8 for CUDA 11 beside CUDA 12's cuBLAS only.
