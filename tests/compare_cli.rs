@@ -89,20 +89,39 @@ fn two_runs_of_the_same_build_are_matched_row_for_row() {
     assert_eq!(report["environment"], serde_json::json!([]));
 }
 
-#[test]
-fn the_same_run_three_times_as_slow_is_slower_and_exits_1() {
-    let run = bench_run();
-    let mut slowed: Value = serde_json::from_slice(&std::fs::read(run).unwrap()).unwrap();
-    for row in slowed["benchmarks"].as_array_mut().unwrap() {
+/// The real run with every sample of a row at the row's median times `factor`: a run whose
+/// rows have no spread of their own, so that a verdict on it does not hang on how busy this
+/// machine was while it measured (a compile's samples on two busy cores can spread more than
+/// threefold, and then a threefold change is rightly `unclear`).
+fn steady(run: &Value, factor: f64) -> Value {
+    let mut steady = run.clone();
+    for row in steady["benchmarks"].as_array_mut().unwrap() {
+        let Some(median) = row["summary"]["median_ns"].as_f64() else {
+            continue;
+        };
         if let Some(samples) = row["samples_ns"].as_array_mut() {
-            for s in samples.iter_mut() {
-                *s = Value::from(s.as_f64().unwrap() * 3.0);
-            }
+            samples
+                .iter_mut()
+                .for_each(|s| *s = Value::from(median * factor));
         }
     }
+    steady
+}
+
+/// `run` written into the scratch directory as `name`.
+fn written(run: &Value, name: &str) -> PathBuf {
+    let path = scratch().join(name);
+    std::fs::write(&path, serde_json::to_vec(run).unwrap()).unwrap();
+    path
+}
+
+#[test]
+fn the_same_run_three_times_as_slow_is_slower_and_exits_1() {
+    let real: Value = serde_json::from_slice(&std::fs::read(bench_run()).unwrap()).unwrap();
+    let run = &written(&steady(&real, 1.0), "bench-steady.json");
+    let mut slowed = steady(&real, 3.0);
     slowed["host"]["stackbench_version"] = Value::from("0.0.9");
-    let slow = scratch().join("bench-slow.json");
-    std::fs::write(&slow, serde_json::to_vec(&slowed).unwrap()).unwrap();
+    let slow = written(&slowed, "bench-slow.json");
     let output = compare_json(run, &slow, &[]);
     assert_eq!(output.status.code(), Some(1));
     let report = stdout_json(&output);
@@ -124,22 +143,15 @@ fn the_same_run_three_times_as_slow_is_slower_and_exits_1() {
 /// environment say which run was simulated, and nothing counts as a regression.
 #[test]
 fn a_simulated_run_against_a_real_one_says_so_and_is_never_a_regression() {
-    let run = bench_run();
-    let mut simulated: Value = serde_json::from_slice(&std::fs::read(run).unwrap()).unwrap();
+    let real: Value = serde_json::from_slice(&std::fs::read(bench_run()).unwrap()).unwrap();
+    let run = &written(&steady(&real, 1.0), "bench-steady-real.json");
+    let mut simulated = steady(&real, 3.0);
     simulated["simulated"] = Value::from(true);
     simulated["gpu"]["devices"] = serde_json::json!([{"index": 0, "name": "stackbench simulated GPU (H100-like)", "compute_capability": "15.0"}]);
     for c in simulated["combinations"].as_array_mut().unwrap() {
         c["simulated"] = Value::from(true);
     }
-    for row in simulated["benchmarks"].as_array_mut().unwrap() {
-        if let Some(samples) = row["samples_ns"].as_array_mut() {
-            for s in samples.iter_mut() {
-                *s = Value::from(s.as_f64().unwrap() * 3.0);
-            }
-        }
-    }
-    let path = scratch().join("bench-simulated.json");
-    std::fs::write(&path, serde_json::to_vec(&simulated).unwrap()).unwrap();
+    let path = written(&simulated, "bench-simulated.json");
     let refused = compare_json(run, &path, &[]);
     assert_eq!(refused.status.code(), Some(2));
     let output = compare_json(run, &path, &["--allow-different-gpus"]);
