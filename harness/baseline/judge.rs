@@ -15,7 +15,7 @@ pub struct Judgement {
     pub baseline: PathBuf,
     /// What the baseline was learned from: `1000 nodes, 60000 runs, <from> to <to>`.
     pub learned_from: String,
-    /// Every row judged, the slowest first.
+    /// Every row judged, the slowest first ([`against`] orders them once all are in).
     pub rows: Vec<Against>,
     /// Measured rows the baseline has no entry for.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -79,6 +79,9 @@ pub fn against(path: &Path, nodes: &[(String, Vec<Row>)]) -> Result<Judgement, B
     for (host, rows) in nodes {
         judgement.add(&baseline, host, rows);
     }
+    judgement
+        .rows
+        .sort_by(|a, b| b.slowdown.total_cmp(&a.slowdown).then(a.id.cmp(&b.id)));
     Ok(judgement)
 }
 
@@ -93,7 +96,8 @@ impl Judgement {
         }
     }
 
-    /// Judges the store rows of one node's run (`host` names it), adding to the judgement.
+    /// Judges the store rows of one node's run (`host` names it), adding to the judgement in
+    /// their order.
     pub fn add(&mut self, baseline: &Baseline, host: &str, run_rows: &[Row]) {
         for row in run_rows.iter().filter(|r| r.status == "measured") {
             let (Some(cost), Some(figure)) = (row.log_cost(), row.figure) else {
@@ -136,8 +140,6 @@ impl Judgement {
                 },
             });
         }
-        self.rows
-            .sort_by(|a, b| b.slowdown.total_cmp(&a.slowdown).then(a.id.cmp(&b.id)));
     }
 
     /// The rows slower than their fleet.

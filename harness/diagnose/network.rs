@@ -90,7 +90,6 @@ fn judge(
             .find_map(|d| d.strip_prefix("IBVERBS_PRIVATE_").map(str::to_owned))
     });
     let configured = configured_drivers(host);
-    let providers_dir = library.parent().map(|d| d.join("libibverbs"));
     let mut evidence = vec![format!(
         "{}: libibverbs.so.1{}",
         library.display(),
@@ -106,16 +105,12 @@ fn judge(
             format!("install the providers of the same rdma-core ({PACKAGES}): they bring {DRIVERS}/*.driver and libibverbs/lib<name>-rdmav<ABI>.so"),
         ));
     }
-    let dir = providers_dir?;
+    let dir = library.parent()?.join("libibverbs");
     let present = host.entries(&dir);
-    let usable: Vec<&String> = (configured.iter())
-        .filter(|driver| {
-            present.iter().any(|p| {
-                provider_of(p).is_some_and(|(n, a)| &n == *driver && Some(&a) == abi.as_ref())
-            })
-        })
-        .collect();
-    if !usable.is_empty() {
+    let loadable = |p: &std::path::PathBuf| {
+        provider_of(p).is_some_and(|(n, a)| configured.contains(&n) && Some(&a) == abi.as_ref())
+    };
+    if present.iter().any(loadable) {
         return None;
     }
     evidence.push(format!("{DRIVERS} names {}", configured.join(", ")));
