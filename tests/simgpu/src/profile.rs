@@ -2,6 +2,7 @@
 //! TOML file `STACKBENCH_SIM_PROFILE` names, or one H100-like device without faults.
 
 use serde::Deserialize;
+use std::net::Ipv4Addr;
 use std::path::Path;
 
 /// The environment variable naming the profile.
@@ -15,6 +16,8 @@ pub struct Profile {
     pub device: Vec<Device>,
     #[serde(default)]
     pub node: Node,
+    #[serde(default)]
+    pub network: Network,
     #[serde(default)]
     pub faults: Faults,
 }
@@ -39,6 +42,10 @@ pub struct Node {
     /// Each device's NUMA node (`CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID`, `nvmlDeviceGetNumaNodeId`);
     /// empty (the default): all 0; else one per device.
     pub numa_node: Vec<u32>,
+    /// The simulated node's address, which must be in 127.0.0.0/8: the simulated NCCL's
+    /// bootstrap listens and connects only there, and processes whose profiles give the same
+    /// address are on one node ([`crate::libs::nccl::net`]). `127.0.0.1`.
+    pub address: Ipv4Addr,
 }
 
 impl Default for Node {
@@ -50,6 +57,34 @@ impl Default for Node {
             nvlink_gbs: 25.0,
             pcie_gbs: crate::clock::PCIE_BYTES_PER_SECOND / 1e9,
             numa_node: Vec::new(),
+            address: Ipv4Addr::LOCALHOST,
+        }
+    }
+}
+
+/// The node's network to other nodes (`[network]`), as NCCL finds it at its first
+/// `ncclCommInitRank` ([`crate::libs::nccl::net`]). The defaults are a node without an RDMA
+/// device, on a 25 GbE NIC.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Network {
+    /// InfiniBand HCAs (`mlx5_0`, `mlx5_1`, ...), used when `libibverbs.so.1` also loads; 0.
+    pub hcas: u32,
+    /// Each HCA's link rate, Gb/s; 400 (NDR).
+    pub hca_gbps: f64,
+    /// The rate of NCCL's sockets between nodes, GB/s (1e9 bytes); 3.125 (25 GbE).
+    pub socket_gbs: f64,
+    /// GPUDirect RDMA works (the HCAs reach GPU memory directly); `true`.
+    pub gdr: bool,
+}
+
+impl Default for Network {
+    fn default() -> Network {
+        Network {
+            hcas: 0,
+            hca_gbps: 400.0,
+            socket_gbs: 3.125,
+            gdr: true,
         }
     }
 }
@@ -212,6 +247,10 @@ pub struct Faults {
     /// `[a, b, factor]`: copies between devices `a` and `b` (either way) take `factor` times as
     /// long.
     pub slow_link: Vec<(usize, usize, f64)>,
+    /// Every rank of this node receives the outputs of collectives across processes
+    /// (`ncclCommInitRank`) with bits flipped ([`crate::node::flip_bits`]), as from a failing
+    /// NIC; a broadcast's root, which receives nothing, excepted.
+    pub corrupt_receive: bool,
     /// Compute processes of other users on every device, as NVML lists them
     /// (`nvmlDeviceGetComputeRunningProcesses_v3`: pid and used memory; the name by
     /// `nvmlSystemGetProcessName`). Their work shares the device: each takes a time slice of
@@ -231,6 +270,7 @@ impl Default for Profile {
         Profile {
             device: default_devices(),
             node: Node::default(),
+            network: Network::default(),
             faults: Faults::default(),
         }
     }
@@ -272,8 +312,9 @@ impl Profile {
         Ok(profile)
     }
 
-    /// Checks `[node]` and the node's faults against the devices: every device index in range,
-    /// every link below `nvlinks_per_gpu`, every rate and factor positive.
+    /// Checks `[node]`, `[network]` and the node's faults against the devices: every device
+    /// index in range, every link below `nvlinks_per_gpu`, every rate and factor positive, the
+    /// address in 127.0.0.0/8.
     fn check_node(&self) -> Result<(), String> {
         let (node, faults, count) = (&self.node, &self.faults, self.device.len());
         let device = |key: &str, d: usize| {
@@ -288,6 +329,15 @@ impl Profile {
         };
         positive("node.nvlink_gbs", node.nvlink_gbs)?;
         positive("node.pcie_gbs", node.pcie_gbs)?;
+        positive("network.hca_gbps", self.network.hca_gbps)?;
+        positive("network.socket_gbs", self.network.socket_gbs)?;
+        if !node.address.is_loopback() {
+            return Err(format!(
+                "node.address: {} is outside 127.0.0.0/8 (a simulated node's address is on the \
+                 loopback)",
+                node.address
+            ));
+        }
         if !node.numa_node.is_empty() && node.numa_node.len() != count {
             return Err(format!(
                 "node.numa_node: {} entries for {count} devices",
@@ -385,6 +435,31 @@ mod tests {
         assert_eq!(Profile::default().device.len(), 1);
         assert!(Profile::parse("[faults]\nkernel_hangs = \"x\"\n").is_err());
         assert!(Profile::parse("device = []\n").is_err());
+    }
+
+    #[test]
+    fn a_node_s_address_is_on_the_loopback_and_its_network_has_defaults() {
+        let default = Profile::default();
+        assert_eq!(default.node.address, Ipv4Addr::LOCALHOST);
+        assert_eq!(default.network.hcas, 0);
+        assert_eq!(default.network.hca_gbps, 400.0);
+        assert_eq!(default.network.socket_gbs, 3.125);
+        assert!(default.network.gdr && !default.faults.corrupt_receive);
+        let node = Profile::parse(
+            "[node]\naddress = \"127.0.0.3\"\n[network]\nhcas = 2\ngdr = false\n\
+             [faults]\ncorrupt_receive = true\n",
+        )
+        .unwrap();
+        assert_eq!(node.node.address, Ipv4Addr::new(127, 0, 0, 3));
+        assert_eq!((node.network.hcas, node.network.gdr), (2, false));
+        assert!(node.faults.corrupt_receive);
+        let error = |text: &str| Profile::parse(text).unwrap_err();
+        assert!(error("[node]\naddress = \"10.0.0.1\"\n").contains("outside 127.0.0.0/8"));
+        assert!(error("[node]\naddress = \"128.0.0.1\"\n").contains("node.address"));
+        assert!(error("[node]\naddress = \"localhost\"\n").contains("address"));
+        assert!(error("[network]\nsocket_gbs = 0\n").contains("network.socket_gbs"));
+        assert!(error("[network]\nhca_gbps = -1\n").contains("network.hca_gbps"));
+        assert!(error("[network]\nnics = 1\n").contains("nics"));
     }
 
     #[test]

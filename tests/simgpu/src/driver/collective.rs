@@ -7,6 +7,11 @@
 //! the model timeline before the last rank reached the collective, and none runs before every
 //! rank's earlier work, its input included, is done); the rank's [`Collective`] part, whose
 //! body writes that rank's output and whose time is given; a record of its `done` event.
+//!
+//! A rank whose peers are in other processes is put on its stream alone: its `send` reads its
+//! input and hands it on when the stream reaches it (taking no time), and its part waits for
+//! its `gate` (its output has come) before it runs. Its time starts when its own stream is
+//! ready: the processes' timelines are their own.
 
 use super::entry::{call, enter, wait};
 use super::errors::Code;
@@ -15,7 +20,9 @@ use super::library::{Body, DeviceMemory};
 use super::queue::Op;
 use super::{Inner, Kind};
 use crate::profile::Profile;
+use crate::state::Sim;
 use std::ffi::c_void;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// One rank's part of a collective, as its stream runs it.
 pub struct Collective {
@@ -25,15 +32,22 @@ pub struct Collective {
     pub seconds: f64,
     /// Writes the rank's output.
     pub body: Body,
+    /// Whether the part may run yet (`None`: as soon as its stream reaches it).
+    pub gate: Option<Gate>,
 }
 
+/// Whether a collective's part may run yet: its output has come from another process.
+pub type Gate = Box<dyn Fn() -> bool + Send>;
+
 /// A rank of a collective: its device, the stream the caller gave (NULL: the device's null
-/// stream), its private events and its part; `hang`: the part never runs.
+/// stream), its private events, what reads and sends its input to other processes (`None` in
+/// one process) and its part.
 pub struct Rank {
     pub gpu: usize,
     pub stream: *mut c_void,
     pub arrive: u64,
     pub done: u64,
+    pub send: Option<Body>,
     pub part: Collective,
 }
 
@@ -62,6 +76,14 @@ pub fn event(gpu: usize) -> Result<u64, Code> {
     made
 }
 
+/// Runs whatever may run now on `sim`'s streams, as a GPU goes on without its host: called when
+/// a rank's output has come from another process, so that its part and the work after it (the
+/// next collective's send) run before the host next calls the driver. No driver call is
+/// counted.
+pub fn progress(sim: &'static Sim) {
+    let _ = catch_unwind(AssertUnwindSafe(|| enter(sim).map(drop)));
+}
+
 /// Forgets a private event (a wait on it no longer waits).
 pub fn forget(event: u64) {
     let _ = call(|sim| {
@@ -86,7 +108,8 @@ pub fn synchronize(event: u64) -> Result<(), Code> {
 
 /// Puts a collective on its ranks' streams (see the module's doc), all or nothing: a stream
 /// that is not of its rank's device is `CUDA_ERROR_INVALID_HANDLE`, a device with a sticky
-/// error answers it. With `hang`, each rank's part never runs (nor anything after it).
+/// error answers it. With `hang`, each rank's part (and its send) never runs, nor anything
+/// after it.
 pub fn enqueue(ranks: Vec<Rank>, hang: bool) -> Result<(), Code> {
     status(call(|sim| {
         let mut inner = enter(sim)?;
@@ -113,12 +136,15 @@ pub fn enqueue(ranks: Vec<Rank>, hang: bool) -> Result<(), Code> {
             }
         }
         for (rank, key) in ranks.into_iter().zip(keys) {
-            let op = if hang {
-                Op::Never
+            if hang {
+                inner.streams.push(key, rank.gpu, Op::Never);
             } else {
-                Op::Collective(Box::new(rank.part))
-            };
-            inner.streams.push(key, rank.gpu, op);
+                if let Some(send) = rank.send {
+                    inner.streams.push(key, rank.gpu, Op::Send(send));
+                }
+                let part = Op::Collective(Box::new(rank.part));
+                inner.streams.push(key, rank.gpu, part);
+            }
             inner.record(key, rank.gpu, rank.done);
         }
         inner.advance(sim);
@@ -145,6 +171,11 @@ impl Inner {
         self.streams
             .push(key, gpu, Op::Record { event, generation });
         generation
+    }
+
+    /// Runs a collective's send: it reads the rank's input and hands it on.
+    pub(super) fn run_send(&mut self, send: Body) -> Result<(), Code> {
+        send(&mut DeviceMemory::of(self))
     }
 
     /// Runs a collective's part on `gpu`: its body, then its modelled time.

@@ -2,7 +2,8 @@
 //!
 //! Work on a stream runs in order, as soon as nothing ahead of it waits: a wait on a host word
 //! (`cuStreamWaitValue32`) holds its queue until the word satisfies it, a wait on an event until
-//! that event's work is done, and a kernel named by `faults.kernel_hang` (or a collective under
+//! that event's work is done, a collective's part across processes until its output has come
+//! ([`super::collective`]), and a kernel named by `faults.kernel_hang` (or a collective under
 //! `faults.nccl_hang`) never completes. Each device also has its legacy null stream, which
 //! waits for the earlier work of every blocking stream (created without
 //! `CU_STREAM_NON_BLOCKING`), as they wait for its earlier work. Among everything that may run,
@@ -18,7 +19,7 @@
 use super::collective::Collective;
 use super::errors::Code;
 use super::launch::Pending;
-use super::library::Work;
+use super::library::{Body, Work};
 use super::Inner;
 use crate::libs::cupti::activity as cupti;
 use crate::state::Sim;
@@ -40,6 +41,9 @@ pub(super) enum Op {
     Library(Box<Work>),
     /// One rank's part of a collective (see [`super::collective`]).
     Collective(Box<Collective>),
+    /// The send of a rank's input to its peers in other processes (see
+    /// [`super::collective`]): no time.
+    Send(Body),
     /// Work that never completes: a collective whose peers never arrive (`faults.nccl_hang`).
     Never,
     /// A copy to device or pinned memory at `dst`.
@@ -284,7 +288,10 @@ impl Inner {
         match op {
             Op::Launch(pending) => pending.name() != self.profile.faults.kernel_hang,
             Op::Library(work) => work.name != self.profile.faults.kernel_hang,
-            Op::Collective(part) => part.name != self.profile.faults.kernel_hang,
+            Op::Collective(part) => {
+                part.name != self.profile.faults.kernel_hang
+                    && part.gate.as_ref().is_none_or(|open| open())
+            }
             Op::Never => false,
             Op::WaitValue {
                 address,
@@ -381,6 +388,7 @@ impl Inner {
                 }
                 ran.map(|()| self.gpus[gpu].clock.now())
             }
+            Op::Send(send) => self.run_send(send).map(|()| ready),
             Op::Copy {
                 dst,
                 src,

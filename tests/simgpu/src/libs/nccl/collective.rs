@@ -1,6 +1,7 @@
 //! The collectives' entry points, their arguments checked as NCCL's `ArgsCheck` checks them
-//! (a communicator, a root in range, a data type, a built-in reduction), then run or kept for
-//! the group's end ([`super::group`]). A count of 0 is discarded, as NCCL discards it. Buffers
+//! (a communicator, a root in range, a data type, a built-in reduction; and, across processes,
+//! a size the simulator's wire carries), then run or kept for the group's end
+//! ([`super::group`]). A count of 0 is discarded, as NCCL discards it. Buffers
 //! are not checked here, as NCCL does not check them by default: an address outside every
 //! allocation faults the rank's context when its part runs (`CUDA_ERROR_ILLEGAL_ADDRESS`).
 
@@ -9,6 +10,7 @@ use super::debug;
 use super::group::{self, Call};
 use super::reference::Shape;
 use super::types::{DataType, Function, RedOp, Refused};
+use super::wire::MAX_PAYLOAD;
 use super::{guarded, NcclResult, INVALID_ARGUMENT};
 use std::ffi::{c_int, c_void};
 
@@ -37,14 +39,12 @@ fn call(args: Args) -> NcclResult {
 /// The call to make of `args`, `None` for a count of 0; NCCL's answer to a bad argument.
 fn check(args: &Args) -> Result<Option<Call>, NcclResult> {
     let name = args.function.name();
-    let (comm, nranks) = {
+    let (comm, nranks, remote) = {
         let state = state();
         let comm = state.comm(args.comm, args.function.call())?;
-        let nranks = state
-            .cliques
-            .get(&comm.clique)
-            .map_or(0, |c| c.devices.len());
-        (comm, nranks)
+        let clique = state.cliques.get(&comm.clique);
+        let nranks = clique.map_or(0, |c| c.devices.len());
+        (comm, nranks, clique.is_some_and(|c| c.link.is_some()))
     };
     let refuse = |text: String| {
         debug::warn("misc/argcheck.cc:47", comm.device, &text);
@@ -97,6 +97,17 @@ fn check(args: &Args) -> Result<Option<Call>, NcclResult> {
         nranks,
         root,
     };
+    let largest = shape.input_elements().max(shape.output_elements());
+    if remote && largest.saturating_mul(datatype.size()) > MAX_PAYLOAD {
+        let text = format!(
+            "{} elements of {} bytes to or from one rank is more than the simulator carries \
+             between processes ({MAX_PAYLOAD} bytes); a real NCCL 2.28 carries it",
+            largest,
+            datatype.size()
+        );
+        eprintln!("stackbench simulated NCCL: {name}: {text}");
+        return Err(refuse(format!("{name} : {text}")));
+    }
     Ok(Some(Call {
         comm: args.comm as usize,
         shape,

@@ -1,19 +1,23 @@
 //! Communicators: `ncclCommInitAll` (one clique of ranks over the node's devices, with the INFO
-//! lines NCCL's initialisation writes), their queries, `ncclCommDestroy` (which waits for the
-//! communicator's collectives, as NCCL's does) and `ncclCommAbort` (which does not). A
-//! communicator is an opaque pointer into a table, so an unknown one is
-//! `ncclInvalidArgument`, never a dereference.
+//! lines NCCL's initialisation writes; `ncclCommInitRank`, one rank of a communicator across
+//! processes, is [`super::rank`]'s), their queries,
+//! `ncclCommDestroy` (which waits for the communicator's collectives, as NCCL's does) and
+//! `ncclCommAbort` (which does not). A communicator is an opaque pointer into a table, so an
+//! unknown one is `ncclInvalidArgument`, never a dereference.
 
 use super::debug::{self, GRAPH, INIT, NET, P2P, SHM};
 use super::group::Queued;
+use super::link::Link;
 use super::topology::{self, Ring, Transport};
-use super::{guarded, put, NcclResult, INVALID_ARGUMENT, INVALID_USAGE, UNHANDLED_CUDA_ERROR};
+use super::{
+    guarded, put, NcclResult, INVALID_ARGUMENT, INVALID_USAGE, REMOTE_ERROR, UNHANDLED_CUDA_ERROR,
+};
 use crate::driver::{self, collective};
 use crate::profile::Profile;
 use crate::state::pci;
 use std::collections::{BTreeMap, VecDeque};
 use std::ffi::{c_int, c_void};
-use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 /// NCCL's channels: the ring is used twice.
 pub const CHANNELS: usize = 2;
@@ -29,17 +33,20 @@ pub struct Comm {
     pub done: u64,
 }
 
-/// The ranks one `ncclCommInitAll` made, and their collectives waiting for every rank.
+/// The ranks one `ncclCommInitAll` made, and their collectives waiting for every rank; or the
+/// one rank of this process an `ncclCommInitRank` made, with its link to the others.
 pub struct Clique {
-    /// Rank `r`'s device.
+    /// Rank `r`'s device (in whichever process).
     pub devices: Vec<usize>,
     pub ring: Ring,
     /// The host's profile when it was made (its faults).
     pub profile: Profile,
-    /// Ranks not yet destroyed.
+    /// Ranks of this process not yet destroyed.
     pub live: usize,
-    /// Each rank's collectives, in call order, not yet matched by every rank.
+    /// Each rank's collectives, in call order, not yet matched by every rank (in process).
     pub queues: Vec<VecDeque<Queued>>,
+    /// Across processes: the rank's link to the root, which matches its collectives.
+    pub link: Option<Arc<Link>>,
 }
 
 /// Every communicator and clique, and the outcomes of collectives matched (by ticket).
@@ -49,7 +56,7 @@ pub struct State {
     pub outcomes: BTreeMap<u64, Result<(), NcclResult>>,
     pub last_ticket: u64,
     last_comm: usize,
-    last_clique: u64,
+    pub(super) last_clique: u64,
 }
 
 static STATE: Mutex<State> = Mutex::new(State {
@@ -70,6 +77,12 @@ pub fn state() -> MutexGuard<'static, State> {
 }
 
 impl State {
+    /// A new communicator's handle.
+    pub(super) fn next_handle(&mut self) -> usize {
+        self.last_comm += 0x1_0000;
+        self.last_comm
+    }
+
     /// The communicator `raw`, or `ncclInvalidArgument` as NCCL's `CommCheck` answers for
     /// `call`.
     pub fn comm(&self, raw: *mut c_void, call: &str) -> Result<Comm, NcclResult> {
@@ -93,7 +106,7 @@ impl State {
 }
 
 /// NCCL's `busId` of device `d` as `%lx` prints it: the PCI address's hex digits (`17000`).
-fn bus_id(d: usize) -> String {
+pub(super) fn bus_id(d: usize) -> String {
     let digits: String = (pci(d).bus_id().chars())
         .filter(char::is_ascii_hexdigit)
         .collect();
@@ -101,14 +114,15 @@ fn bus_id(d: usize) -> String {
 }
 
 /// A WARN for a CUDA call that failed with `code`, and NCCL's answer to it.
-fn cuda_failure(device: usize, code: driver::errors::Code) -> NcclResult {
+pub(super) fn cuda_failure(device: usize, code: driver::errors::Code) -> NcclResult {
     debug::warn("init.cc:2077", device, &format!("Cuda failure {}", code.0));
     UNHANDLED_CUDA_ERROR
 }
 
 /// The INFO lines of rank `rank`'s ring on `devices`: the graph, its channels, the transport
-/// of each edge it sends or receives on.
-fn ring_lines(ring: &Ring, devices: &[usize], rank: usize) {
+/// of each edge it sends or receives on (NET's both ways, others' by the sender), and whether
+/// its edges between nodes use GPUDirect RDMA.
+pub(super) fn ring_lines(ring: &Ring, devices: &[usize], rank: usize) {
     let (n, d) = (devices.len(), devices[rank]);
     let Some(slowest) = ring.slowest() else {
         return;
@@ -153,17 +167,17 @@ fn ring_lines(ring: &Ring, devices: &[usize], rank: usize) {
                 );
                 debug::info(INIT | SHM, d, &line);
             }
-            Transport::Net => {
+            Transport::Net | Transport::Nic { .. } => {
                 let line = format!(
                     "Channel {c:02}/0 : {} [send] via {}",
                     edge(rank, next),
-                    Transport::Net.label()
+                    ring.edges[at].label()
                 );
                 debug::info(INIT | NET, d, &line);
             }
         }
         let into = ring.edges[(at + n - 1) % n];
-        if into == Transport::Net {
+        if matches!(into, Transport::Net | Transport::Nic { .. }) {
             let line = format!(
                 "Channel {c:02}/0 : {} [receive] via {}",
                 edge(prev, rank),
@@ -172,7 +186,9 @@ fn ring_lines(ring: &Ring, devices: &[usize], rank: usize) {
             debug::info(INIT | NET, d, &line);
         }
     }
-    debug::info(INIT, d, "Connected all rings, use ring PXN 0 GDR 1");
+    let gdr = !(ring.edges.iter()).any(|e| matches!(e, Transport::Nic { gdr: false, .. }));
+    let line = format!("Connected all rings, use ring PXN 0 GDR {}", u8::from(gdr));
+    debug::info(INIT, d, &line);
 }
 
 /// The devices `ncclCommInitAll` is given, checked as NCCL checks them.
@@ -256,17 +272,9 @@ pub unsafe extern "C" fn ncclCommInitAll(
             return Ok(());
         };
         debug::announce(first);
-        let mut events = Vec::with_capacity(devices.len());
-        for &d in &devices {
-            let mut context = std::ptr::null_mut();
-            // SAFETY: a valid out-pointer; the ordinal exists. Never released, as the runtime's.
-            let retained = unsafe { driver::cuDevicePrimaryCtxRetain(&mut context, d as c_int) };
-            if retained != 0 {
-                return Err(cuda_failure(d, driver::errors::Code(retained)));
-            }
-            let event = || collective::event(d).map_err(|code| cuda_failure(d, code));
-            events.push((event()?, event()?));
-        }
+        let events = (devices.iter())
+            .map(|&d| rank_events(d))
+            .collect::<Result<Vec<_>, _>>()?;
         let ring = topology::ring(&profile, debug::env(), &devices);
         let mut state = state();
         state.last_clique += 1;
@@ -274,8 +282,7 @@ pub unsafe extern "C" fn ncclCommInitAll(
         let comm_id = crate::clock::splitmix64(&mut (clique ^ u64::from(std::process::id())));
         let handles: Vec<usize> = (0..devices.len())
             .map(|rank| {
-                state.last_comm += 0x1_0000;
-                let handle = state.last_comm;
+                let handle = state.next_handle();
                 let (arrive, done) = events[rank];
                 let comm = Comm {
                     clique,
@@ -289,19 +296,13 @@ pub unsafe extern "C" fn ncclCommInitAll(
             })
             .collect();
         let n = devices.len();
-        let describe = |rank: usize, stage: &str| {
-            let d = devices[rank];
-            let text = format!(
-                "ncclCommInitAll comm {:#x} rank {rank} nranks {n} cudaDev {d} nvmlDev {d} \
-                 busId {} commId {comm_id:#x} - Init {stage}",
-                handles[rank],
-                bus_id(d)
-            );
-            debug::info(INIT, d, &text);
+        let line = |rank: usize, stage: &str| {
+            let (handle, d) = (handles[rank], devices[rank]);
+            init_line("ncclCommInitAll", handle, rank, n, d, comm_id, stage);
         };
-        (0..n).for_each(|rank| describe(rank, "START"));
+        (0..n).for_each(|rank| line(rank, "START"));
         (0..n).for_each(|rank| ring_lines(&ring, &devices, rank));
-        (0..n).for_each(|rank| describe(rank, "COMPLETE"));
+        (0..n).for_each(|rank| line(rank, "COMPLETE"));
         let queues = vec![VecDeque::new(); n];
         let entry = Clique {
             devices,
@@ -309,6 +310,7 @@ pub unsafe extern "C" fn ncclCommInitAll(
             profile,
             live: n,
             queues,
+            link: None,
         };
         state.cliques.insert(clique, entry);
         for (i, handle) in handles.into_iter().enumerate() {
@@ -317,6 +319,37 @@ pub unsafe extern "C" fn ncclCommInitAll(
         }
         Ok(())
     })
+}
+
+/// Device `d`'s primary context retained for good (as NCCL's runtime retains it), and a rank's
+/// private events on it.
+pub(super) fn rank_events(d: usize) -> Result<(u64, u64), NcclResult> {
+    let mut context = std::ptr::null_mut();
+    // SAFETY: a valid out-pointer. Never released, as the runtime's.
+    let retained = unsafe { driver::cuDevicePrimaryCtxRetain(&mut context, d as c_int) };
+    if retained != 0 {
+        return Err(cuda_failure(d, driver::errors::Code(retained)));
+    }
+    let event = || collective::event(d).map_err(|code| cuda_failure(d, code));
+    Ok((event()?, event()?))
+}
+
+/// NCCL's line as `call` starts or completes (`stage`) rank `rank` of `n` on device `d`.
+pub(super) fn init_line(
+    call: &str,
+    handle: usize,
+    rank: usize,
+    n: usize,
+    d: usize,
+    id: u64,
+    stage: &str,
+) {
+    let text = format!(
+        "{call} comm {handle:#x} rank {rank} nranks {n} cudaDev {d} nvmlDev {d} busId {} \
+         commId {id:#x} - Init {stage}",
+        bus_id(d)
+    );
+    debug::info(INIT, d, &text);
 }
 
 /// Removes the communicator `raw` and its events; the last of a clique removes the clique.
@@ -339,7 +372,8 @@ fn remove(raw: *mut c_void, call: &str, wait: bool) -> Result<(), NcclResult> {
         c.live == 0
     });
     if gone {
-        state.cliques.remove(&comm.clique);
+        let link = state.cliques.remove(&comm.clique).and_then(|c| c.link);
+        link.inspect(|link| link.close());
     }
     Ok(())
 }
@@ -418,8 +452,10 @@ pub unsafe extern "C" fn ncclCommUserRank(comm: *mut c_void, rank: *mut c_int) -
     unsafe { query(comm, rank, "CommUserRank", "rank", |_, c| c.rank as c_int) }
 }
 
-/// `ncclCommGetAsyncError(comm, ncclResult_t *asyncError)`: `ncclSuccess` (the simulator's
-/// errors surface from the calls, and a hung collective is no error, as in NCCL).
+/// `ncclCommGetAsyncError(comm, ncclResult_t *asyncError)`: `ncclRemoteError` for a
+/// communicator across processes that has failed ([`super::link`]), else `ncclSuccess` (the
+/// simulator's other errors surface from the calls, and a hung collective is no error, as in
+/// NCCL).
 ///
 /// # Safety
 /// `async_error` must be null or valid for an int write.
@@ -435,7 +471,14 @@ pub unsafe extern "C" fn ncclCommGetAsyncError(
             async_error,
             "ncclGetAsyncError",
             "asyncError",
-            |_, _| super::SUCCESS,
+            |state, c| {
+                let link = state.cliques.get(&c.clique).and_then(|k| k.link.as_ref());
+                if link.is_some_and(|link| link.failed()) {
+                    REMOTE_ERROR
+                } else {
+                    super::SUCCESS
+                }
+            },
         )
     }
 }

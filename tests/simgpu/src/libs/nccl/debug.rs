@@ -27,6 +27,7 @@ pub const NET: u64 = 0x10;
 pub const GRAPH: u64 = 0x20;
 pub const TUNING: u64 = 0x40;
 pub const ENV: u64 = 0x80;
+pub const BOOTSTRAP: u64 = 0x1000;
 pub const ALL: u64 = !0;
 
 /// `NCCL_DEBUG_SUBSYS`'s names and bits (those NCCL 2.28 knows).
@@ -43,14 +44,14 @@ const SUBSYSTEMS: [(&str, u64); 17] = [
     ("CALL", 0x200),
     ("PROXY", 0x400),
     ("NVLS", 0x800),
-    ("BOOTSTRAP", 0x1000),
+    ("BOOTSTRAP", BOOTSTRAP),
     ("REG", 0x2000),
     ("PROFILE", 0x4000),
     ("RAS", 0x8000),
     ("ALL", ALL),
 ];
 /// The subsystems written when `NCCL_DEBUG_SUBSYS` is unset: `INIT,BOOTSTRAP,ENV`.
-const DEFAULT_MASK: u64 = INIT | 0x1000 | ENV;
+const DEFAULT_MASK: u64 = INIT | BOOTSTRAP | ENV;
 
 /// `NCCL_DEBUG`'s levels, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

@@ -18,8 +18,11 @@ pub enum Transport {
     },
     /// Through a buffer in host memory.
     Shm,
-    /// Through sockets.
+    /// Through sockets, within the node.
     Net,
+    /// Between nodes, through their network ([`super::net`]): InfiniBand (`ib`, with
+    /// GPUDirect RDMA on both ends: `gdr`) or sockets.
+    Nic { ib: bool, gdr: bool },
 }
 
 impl Transport {
@@ -31,7 +34,10 @@ impl Transport {
                 format!("P2P/{kind}{}", if read { "/read" } else { "" })
             }
             Transport::Shm => "SHM/direct/direct".into(),
-            Transport::Net => "NET/Socket/0".into(),
+            Transport::Net | Transport::Nic { ib: false, .. } => "NET/Socket/0".into(),
+            Transport::Nic { ib: true, gdr } => {
+                format!("NET/IB/0{}", if gdr { "/GDRDMA" } else { "" })
+            }
         }
     }
 
@@ -41,7 +47,7 @@ impl Transport {
             Transport::P2p { nvlink: true, .. } => "NVL",
             Transport::P2p { nvlink: false, .. } => "PXB",
             Transport::Shm => "SYS",
-            Transport::Net => "NET",
+            Transport::Net | Transport::Nic { .. } => "NET",
         }
     }
 }
@@ -64,15 +70,16 @@ pub fn transport(profile: &Profile, env: &Env, a: usize, b: usize) -> Transport 
     }
 }
 
-/// The rate, GB/s, of `transport` from device `a` to `b`: NVLink `min(links up) x nvlink_gbs`,
-/// P2P over PCIe `pcie_gbs`, SHM `pcie_gbs / 2`, NET `pcie_gbs / 4`; divided by the pair's
-/// `slow_link` factor and the larger `slow_device` factor of the two.
+/// The rate, GB/s, of `transport` from device `a` to `b` of one node: NVLink
+/// `min(links up) x nvlink_gbs`, P2P over PCIe `pcie_gbs`, SHM `pcie_gbs / 2`, NET (sockets
+/// within the node) `pcie_gbs / 4`; divided by the pair's `slow_link` factor and the larger
+/// `slow_device` factor of the two. (An edge between nodes has [`super::net::between`]'s rate.)
 pub fn rate_gbs(profile: &Profile, transport: Transport, a: usize, b: usize) -> f64 {
     let pcie = profile.node.pcie_gbs;
     let nominal = match transport {
         Transport::P2p { .. } => node::link_gbs(profile, a, b, true),
         Transport::Shm => pcie / 2.0,
-        Transport::Net => pcie / 4.0,
+        Transport::Net | Transport::Nic { .. } => pcie / 4.0,
     };
     let slow = node::slow_device(profile, a).max(node::slow_device(profile, b));
     nominal / (node::slow_link(profile, a, b) * slow)
@@ -96,7 +103,7 @@ impl Ring {
             Transport::P2p { nvlink: true, .. } => 0,
             Transport::P2p { nvlink: false, .. } => 1,
             Transport::Shm => 2,
-            Transport::Net => 3,
+            Transport::Net | Transport::Nic { .. } => 3,
         };
         self.edges.iter().copied().max_by_key(rank)
     }

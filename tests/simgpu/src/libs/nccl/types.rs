@@ -119,11 +119,19 @@ impl RedOp {
 /// The collectives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Function {
-    AllReduce,
-    AllGather,
-    ReduceScatter,
-    Broadcast,
+    AllReduce = 0,
+    AllGather = 1,
+    ReduceScatter = 2,
+    Broadcast = 3,
 }
+
+/// Every `Function`, by its number (as the simulator's wire carries it).
+pub const FUNCTIONS: [Function; 4] = [
+    Function::AllReduce,
+    Function::AllGather,
+    Function::ReduceScatter,
+    Function::Broadcast,
+];
 
 impl Function {
     /// As NCCL's `ncclFuncToString` names it in its INFO lines (`AllReduce`).
