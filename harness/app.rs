@@ -68,6 +68,9 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> anyhow::Result<ExitCode>
                 options::CheckSource::Quick(check_options) => {
                     return quick_check(&check_options, &report_options);
                 }
+                options::CheckSource::Nodes(check_options, world) => {
+                    return nodes_check(&check_options, &world, &report_options);
+                }
             };
             if let Some(path) = &baseline {
                 let node = (
@@ -264,6 +267,39 @@ fn quick_check(
         Verdict::Healthy => EXIT_CLEAN,
         Verdict::Unhealthy => EXIT_FINDINGS,
         Verdict::CouldNotRun => EXIT_HARNESS,
+    }))
+}
+
+/// `check --nodes`: rank 0 writes the job's report; every other rank says in one line on
+/// standard error how its part went. Each exits 1 on a failure it knows of.
+fn nodes_check(
+    options: &check::CheckOptions,
+    world: &crate::cluster::WorldRequest,
+    report_options: &options::ReportOptions,
+) -> anyhow::Result<ExitCode> {
+    let report = check::check_nodes(options, &Host::current(), world)?;
+    let w = &world.world;
+    if w.rank == 0 {
+        let bytes = report::exporter_for(report_options).check(&report)?;
+        output::write(&report_options.destination, &bytes)?;
+    } else {
+        let (host, port) = &world.rendezvous;
+        eprintln!(
+            "check --nodes: rank {} of {} on {}: {}; rank 0 at {host}:{port} reports the job",
+            w.rank,
+            w.size,
+            w.host,
+            if report.has_failures() {
+                "failed"
+            } else {
+                "passed"
+            }
+        );
+    }
+    Ok(ExitCode::from(if report.has_failures() {
+        EXIT_FINDINGS
+    } else {
+        EXIT_CLEAN
     }))
 }
 

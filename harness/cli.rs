@@ -310,6 +310,14 @@ pub struct CheckArgs {
     /// cause`, `could not run: ...`); exits 0 healthy, 1 unhealthy (drain), 2 could not run.
     #[arg(long, conflicts_with = "from", help_heading = "What to run")]
     pub quick: bool,
+    /// NCCL across nodes: this process is one rank of a job, one per GPU (under Slurm, torchrun
+    /// or a Kubernetes Indexed Job); rank 0 writes the job's report
+    ///
+    /// The ranks meet at a rendezvous, verify all-reduce, all-gather, reduce-scatter and
+    /// broadcast across the job, time their bus bandwidth and report every pair of nodes'
+    /// transport; the report names the node and cause of a fallback to sockets.
+    #[arg(long, conflicts_with_all = ["from", "quick", "baseline"], help_heading = "What to run")]
+    pub nodes: bool,
     /// Run nothing: report the check run saved in FILE (what `check --format json` wrote) in
     /// --format, with the exit status that run had; one run gives JSON, Markdown and JUnit.
     #[arg(
@@ -327,6 +335,25 @@ pub struct CheckArgs {
         help_heading = "What to run"
     )]
     pub timeout: f64,
+    /// Where rank 0 listens for the other ranks. Default: MASTER_ADDR:MASTER_PORT (port 29500
+    /// when unset), else the Slurm step's first node.
+    #[arg(
+        long,
+        value_name = "HOST:PORT",
+        requires = "nodes",
+        help_heading = "Across nodes"
+    )]
+    pub rendezvous: Option<String>,
+    /// Seconds the ranks wait for each other; then rank 0 stops the job and names the ranks
+    /// that never joined, and where the scheduler placed them.
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 120.0,
+        requires = "nodes",
+        help_heading = "Across nodes"
+    )]
+    pub join_within: f64,
     #[command(flatten)]
     pub combinations: CombinationArgs,
     /// Judge the node's copies against this baseline (`stackbench baseline` wrote it): a copy

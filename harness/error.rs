@@ -28,6 +28,14 @@ pub enum OptionsError {
     Config(#[from] crate::check::config::ConfigError),
     #[error(transparent)]
     BadSelector(#[from] crate::fleet::select::SelectorError),
+    #[error(transparent)]
+    World(#[from] crate::cluster::world::WorldError),
+    #[error("--rendezvous {0}: give HOST:PORT, rank 0's address and a free port, e.g. --rendezvous node01:29500")]
+    BadRendezvous(String),
+    #[error("--join-within {0}: give a number of seconds above 0 and at most 3600, e.g. --join-within 60")]
+    BadJoinWithin(f64),
+    #[error("check --nodes: no rendezvous: set MASTER_ADDR (and MASTER_PORT) to rank 0's node, or give --rendezvous HOST:PORT")]
+    NoRendezvous,
     #[error("cannot find stackbench's own executable to start worker processes ({0}); run it by its path, or use --no-load")]
     NoExecutable(std::io::Error),
 }

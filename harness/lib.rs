@@ -18,6 +18,7 @@ pub mod bench;
 pub mod catalog;
 pub mod check;
 pub mod cli;
+pub mod cluster;
 pub mod command;
 pub mod compare;
 pub mod compat;

@@ -115,6 +115,38 @@ pub enum CheckSource {
     Quick(Box<CheckOptions>),
     /// A run saved as JSON (`--from FILE`), only reported again.
     Saved(PathBuf),
+    /// `--nodes`: this process's rank of a job across nodes.
+    Nodes(Box<CheckOptions>, Box<crate::cluster::WorldRequest>),
+}
+
+/// This process's rank of its job, from the scheduler's environment, with `--rendezvous` and
+/// `--join-within`; each rank waits for each other rank's report of a check up to `timeout`.
+fn world(
+    rendezvous: Option<&str>,
+    join_within: f64,
+    timeout: std::time::Duration,
+) -> Result<crate::cluster::WorldRequest, OptionsError> {
+    use crate::cluster::world::{this_host, World};
+    let world = World::from_env(|name| std::env::var(name).ok(), &this_host())?;
+    let rendezvous = match rendezvous {
+        Some(text) => {
+            let (host, port) = (text.rsplit_once(':'))
+                .and_then(|(h, p)| Some((h.trim_matches(['[', ']']), p.parse::<u16>().ok()?)))
+                .filter(|(h, _)| !h.is_empty())
+                .ok_or_else(|| OptionsError::BadRendezvous(text.to_owned()))?;
+            (host.to_owned(), port)
+        }
+        None => world.rendezvous.clone().ok_or(OptionsError::NoRendezvous)?,
+    };
+    if !(join_within > 0.0 && join_within <= 3600.0) {
+        return Err(OptionsError::BadJoinWithin(join_within));
+    }
+    Ok(crate::cluster::WorldRequest {
+        world,
+        rendezvous,
+        join_ms: (join_within * 1e3) as u64,
+        step_ms: timeout.as_millis() as u64,
+    })
 }
 
 /// `check`'s options. The combinations themselves are chosen when the host has been scanned.
@@ -133,6 +165,13 @@ pub fn check(
     };
     let source = if args.quick {
         CheckSource::Quick(Box::new(options))
+    } else if args.nodes {
+        let world = world(
+            args.rendezvous.as_deref(),
+            args.join_within,
+            options.timeout,
+        )?;
+        CheckSource::Nodes(Box::new(options), Box::new(world))
     } else {
         CheckSource::Run(Box::new(options))
     };

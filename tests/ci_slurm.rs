@@ -11,6 +11,7 @@
 
 mod common;
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Mutex;
@@ -39,36 +40,43 @@ fn repo() -> &'static Path {
 struct LocalSlurm {
     dir: tempfile::TempDir,
     conf: PathBuf,
+    /// GPUs a node.
+    gpus: usize,
 }
 
 impl LocalSlurm {
     /// Starts it; `profiles` gives a node its simulated GPU's profile (the others get two
     /// healthy GPUs).
     fn start(nodes: usize, profiles: &[(&str, &str)]) -> LocalSlurm {
+        LocalSlurm::start_with_gpus(nodes, 2, profiles)
+    }
+
+    /// Starts it with `gpus` GPUs a node; `profiles` gives a node more of its profile.
+    fn start_with_gpus(nodes: usize, gpus: usize, profiles: &[(&str, &str)]) -> LocalSlurm {
         let dir = tempfile::Builder::new()
             .prefix("stackbench-slurm.")
             .tempdir()
             .expect("a directory for the local Slurm");
         std::fs::create_dir_all(dir.path().join("sim")).unwrap();
-        for n in 1..=nodes {
-            let node = format!("sim{n}");
-            let faults = profiles
-                .iter()
-                .find(|(name, _)| *name == node)
-                .map_or("", |(_, toml)| toml);
-            let profile = format!("[node]\ngpus = 2\n{faults}");
-            std::fs::write(dir.path().join(format!("sim/{node}.toml")), profile).unwrap();
-        }
         let output = Command::new(repo().join("ci/slurm-local"))
             .args(["start".as_ref(), dir.path().as_os_str()])
             .env("SLURM_LOCAL_NODES", nodes.to_string())
-            .env("SLURM_LOCAL_GPUS", "2")
+            .env("SLURM_LOCAL_GPUS", gpus.to_string())
             .output()
             .expect("run ci/slurm-local");
         let slurm = LocalSlurm {
             conf: dir.path().join("slurm.conf"),
             dir,
+            gpus,
         };
+        for n in 1..=nodes {
+            let node = format!("sim{n}");
+            let more = profiles
+                .iter()
+                .find(|(name, _)| *name == node)
+                .map_or("", |(_, toml)| toml);
+            slurm.set_node(&node, more, "");
+        }
         assert!(
             output.status.success(),
             "ci/slurm-local start failed (ci/test installs munge, slurmctld, slurmd and \
@@ -77,6 +85,15 @@ impl LocalSlurm {
             String::from_utf8_lossy(&output.stderr)
         );
         slurm
+    }
+
+    /// Gives the next job's tasks on `node` its GPUs with `more` of their profile (TOML after
+    /// `[node]`'s `gpus`), and the environment lines `env` (`NAME=value`, one a line).
+    fn set_node(&self, node: &str, more: &str, env: &str) {
+        let sim = self.dir.path().join("sim");
+        let profile = format!("[node]\ngpus = {}\n{more}", self.gpus);
+        std::fs::write(sim.join(format!("{node}.toml")), profile).unwrap();
+        std::fs::write(sim.join(format!("{node}.env")), env).unwrap();
     }
 
     /// A Slurm client command against this Slurm.
@@ -381,4 +398,338 @@ fn the_health_check_passes_a_healthy_node_and_drains_a_faulty_one_with_what_fail
             && l.ends_with("status=\"fail\"} 1")
     });
     assert!(failed, "{metrics}");
+}
+
+/// What a job of ci/slurm-nccl.sbatch left: its exit code, its log, rank 0's report and the
+/// tasks' stderr.
+struct NcclJob {
+    exit_code: String,
+    log: String,
+    report: serde_json::Value,
+    stderr: String,
+}
+
+impl NcclJob {
+    /// The result of check `id`.
+    fn check(&self, id: &str) -> &serde_json::Value {
+        let checks = self.report["combinations"][0]["checks"].as_array();
+        checks
+            .and_then(|all| all.iter().find(|c| c["id"] == id))
+            .unwrap_or_else(|| panic!("no {id} in {:#}\n{}", self.report, self.stderr))
+    }
+
+    /// Rank 0's report as `check --from ... --format openmetrics` renders it.
+    fn openmetrics(&self, dir: &Path) -> String {
+        let saved = dir.join("nodes-for-metrics.json");
+        std::fs::write(&saved, self.report.to_string()).unwrap();
+        let output = Command::new(common::stackbench_bin())
+            .args(["check", "--format", "openmetrics", "--from"])
+            .arg(&saved)
+            .output()
+            .expect("run stackbench check --from");
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    /// The findings of cause `cause`.
+    fn findings(&self, cause: &str) -> Vec<&serde_json::Value> {
+        let all = self.report["node"]["findings"].as_array();
+        all.into_iter()
+            .flatten()
+            .filter(|f| f["cause"] == cause)
+            .collect()
+    }
+}
+
+/// Submits ci/slurm-nccl.sbatch on 2 nodes x 4 tasks with `args` (and the simulator's), each
+/// task run through `program` (stackbench, or a wrapper of it), and waits for it.
+fn nccl_run(slurm: &LocalSlurm, program: &Path, args: &str) -> NcclJob {
+    let results = tempfile::tempdir_in(slurm.dir.path()).unwrap();
+    let log = results.path().join("job.log");
+    let output = slurm
+        .client("sbatch")
+        .current_dir(slurm.dir.path())
+        .args(["--parsable", "--nodes=2", "--ntasks=8", "--overcommit"])
+        .arg(format!("--output={}", log.display()))
+        .arg(repo().join("ci/slurm-nccl.sbatch"))
+        .env("STACKBENCH", program)
+        .env("RESULTS", results.path())
+        .env(
+            "STACKBENCH_NODES_ARGS",
+            format!("{} --timeout 60 {args}", on_simulator()),
+        )
+        .output()
+        .expect("run sbatch");
+    assert!(
+        output.status.success(),
+        "sbatch failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let id = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    let exit_code = wait_for(slurm, &id, Duration::from_secs(240));
+    let stderr = (0..8)
+        .map(|t| {
+            let text = std::fs::read_to_string(results.path().join(format!("rank-{t}.err")));
+            format!("--- task {t}:\n{}", text.unwrap_or_default())
+        })
+        .collect::<String>();
+    let log = std::fs::read_to_string(&log).unwrap_or_default();
+    let report = std::fs::read_to_string(results.path().join("nodes.json"))
+        .ok()
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .unwrap_or_else(|| panic!("no report from rank 0; job log:\n{log}\n{stderr}"));
+    NcclJob {
+        exit_code,
+        log,
+        report,
+        stderr,
+    }
+}
+
+/// A node with rdma-core on its tasks' search path: the fixture's Debian libibverbs.
+fn rdma_core_env() -> String {
+    let lib = common::rdma_core().join("root/usr/lib/x86_64-linux-gnu");
+    format!("LD_LIBRARY_PATH={}\n", lib.display())
+}
+
+/// Each node's simulated address (processes of one address are one node to the simulated
+/// NCCL), one RDMA device, and `more` of its profile.
+fn nccl_node(slurm: &LocalSlurm, node: u32, rdma_core: bool, more: &str) {
+    let profile = format!("address = \"127.0.0.{node}\"\n[network]\nhcas = 1\n{more}");
+    // Without, the search path is emptied: srun hands every task the batch script's environment,
+    // and the batch script ran on sim1, with sim1's.
+    let env = if rdma_core {
+        rdma_core_env()
+    } else {
+        "LD_LIBRARY_PATH=\n".to_owned()
+    };
+    slurm.set_node(&format!("sim{node}"), &profile, &env);
+}
+
+/// The bus bandwidth rank 0 reported for `collective`, GB/s.
+fn bus_gbs(job: &NcclJob, collective: &str) -> f64 {
+    let check = job.check(&format!("nccl.{collective}"));
+    assert_eq!(check["status"], "pass", "{check:#}\n{}", job.stderr);
+    check["details"]["bus_gbs"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no bus bandwidth: {check:#}"))
+}
+
+const COLLECTIVES: [&str; 4] = ["all_reduce", "all_gather", "reduce_scatter", "broadcast"];
+
+#[test]
+fn two_nodes_of_four_gpus_verify_every_collective_and_the_node_without_rdma_core_is_named() {
+    if !as_root(
+        "two_nodes_of_four_gpus_verify_every_collective_and_the_node_without_rdma_core_is_named",
+    ) {
+        return;
+    }
+    let _one = ONE_SLURM.lock().unwrap_or_else(|e| e.into_inner());
+    let slurm = LocalSlurm::start_with_gpus(2, 4, &[]);
+    let stackbench = common::stackbench_bin();
+
+    // Both nodes with rdma-core: InfiniBand with GPUDirect RDMA between them.
+    nccl_node(&slurm, 1, true, "");
+    nccl_node(&slurm, 2, true, "");
+    let healthy = nccl_run(&slurm, &stackbench, "");
+    assert_eq!(
+        healthy.exit_code, "0:0",
+        "{}\n{}",
+        healthy.log, healthy.stderr
+    );
+    let init = healthy.check("nccl.init");
+    assert!(
+        init["reason"]
+            .as_str()
+            .unwrap()
+            .contains("8 rank(s) on sim1 (ranks 0-3), sim2 (ranks 4-7)"),
+        "{init:#}"
+    );
+    let fast: Vec<f64> = COLLECTIVES.iter().map(|c| bus_gbs(&healthy, c)).collect();
+    let transport = healthy.check("nccl.transport");
+    let reason = transport["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("sim1 -> sim2 via NET/IB/0/GDRDMA")
+            && reason.contains("sim2 -> sim1 via NET/IB/0/GDRDMA"),
+        "{transport:#}"
+    );
+    assert_eq!(transport["status"], "pass", "{transport:#}");
+    assert!(healthy.findings("nccl_net_fallback").is_empty());
+    // The same report as Prometheus metrics: each collective's bus bandwidth, each pair's
+    // transport.
+    let metrics = healthy.openmetrics(slurm.dir.path());
+    let has = |prefix: &str, parts: &[&str]| {
+        metrics
+            .lines()
+            .any(|l| l.starts_with(prefix) && parts.iter().all(|p| l.contains(p)))
+    };
+    assert!(
+        has(
+            "stackbench_nccl_transport_info{",
+            &[
+                "from_host=\"sim1\"",
+                "to_host=\"sim2\"",
+                "via=\"NET/IB/0/GDRDMA\""
+            ]
+        ),
+        "{metrics}"
+    );
+    assert!(
+        has(
+            "stackbench_nccl_bus_bytes_per_second{",
+            &["check=\"nccl.all_reduce\""]
+        ),
+        "{metrics}"
+    );
+
+    // sim2 without rdma-core: sockets between the nodes, at a socket's speed, and sim2 named.
+    nccl_node(&slurm, 2, false, "");
+    let fallback = nccl_run(&slurm, &stackbench, "");
+    assert_eq!(
+        fallback.exit_code, "1:0",
+        "{}\n{}",
+        fallback.log, fallback.stderr
+    );
+    for (c, fast) in COLLECTIVES.iter().zip(&fast) {
+        let slow = bus_gbs(&fallback, c);
+        // The simulated 25 GbE NIC moves 3.125 GB/s; one NDR HCA 50.
+        assert!(
+            slow < 3.2 && slow * 4.0 < *fast,
+            "{c}: {slow} GB/s over sockets, {fast} over IB"
+        );
+    }
+    let reason = fallback.check("nccl.transport")["reason"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(reason.contains("sim1 -> sim2 via NET/Socket/0"), "{reason}");
+    let named = fallback.findings("nccl_net_fallback");
+    assert_eq!(named.len(), 1, "{:#}", fallback.report["node"]);
+    let message = named[0]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("sim2: NCCL uses sockets between nodes")
+            && message.contains("libibverbs.so.1 (rdma-core) could not be opened"),
+        "{message}"
+    );
+    assert!(
+        named[0]["fix"]
+            .as_str()
+            .unwrap()
+            .contains("apt-get install libibverbs1 ibverbs-providers"),
+        "{:#}",
+        named[0]
+    );
+    let evidence = named[0]["evidence"].to_string();
+    assert!(
+        evidence.contains("Failed to open libibverbs.so[.1]"),
+        "{evidence}"
+    );
+    // The script prints the Markdown report: the finding is in the job's log.
+    assert!(
+        fallback
+            .log
+            .contains("| error | `nccl_net_fallback` | sim2: NCCL uses sockets"),
+        "{}",
+        fallback.log
+    );
+
+    // GPUDirect RDMA off on sim1, and sim2 corrupting what it receives.
+    nccl_node(&slurm, 1, true, "gdr = false\n");
+    nccl_node(&slurm, 2, true, "[faults]\ncorrupt_receive = true\n");
+    let faulty = nccl_run(&slurm, &stackbench, "");
+    assert_eq!(faulty.exit_code, "1:0", "{}\n{}", faulty.log, faulty.stderr);
+    let gdr = faulty.findings("gdr_disabled");
+    assert_eq!(gdr.len(), 1, "{:#}", faulty.report["node"]);
+    assert!(
+        gdr[0]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("sim1: GPUDirect RDMA is disabled"),
+        "{:#}",
+        gdr[0]
+    );
+    for c in COLLECTIVES {
+        let check = faulty.check(&format!("nccl.{c}"));
+        let reason = check["reason"].as_str().unwrap();
+        assert_eq!(check["status"], "fail", "{check:#}");
+        assert!(
+            reason.contains("rank 4 (sim2)") && !reason.contains("(sim1)"),
+            "{reason}"
+        );
+    }
+}
+
+/// The processes left on this machine whose command line runs `check --nodes` or a check
+/// worker.
+fn leftovers() -> Vec<String> {
+    let mut left = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let words: Vec<String> = cmdline
+            .split(|&b| b == 0)
+            .map(|w| String::from_utf8_lossy(w).into_owned())
+            .collect();
+        if words.iter().any(|w| w == "--nodes" || w == "__check") {
+            left.push(words.join(" "));
+        }
+    }
+    left
+}
+
+#[test]
+fn a_rank_that_never_starts_ends_the_job_after_the_deadline_naming_its_node_and_nothing_is_left() {
+    if !as_root("a_rank_that_never_starts_ends_the_job_after_the_deadline_naming_its_node_and_nothing_is_left") {
+        return;
+    }
+    let _one = ONE_SLURM.lock().unwrap_or_else(|e| e.into_inner());
+    let slurm = LocalSlurm::start_with_gpus(2, 4, &[]);
+    nccl_node(&slurm, 1, true, "");
+    nccl_node(&slurm, 2, true, "");
+    // Task 5 (sim2's second) exits before stackbench would start.
+    let wrapper = slurm.dir.path().join("rank-5-never-starts");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\n[ \"$SLURM_PROCID\" = 5 ] && exit 0\nexec {} \"$@\"\n",
+            common::stackbench_bin().display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let started = Instant::now();
+    let job = nccl_run(&slurm, &wrapper, "--join-within 8");
+    assert_eq!(job.exit_code, "1:0", "{}\n{}", job.log, job.stderr);
+    let init = job.check("nccl.init");
+    assert_eq!(init["status"], "fail", "{init:#}");
+    let reason = init["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("rank(s) 5 (on sim2) never joined the rendezvous at 127.0.0.1:")
+            && reason.contains("within 8 s"),
+        "{reason}"
+    );
+    let missing = job.findings("nccl_rank_missing");
+    assert_eq!(missing.len(), 1, "{:#}", job.report["node"]);
+    assert!(
+        missing[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("placed on sim2"),
+        "{:#}",
+        missing[0]
+    );
+    // The ranks that joined were told to stop: none waited out its own deadline's grace.
+    assert!(
+        started.elapsed() < Duration::from_secs(120),
+        "{:?}",
+        started.elapsed()
+    );
+    for task in [1, 4, 7] {
+        assert!(
+            job.stderr.contains(&format!("rank {task} of 8 on sim")),
+            "task {task}:\n{}",
+            job.stderr
+        );
+    }
+    assert_eq!(leftovers(), Vec::<String>::new());
 }

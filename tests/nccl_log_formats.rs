@@ -188,6 +188,46 @@ fn the_tuning_environment_and_version_lines_of_every_fetched_nccl_parse() {
     }
 }
 
+/// What NCCL says of its network between nodes, as `check --nodes` reads it: the network it
+/// chose (`Using network %s`), rdma-core missing (`Failed to open libibverbs.so[.1]`) and
+/// GPUDirect RDMA (`NET/%s : GPU Direct RDMA %s for HCA %d '%s'`), from every fetched NCCL's own
+/// strings; the cross-node edge formats (`... [send] via NET/%s/%d%s%s%s`) give NET edges above.
+/// Mutation: `is_net` not knowing `GPU Direct RDMA` fails it.
+#[test]
+fn the_network_lines_of_every_fetched_nccl_parse() {
+    for (version, (path, strings)) in &libraries() {
+        let at = |what: &str| format!("NCCL {version} ({}): {what}", path.display());
+        let find = |wanted: &dyn Fn(&str) -> bool, what: &str| {
+            (strings.iter())
+                .find(|s| wanted(s))
+                .unwrap_or_else(|| panic!("{}", at(what)))
+                .clone()
+        };
+        let using = find(&|s| s == "Using network %s", "no `Using network %s`");
+        let seen = parse(&info(&using.replace("%s", "Socket")));
+        assert_eq!(seen.network.as_deref(), Some("Socket"), "{}", at("network"));
+        let verbs = find(
+            &|s| s.starts_with("Failed to open libibverbs"),
+            "no `Failed to open libibverbs`",
+        );
+        assert_eq!(parse(&info(&verbs)).net, [verbs], "{}", at("rdma-core"));
+        let gdr = find(
+            &|s| s.contains("GPU Direct RDMA %s for HCA"),
+            "no GPU Direct RDMA format",
+        );
+        let line = gdr
+            .replacen("%s", "IB", 1)
+            .replacen("%s", "Disabled", 1)
+            .replacen("%d", "0", 1)
+            .replacen("%s", "mlx5_0", 1);
+        assert_eq!(parse(&info(&line)).net, [line], "{}", at("GDR"));
+        let sends = (strings.iter())
+            .filter(|s| s.starts_with("Channel %") && s.contains("[send] via NET/"))
+            .count();
+        assert!(sends > 0, "{}", at("no cross-node edge format"));
+    }
+}
+
 #[test]
 fn printf_formats_fill_as_printf_would() {
     assert_eq!(

@@ -109,6 +109,7 @@ pub fn request(combination: &Combination, settings: &Settings, run: &[&str]) -> 
             .map(|s| s.id.to_owned())
             .collect(),
         settled: Vec::new(),
+        world: None,
     }
 }
 

@@ -17,6 +17,7 @@ pub(crate) mod runner;
 pub mod spec;
 pub mod worker;
 
+use crate::cluster::WorldRequest;
 use crate::compat::ComputeCapability;
 use crate::devices::{DeviceChoice, DeviceKey};
 use crate::discover::{self, Host};
@@ -26,6 +27,7 @@ use crate::resolve::SearchContext;
 use combination::Combination;
 use model::{CheckReport, CheckResult, CombinationReport, DriverUse, CHECK_SCHEMA};
 use protocol::CheckRequest;
+use protocol::Component;
 use spec::Side;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -119,6 +121,10 @@ pub enum CheckError {
     NoSuchCombination { name: String, available: String },
     #[error(transparent)]
     NoSuchDevice(#[from] crate::devices::NoSuchDevice),
+    #[error("check --nodes: no combination has NCCL (libnccl.so.2), so no collective can run across nodes; activate the environment that holds it (pip install nvidia-nccl-cu12) or name it with --root DIR")]
+    NoNccl,
+    #[error("check --nodes: this rank's local rank is {local}, but the node has {gpus} selected GPU(s); start one task per GPU (srun --ntasks-per-node=<GPUs>, torchrun --nproc-per-node=<GPUs>)")]
+    NoGpuForRank { local: u32, gpus: usize },
 }
 
 /// How much of `check` runs.
@@ -128,7 +134,26 @@ enum Scope {
     Full,
     /// `--quick`: the node health check's few checks (see [`quick`]) in one combination.
     Quick,
+    /// `--nodes`: this process is one rank of a job across nodes; NCCL's checks on its one
+    /// GPU with every other rank's ([`crate::cluster`]), in the first combination with NCCL.
+    Nodes,
 }
+
+/// The checks `--nodes` runs, in order: what NCCL's checks need, then NCCL's.
+pub const NODE_CHECKS: &[&str] = &[
+    "driver.library",
+    "driver.init",
+    "driver.devices",
+    "cudart.load",
+    "nccl.load",
+    "nccl.versions",
+    "nccl.init",
+    "nccl.all_reduce",
+    "nccl.all_gather",
+    "nccl.reduce_scatter",
+    "nccl.broadcast",
+    "nccl.transport",
+];
 
 impl Scope {
     /// The worker-side checks to run on the first device, in order.
@@ -137,6 +162,7 @@ impl Scope {
         match self {
             Scope::Full => all.map(|s| s.id.to_owned()).collect(),
             Scope::Quick => quick::CHECKS.iter().map(|id| (*id).to_owned()).collect(),
+            Scope::Nodes => NODE_CHECKS.iter().map(|id| (*id).to_owned()).collect(),
         }
     }
 
@@ -162,10 +188,40 @@ pub fn check_quick(options: &CheckOptions, host: &Host) -> Result<CheckReport, C
     run_checks(options, host, Scope::Quick)
 }
 
+/// `check --nodes`: this process's rank of a job across nodes ([`crate::cluster`]). Rank 0's
+/// report is the job's: every rank's verdict on each NCCL check, the transports between every
+/// pair of nodes, and the findings that name a node; another rank's holds its own part.
+pub fn check_nodes(
+    options: &CheckOptions,
+    host: &Host,
+    world: &WorldRequest,
+) -> Result<CheckReport, CheckError> {
+    let mut options = options.clone();
+    // A rank's first NCCL check waits for the others to join, and for rank 0's start.
+    options.timeout +=
+        Duration::from_millis(world.join_ms) + crate::cluster::rendezvous::START_GRACE;
+    let mut report = run_checks_with(&options, host, Scope::Nodes, Some(world))?;
+    let findings = crate::cluster::findings::from_checks(&report.combinations);
+    report.node = (!findings.is_empty()).then(|| crate::node::model::NodeReport {
+        findings,
+        ..Default::default()
+    });
+    Ok(report)
+}
+
 fn run_checks(
     options: &CheckOptions,
     host: &Host,
     scope: Scope,
+) -> Result<CheckReport, CheckError> {
+    run_checks_with(options, host, scope, None)
+}
+
+fn run_checks_with(
+    options: &CheckOptions,
+    host: &Host,
+    scope: Scope,
+    world: Option<&WorldRequest>,
 ) -> Result<CheckReport, CheckError> {
     let started = crate::timestamp::now();
     let Selected {
@@ -174,9 +230,19 @@ fn run_checks(
         gpu,
         devices,
     } = options.selection.resolve(host, &options.worker)?;
-    let selected = match scope {
-        Scope::Full => selected,
-        Scope::Quick => quick::pick(selected),
+    let (selected, devices) = match (scope, world) {
+        (Scope::Full, _) => (selected, devices),
+        (Scope::Quick, _) => (quick::pick(selected), devices),
+        (Scope::Nodes, world) => {
+            let local = world.map_or(0, |w| w.world.local_rank);
+            let device = *devices
+                .get(local as usize)
+                .ok_or(CheckError::NoGpuForRank {
+                    local,
+                    gpus: devices.len(),
+                })?;
+            (pick_nccl(selected)?, vec![device])
+        }
     };
     let parallel = std::thread::available_parallelism().map_or(2, |n| n.get());
     let mut combinations = Vec::with_capacity(selected.len());
@@ -184,7 +250,7 @@ fn run_checks(
         std::thread::scope(|s| {
             let handles: Vec<_> = chunk
                 .iter()
-                .map(|c| s.spawn(|| run_combination(c, options, &devices, scope)))
+                .map(|c| s.spawn(|| run_combination(c, options, &devices, (scope, world))))
                 .collect();
             combinations.extend(handles.into_iter().filter_map(|h| h.join().ok()));
         });
@@ -236,6 +302,15 @@ fn run_checks(
     })
 }
 
+/// The one combination `--nodes` runs in: the first with NCCL.
+fn pick_nccl(combinations: Vec<Combination>) -> Result<Vec<Combination>, CheckError> {
+    let has_nccl = |c: &Combination| (c.components.iter()).any(|f| f.component == Component::Nccl);
+    match combinations.into_iter().find(has_nccl) {
+        Some(combination) => Ok(vec![combination]),
+        None => Err(CheckError::NoNccl),
+    }
+}
+
 /// The combinations `--combination` names, in the order found; all of them when it names none.
 fn select(
     all: Vec<Combination>,
@@ -270,7 +345,7 @@ fn run_combination(
     combination: &Combination,
     options: &CheckOptions,
     devices: &[u32],
-    scope: Scope,
+    (scope, world): (Scope, Option<&WorldRequest>),
 ) -> CombinationReport {
     let started = Instant::now();
     let first = devices.first().copied().unwrap_or(0);
@@ -287,6 +362,7 @@ fn run_combination(
         devices: devices.to_vec(),
         run: scope.worker_checks(),
         settled: Vec::new(),
+        world: world.cloned(),
     };
     let mut run = runner::run(
         combination,

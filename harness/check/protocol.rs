@@ -107,6 +107,10 @@ pub struct CheckRequest {
     /// so that checks needing them are decided the same way.
     #[serde(default)]
     pub settled: Vec<CheckResult>,
+    /// `check --nodes`: this process is one rank of a job across nodes, and the NCCL checks run
+    /// on its one GPU ([`CheckRequest::device`]) with every other rank's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub world: Option<crate::cluster::WorldRequest>,
 }
 
 impl CheckRequest {

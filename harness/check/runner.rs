@@ -66,7 +66,15 @@ pub fn run(
         };
         let before = run.results.len();
         let stop = one_worker(&rest, (&search_path, user), timeout, worker, &mut run);
-        if run.results.len() == before {
+        if request.world.is_some() && run.results.len() < request.run.len() {
+            // A rank of a job cannot rejoin it from a fresh worker.
+            let reason = format!(
+                "the check worker {stop}, and this rank cannot rejoin its job from a fresh one"
+            );
+            let settled = run.results.len();
+            run.results
+                .extend(request.run[settled..].iter().map(|id| failed(id, &reason)));
+        } else if run.results.len() == before {
             // Nothing settled: this worker cannot run at all; neither would the next.
             let reason = format!("the check worker {stop}");
             let settled = run.results.len();

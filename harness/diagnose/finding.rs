@@ -157,6 +157,11 @@ pub enum Cause {
     /// Libraries built for another machine than this host's (an aarch64 environment on an
     /// x86_64 node): no program here can load them.
     ForeignArchitecture,
+    /// NCCL says GPUDirect RDMA is disabled for a node's HCA (no `nvidia_peermem`, no DMA-BUF):
+    /// traffic between nodes is staged through host memory.
+    GdrDisabled,
+    /// Ranks of a multi-node job that never joined its rendezvous before the deadline.
+    NcclRankMissing,
 }
 
 /// One finding of `doctor`.

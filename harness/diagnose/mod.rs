@@ -17,7 +17,7 @@ mod hygiene;
 mod load;
 mod module;
 mod nccl;
-mod network;
+pub mod network;
 pub mod program;
 mod record;
 mod shadow;

@@ -18,10 +18,11 @@ use std::path::Path;
 /// The provider configuration directory rdma-core reads.
 const DRIVERS: &str = "/etc/libibverbs.d";
 /// The packages that bring rdma-core's library and its providers, by distribution.
-const PACKAGES: &str = "Debian and Ubuntu: `apt-get install libibverbs1 ibverbs-providers`; \
+pub const PACKAGES: &str = "Debian and Ubuntu: `apt-get install libibverbs1 ibverbs-providers`; \
                         RHEL and Rocky: `dnf install libibverbs`";
 /// What each finding's consequence says.
-const SOCKETS: &str = "NCCL will use sockets between nodes (NET/Socket), an order of magnitude \
+pub const SOCKETS: &str =
+    "NCCL will use sockets between nodes (NET/Socket), an order of magnitude \
                        slower than InfiniBand or RoCE";
 
 pub fn check(ctx: &Context) -> Vec<Finding> {

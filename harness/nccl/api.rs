@@ -11,6 +11,15 @@ pub type Comm = *mut c_void;
 
 type CommInitAll =
     unsafe extern "C" fn(comms: *mut Comm, ndev: c_int, devlist: *const c_int) -> c_int;
+/// `ncclUniqueId`: `NCCL_UNIQUE_ID_BYTES` (128) bytes, passed by value.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct UniqueId {
+    pub internal: [u8; 128],
+}
+type GetUniqueId = unsafe extern "C" fn(id: *mut UniqueId) -> c_int;
+type CommInitRank =
+    unsafe extern "C" fn(comm: *mut Comm, nranks: c_int, id: UniqueId, rank: c_int) -> c_int;
 type CommDestroy = unsafe extern "C" fn(comm: Comm) -> c_int;
 type Group = unsafe extern "C" fn() -> c_int;
 /// `ncclAllReduce` and `ncclReduceScatter` (whose count is the count received).
@@ -52,6 +61,9 @@ pub const SUM: c_int = 0;
 pub struct Nccl {
     error_string: Option<NameOf>,
     pub comm_init_all: CommInitAll,
+    /// `ncclGetUniqueId` and `ncclCommInitRank`: one communicator per process, across nodes.
+    pub get_unique_id: Option<GetUniqueId>,
+    pub comm_init_rank: Option<CommInitRank>,
     pub comm_destroy: CommDestroy,
     pub group_start: Group,
     pub group_end: Group,
@@ -80,6 +92,8 @@ impl Nccl {
             Ok(Nccl {
                 error_string: library.function(c"ncclGetErrorString"),
                 comm_init_all: function(library, c"ncclCommInitAll")?,
+                get_unique_id: library.function(c"ncclGetUniqueId"),
+                comm_init_rank: library.function(c"ncclCommInitRank"),
                 comm_destroy: function(library, c"ncclCommDestroy")?,
                 group_start: function(library, c"ncclGroupStart")?,
                 group_end: function(library, c"ncclGroupEnd")?,

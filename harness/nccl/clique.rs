@@ -11,12 +11,121 @@ use cudarc::driver::sys;
 use std::ffi::{c_int, c_void};
 
 /// A rank's buffers and the events that time its part of a collective.
-struct Rank {
-    device: u32,
+pub(super) struct Rank {
+    pub(super) device: u32,
     send: DeviceBuffer,
     recv: DeviceBuffer,
-    start: Event,
-    end: Event,
+    pub(super) start: Event,
+    pub(super) end: Event,
+}
+
+impl Rank {
+    /// Buffers of `capacity` bytes and a pair of events on GPU `device` of `node`.
+    pub(super) fn open(node: &Node, device: u32, capacity: usize) -> Result<Rank, String> {
+        Ok(Rank {
+            device,
+            send: DeviceBuffer::new(node, device, capacity)?,
+            recv: DeviceBuffer::new(node, device, capacity)?,
+            start: Event::new_on(node, device)?,
+            end: Event::new_on(node, device)?,
+        })
+    }
+
+    /// Writes rank `r`'s [`input`] of `shape` into the send buffer, and all ones into the
+    /// receive buffer: a NaN in every float, so output NCCL never wrote cannot verify.
+    pub(super) fn load(&self, node: &Node, r: usize, shape: Shape) -> Result<(), String> {
+        let data: Vec<f32> = (0..shape.send).map(|i| input(r, i)).collect();
+        node.stream(self.device)?;
+        // SAFETY: `send` holds at least shape.bytes bytes (checked against the capacity);
+        // `data` lives across the copy.
+        call("cuMemcpyHtoD", unsafe {
+            sys::cuMemcpyHtoD_v2(self.send.ptr(), data.as_ptr().cast(), shape.send * 4)
+        })?;
+        // SAFETY: as above, for `recv`.
+        call("cuMemsetD8", unsafe {
+            sys::cuMemsetD8_v2(self.recv.ptr(), 0xff, shape.recv * 4)
+        })
+    }
+
+    /// Waits for the rank's stream, and checks every element of its output against `expected`
+    /// (rank `r`'s answer), bit for bit.
+    pub(super) fn check(&self, node: &Node, r: usize, expected: &[f32]) -> Result<(), String> {
+        let stream = node.stream(self.device)?;
+        // SAFETY: a stream of the current context.
+        call("cuStreamSynchronize", unsafe {
+            sys::cuStreamSynchronize(stream)
+        })?;
+        let mut out = vec![0f32; expected.len()];
+        // SAFETY: `out` has room for expected.len() floats; `recv` holds that many.
+        call("cuMemcpyDtoH", unsafe {
+            sys::cuMemcpyDtoH_v2(out.as_mut_ptr().cast(), self.recv.ptr(), out.len() * 4)
+        })?;
+        let wrong: Vec<usize> = (0..out.len())
+            .filter(|&i| out[i].to_bits() != expected[i].to_bits())
+            .collect();
+        match wrong.first() {
+            None => Ok(()),
+            Some(&first) => Err(format!(
+                "GPU {} (rank {r}): {} of {} elements wrong; element {first} is {}, the host \
+                 computes {}",
+                self.device,
+                wrong.len(),
+                out.len(),
+                out[first],
+                expected[first]
+            )),
+        }
+    }
+
+    /// Puts `collective` of `shape` for this rank on `stream` through `comm`.
+    pub(super) fn launch(
+        &self,
+        nccl: &Nccl,
+        comm: Comm,
+        stream: sys::CUstream,
+        collective: Collective,
+        shape: Shape,
+    ) -> Result<(), String> {
+        let send = self.send.ptr() as usize as *const c_void;
+        let recv = self.recv.ptr() as usize as *mut c_void;
+        // SAFETY: buffers of this rank's GPU holding the shape's counts (checked against the
+        // capacity), its communicator and a stream of its context.
+        let result = unsafe {
+            match collective {
+                Collective::AllReduce => {
+                    (nccl.all_reduce)(send, recv, shape.send, FLOAT32, SUM, comm, stream)
+                }
+                Collective::ReduceScatter => {
+                    (nccl.reduce_scatter)(send, recv, shape.recv, FLOAT32, SUM, comm, stream)
+                }
+                Collective::AllGather => {
+                    (nccl.all_gather)(send, recv, shape.send, FLOAT32, comm, stream)
+                }
+                Collective::Broadcast => {
+                    (nccl.broadcast)(send, recv, shape.send, FLOAT32, 0, comm, stream)
+                }
+            }
+        };
+        nccl.check(&format!("nccl{}", collective.nccl_name()), result)
+    }
+}
+
+/// The shape of `collective` at `bytes` over `ranks` ranks, or why it does not fit buffers of
+/// `capacity` bytes.
+pub(super) fn fit(
+    collective: Collective,
+    bytes: usize,
+    ranks: usize,
+    capacity: usize,
+) -> Result<Shape, String> {
+    let shape = collective.shape(bytes, ranks);
+    if shape.bytes > capacity {
+        return Err(format!(
+            "{} B does not fit the {capacity} B buffers",
+            shape.bytes
+        ));
+    }
+    Ok(shape)
 }
 
 /// The communicators of the selected GPUs, in rank order (rank `r` is `devices[r]`).
@@ -43,16 +152,9 @@ impl Clique {
     /// communicators.
     pub fn open(nccl: Nccl, devices: &[u32], capacity: usize) -> Result<Clique, String> {
         let node = Node::open(devices, false)?;
-        let mut ranks = Vec::with_capacity(devices.len());
-        for &device in devices {
-            ranks.push(Rank {
-                device,
-                send: DeviceBuffer::new(&node, device, capacity)?,
-                recv: DeviceBuffer::new(&node, device, capacity)?,
-                start: Event::new_on(&node, device)?,
-                end: Event::new_on(&node, device)?,
-            });
-        }
+        let ranks = (devices.iter())
+            .map(|&device| Rank::open(&node, device, capacity))
+            .collect::<Result<Vec<_>, String>>()?;
         let list: Vec<c_int> = devices.iter().map(|&d| d as c_int).collect();
         let mut comms: Vec<Comm> = vec![std::ptr::null_mut(); devices.len()];
         // SAFETY: `comms` has room for one communicator per listed device.
@@ -70,14 +172,7 @@ impl Clique {
 
     /// The shape of `collective` at `bytes` on these GPUs, or why it does not fit the buffers.
     pub fn shape(&self, collective: Collective, bytes: usize) -> Result<Shape, String> {
-        let shape = collective.shape(bytes, self.ranks.len());
-        if shape.bytes > self.capacity {
-            return Err(format!(
-                "{} B does not fit the {} B buffers",
-                shape.bytes, self.capacity
-            ));
-        }
-        Ok(shape)
+        fit(collective, bytes, self.ranks.len(), self.capacity)
     }
 
     /// Runs `collective` once on every rank, each rank's input [`input`], and checks every
@@ -86,20 +181,9 @@ impl Clique {
         let shape = self.shape(collective, bytes)?;
         let ranks = self.ranks.len();
         for (r, rank) in self.ranks.iter().enumerate() {
-            let data: Vec<f32> = (0..shape.send).map(|i| input(r, i)).collect();
-            self.node.stream(rank.device)?;
-            // SAFETY: `send` holds `capacity` >= shape.bytes bytes; `data` lives across the copy.
-            call("cuMemcpyHtoD", unsafe {
-                sys::cuMemcpyHtoD_v2(rank.send.ptr(), data.as_ptr().cast(), shape.send * 4)
-            })?;
-            // All ones: a NaN in every float, so output NCCL never wrote cannot verify.
-            // SAFETY: as above, for `recv`.
-            call("cuMemsetD8", unsafe {
-                sys::cuMemsetD8_v2(rank.recv.ptr(), 0xff, shape.recv * 4)
-            })?;
+            rank.load(&self.node, r, shape)?;
         }
         self.launch(collective, shape)?;
-        let mut out = vec![0f32; shape.recv];
         // All-reduce and broadcast give every rank the same answer: computed once.
         let same_for_all = matches!(collective, Collective::AllReduce | Collective::Broadcast);
         let mut expected = Vec::new();
@@ -109,29 +193,7 @@ impl Clique {
                     .map(|i| collective.expected(shape, ranks, r, i))
                     .collect();
             }
-            let stream = self.node.stream(rank.device)?;
-            // SAFETY: a stream of the current context.
-            call("cuStreamSynchronize", unsafe {
-                sys::cuStreamSynchronize(stream)
-            })?;
-            // SAFETY: `out` has room for shape.recv floats; `recv` holds that many.
-            call("cuMemcpyDtoH", unsafe {
-                sys::cuMemcpyDtoH_v2(out.as_mut_ptr().cast(), rank.recv.ptr(), shape.recv * 4)
-            })?;
-            let wrong: Vec<usize> = (0..shape.recv)
-                .filter(|&i| out[i].to_bits() != expected[i].to_bits())
-                .collect();
-            if let Some(&first) = wrong.first() {
-                return Err(format!(
-                    "GPU {} (rank {r}): {} of {} elements wrong; element {first} is {}, the host \
-                     computes {}",
-                    rank.device,
-                    wrong.len(),
-                    shape.recv,
-                    out[first],
-                    expected[first]
-                ));
-            }
+            rank.check(&self.node, r, &expected)?;
         }
         Ok(Verified {
             shape,
@@ -185,28 +247,8 @@ impl Clique {
                     continue;
                 }
             };
-            let send = rank.send.ptr() as usize as *const c_void;
-            let recv = rank.recv.ptr() as usize as *mut c_void;
-            // SAFETY: buffers of this rank's GPU holding the shape's counts (checked against
-            // the capacity), its communicator and a stream of its context.
-            let result = unsafe {
-                match collective {
-                    Collective::AllReduce => {
-                        (nccl.all_reduce)(send, recv, shape.send, FLOAT32, SUM, comm, stream)
-                    }
-                    Collective::ReduceScatter => {
-                        (nccl.reduce_scatter)(send, recv, shape.recv, FLOAT32, SUM, comm, stream)
-                    }
-                    Collective::AllGather => {
-                        (nccl.all_gather)(send, recv, shape.send, FLOAT32, comm, stream)
-                    }
-                    Collective::Broadcast => {
-                        (nccl.broadcast)(send, recv, shape.send, FLOAT32, 0, comm, stream)
-                    }
-                }
-            };
-            let name = format!("nccl{}", collective.nccl_name());
-            outcome = outcome.and(nccl.check(&name, result));
+            let result = rank.launch(nccl, comm, stream, collective, shape);
+            outcome = outcome.and(result);
         }
         // SAFETY: closes the group opened above.
         let closed = nccl.check("ncclGroupEnd", unsafe { (nccl.group_end)() });

@@ -12,8 +12,9 @@ use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::PathBuf;
 
-/// The subsystems asked for: INIT (transports), GRAPH (rings), TUNING (algorithms), ENV.
-pub const SUBSYS: &str = "INIT,GRAPH,TUNING,ENV";
+/// The subsystems asked for: INIT (transports), GRAPH (rings), TUNING (algorithms), ENV, NET
+/// (the network between nodes: which one, its devices, GPUDirect RDMA).
+pub const SUBSYS: &str = "INIT,GRAPH,TUNING,ENV,NET";
 /// The most of the log read back: its last 4 MiB.
 const MOST: u64 = 4 << 20;
 
@@ -126,6 +127,14 @@ pub struct Seen {
     pub environment: Vec<String>,
     /// `NCCL WARN` lines.
     pub warnings: Vec<String>,
+    /// The network between nodes NCCL chose (`Using network IB`): `IB`, `Socket`, a plugin's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<String>,
+    /// What NCCL said of that network: its devices (`NET/IB : Using [0]mlx5_0:1/IB ...`),
+    /// GPUDirect RDMA (`NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'`), rdma-core
+    /// (`Failed to open libibverbs.so[.1]`), a plugin (`NET/Plugin ...`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub net: Vec<String>,
 }
 
 /// Reads NCCL's debug lines; lines of any other shape are passed over.
@@ -143,6 +152,13 @@ pub fn parse(text: &str) -> Seen {
         let info = info.trim();
         if let Some(version) = info.strip_prefix("NCCL version ") {
             seen.version.get_or_insert_with(|| version.to_owned());
+        } else if let Some(network) = info.strip_prefix("Using network ") {
+            seen.network
+                .get_or_insert_with(|| network.trim().to_owned());
+        } else if is_net(info) {
+            if !seen.net.iter().any(|n| n == info) && seen.net.len() < 64 {
+                seen.net.push(info.to_owned());
+            }
         } else if info.contains(" set by environment to ") {
             if !seen.environment.iter().any(|e| e == info) {
                 seen.environment.push(info.to_owned());
@@ -163,6 +179,13 @@ pub fn parse(text: &str) -> Seen {
     }
     seen.edges = edges.into_values().collect();
     seen
+}
+
+/// Whether `info` is NCCL's word on its network between nodes (not a ring edge over it).
+fn is_net(info: &str) -> bool {
+    (info.starts_with("NET/") && !info.contains(" via "))
+        || info.starts_with("Failed to open libibverbs")
+        || info.contains("GPU Direct RDMA")
 }
 
 /// `Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read` (or `Channel 00 : 0[1a000] -> ...`).
@@ -294,6 +317,23 @@ garbage without the marker
             vec!["NCCL_P2P_DISABLE set by environment to 1."]
         );
         assert_eq!(seen.warnings, vec!["Cuda failure 'out of memory'"]);
+    }
+
+    #[test]
+    fn the_network_between_nodes_and_what_nccl_said_of_it() {
+        let log = "\
+n2:7:7 [0] NCCL INFO Failed to open libibverbs.so[.1]
+n2:7:7 [0] NCCL INFO NET/Socket : Using [0]lo:127.0.0.3<0>
+n2:7:7 [0] NCCL INFO Using network Socket
+n2:7:9 [0] NCCL INFO Channel 00/0 : 3[3] -> 4[0] [send] via NET/Socket/0
+n1:6:6 [1] NCCL INFO NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'
+";
+        let seen = parse(log);
+        assert_eq!(seen.network.as_deref(), Some("Socket"));
+        assert_eq!(seen.net.len(), 3, "{:?}", seen.net);
+        assert!(seen.net[0].starts_with("Failed to open libibverbs"));
+        assert_eq!(seen.edges[0].via, "NET/Socket/0");
+        assert_eq!((seen.edges[0].from_rank, seen.edges[0].to_rank), (3, 4));
     }
 
     #[test]

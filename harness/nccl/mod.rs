@@ -9,6 +9,7 @@ pub mod clique;
 pub mod collective;
 pub mod findings;
 pub mod log;
+pub mod member;
 
 /// The largest size the checks verify: 1 GiB a GPU on a real node (enough to fill NVLink and
 /// show a slow link); 1 MiB on the simulator, whose NCCL computes on the host.

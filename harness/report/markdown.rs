@@ -493,12 +493,15 @@ fn table(out: &mut String, header: &[String], rows: &[Vec<String>]) {
 /// The node: a row per GPU, the copy matrices, the findings.
 fn check_node(out: &mut String, node: &crate::node::model::NodeReport, simulated: bool) {
     let label = if simulated { " (simulated)" } else { "" };
-    let _ = writeln!(out, "## Node: {} GPUs{label}\n", node.devices.len());
-    let header: Vec<String> = super::node::GPU_HEADER
-        .iter()
-        .map(|h| (*h).to_owned())
-        .collect();
-    table(out, &header, &super::node::gpu_rows(node));
+    // `check --nodes` probes no GPU: its node holds the job's findings alone.
+    if !node.devices.is_empty() {
+        let _ = writeln!(out, "## Node: {} GPUs{label}\n", node.devices.len());
+        let header: Vec<String> = super::node::GPU_HEADER
+            .iter()
+            .map(|h| (*h).to_owned())
+            .collect();
+        table(out, &header, &super::node::gpu_rows(node));
+    }
     for (title, engine, both) in super::node::matrices(node) {
         let _ = writeln!(out, "**{}**\n", escape(&title));
         let (header, rows) = super::node::matrix(node, engine, both);

@@ -673,12 +673,15 @@ impl Terminal {
 
     fn node(&self, out: &mut String, node: &crate::node::model::NodeReport, simulated: bool) {
         let label = if simulated { " (SIMULATED)" } else { "" };
-        let _ = writeln!(
-            out,
-            "\n{}",
-            self.paint(BOLD, &format!("node: {} GPU(s){label}", node.devices.len()))
-        );
-        self.table(out, super::node::GPU_HEADER, &super::node::gpu_rows(node));
+        // `check --nodes` probes no GPU: its node holds the job's findings alone.
+        if !node.devices.is_empty() {
+            let _ = writeln!(
+                out,
+                "\n{}",
+                self.paint(BOLD, &format!("node: {} GPU(s){label}", node.devices.len()))
+            );
+            self.table(out, super::node::GPU_HEADER, &super::node::gpu_rows(node));
+        }
         for (title, engine, both) in super::node::matrices(node) {
             let _ = writeln!(out, "\n  {title}");
             let (header, rows) = super::node::matrix(node, engine, both);

@@ -26,6 +26,7 @@ pub(crate) mod fp8;
 mod load;
 mod nccl;
 mod nccl_build;
+mod nodes;
 pub(crate) mod nvml;
 pub(crate) mod nvrtc;
 pub mod outcome;
@@ -181,6 +182,17 @@ pub(crate) fn panicked(panic: &(dyn std::any::Any + Send)) -> String {
 
 /// The function behind each worker-side check.
 fn dispatch(id: &str, s: &mut Session) -> Checked {
+    if let Some(world) = s.request.world.clone() {
+        match id {
+            "nccl.init" => return nodes::init(s, world),
+            "nccl.transport" => return nodes::transport(s),
+            _ => {
+                if let Some(collective) = id.strip_prefix("nccl.").and_then(Collective::from_id) {
+                    return nodes::verify(s, collective);
+                }
+            }
+        }
+    }
     match id {
         "driver.library" => driver::library(s),
         "driver.init" => driver::init(s),

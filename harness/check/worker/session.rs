@@ -139,6 +139,13 @@ impl Session {
             .and_then(|v| v.downcast_ref())
     }
 
+    /// The value of type `T` an earlier check kept, to change it.
+    pub fn kept_mut<T: Any>(&mut self) -> Option<&mut T> {
+        self.kept
+            .get_mut(&TypeId::of::<T>())
+            .and_then(|v| v.downcast_mut())
+    }
+
     /// The device, for a check whose `needs` already guarantee it; a failure otherwise.
     pub fn gpu(&self) -> Result<&Gpu, Outcome> {
         self.gpu

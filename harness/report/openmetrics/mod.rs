@@ -41,6 +41,8 @@ enum Metric {
     CheckResults,
     CheckStatus,
     CheckNodeFindings,
+    NcclBusBytesPerSecond,
+    NcclTransportInfo,
     BenchResults,
     BenchStatus,
     BenchMedianSeconds,
@@ -73,6 +75,8 @@ impl Family for Metric {
             Metric::CheckResults => "stackbench_check_results",
             Metric::CheckStatus => "stackbench_check_status",
             Metric::CheckNodeFindings => "stackbench_check_node_findings",
+            Metric::NcclBusBytesPerSecond => "stackbench_nccl_bus_bytes_per_second",
+            Metric::NcclTransportInfo => "stackbench_nccl_transport_info",
             Metric::BenchResults => "stackbench_bench_results",
             Metric::BenchStatus => "stackbench_bench_status",
             Metric::BenchMedianSeconds => "stackbench_bench_median_seconds",
@@ -104,7 +108,9 @@ impl Family for Metric {
             Metric::DoctorLibraries => "CUDA libraries doctor found in those installations.",
             Metric::CheckResults => "Checks of each combination by status (pass, warn, skip, fail).",
             Metric::CheckStatus => "Each check's result: 1 for its status (pass, warn, skip, fail), 0 for the others.",
-            Metric::CheckNodeFindings => "Findings about the node's GPUs together (links, fabric, peer copies) by cause code and severity.",
+            Metric::CheckNodeFindings => "Findings about the node's GPUs together (links, fabric, peer copies), or about a job across nodes (check --nodes), by cause code and severity.",
+            Metric::NcclBusBytesPerSecond => "check --nodes: a collective's bus bandwidth across the job (nccl-tests' definition, the slowest rank's time), bytes per second.",
+            Metric::NcclTransportInfo => "check --nodes: a transport NCCL used from one node to another (or within one), always 1.",
             Metric::BenchResults => "Benchmarks of each combination by status (measured, skipped, failed).",
             Metric::BenchStatus => "Each benchmark's result: 1 for its status (measured, skipped, failed), 0 for the others.",
             Metric::BenchMedianSeconds => "A benchmark's median time per sample, seconds.",
@@ -210,6 +216,7 @@ impl Exporter for Openmetrics {
                     n as f64,
                 );
             }
+            nodes(&mut out, &combination, &c.checks);
             for k in &c.checks {
                 let labels = combination
                     .clone()
@@ -518,6 +525,29 @@ fn library(host: &Labels, combination: &str, component: &str, version: Option<&s
 }
 
 /// Findings counted by cause and severity, in the order of their codes.
+/// `check --nodes`' figures of the job: each collective's bus bandwidth, and each pair of
+/// nodes' transports.
+fn nodes(out: &mut Exposition<Metric>, combination: &Labels, checks: &[check::CheckResult]) {
+    for k in checks {
+        if let Some(gbs) = k.details.get("bus_gbs").and_then(|v| v.as_f64()) {
+            let labels = combination.clone().with("check", &k.id);
+            out.add(Metric::NcclBusBytesPerSecond, &labels, gbs * 1e9);
+        }
+        let pairs = (k.details.get("pairs").and_then(|v| v.as_array())).into_iter();
+        for pair in pairs.flatten() {
+            let text = |key: &str| pair[key].as_str().unwrap_or_default().to_owned();
+            for via in pair["via"].as_array().into_iter().flatten() {
+                let labels = combination
+                    .clone()
+                    .with("from_host", text("from_host"))
+                    .with("to_host", text("to_host"))
+                    .with("via", via.as_str().unwrap_or_default());
+                out.add(Metric::NcclTransportInfo, &labels, 1.0);
+            }
+        }
+    }
+}
+
 fn findings(out: &mut Exposition<Metric>, metric: Metric, host: &Labels, findings: &[Finding]) {
     let mut counts: BTreeMap<(String, Severity), usize> = BTreeMap::new();
     for f in findings {

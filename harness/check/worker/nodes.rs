@@ -1,0 +1,584 @@
+//! The NCCL checks of `check --nodes`: this worker is one rank of a job across nodes, on its
+//! one GPU. `nccl.init` meets the other ranks at the rendezvous, shares rank 0's unique id and
+//! joins the communicator (`ncclCommInitRank`); each collective is verified on every rank for
+//! that rank's part of the whole job and timed at the largest size; `nccl.transport` gathers
+//! every rank's account of its ring edges and of the network between nodes. Every rank sends
+//! its verdict of each check to rank 0, whose worker's results are the job's.
+
+use super::driver;
+use super::outcome::{Checked, Outcome};
+use super::session::Session;
+use crate::check::model::Status;
+use crate::check::protocol::Component;
+use crate::cluster::findings::{MissingRank, PeerEdge, RankNet};
+use crate::cluster::rendezvous::{self, Hello, NotGathered, Root, START_GRACE};
+use crate::cluster::{ranges, WorldRequest};
+use crate::nccl::api::{Nccl, UniqueId};
+use crate::nccl::member::{self, Member};
+use crate::nccl::{self, collective, log::DebugLog};
+use collective::Collective;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// Runs of the largest size timed for bus bandwidth (nccl-tests' `-n`).
+const TIMED_RUNS: u64 = 5;
+
+/// This rank's way to rank 0, or rank 0's to every other rank.
+enum Link {
+    Root(Root),
+    Member(rendezvous::Member),
+}
+
+/// What `nccl.init` leaves for the checks after it.
+struct Joined {
+    member: Member,
+    link: Link,
+    world: WorldRequest,
+    /// Each rank's node, by rank.
+    hosts: Vec<String>,
+    sizes: Vec<usize>,
+}
+
+/// One rank's verdict on a check, as it sends it to rank 0.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Said {
+    status: Status,
+    reason: String,
+    details: BTreeMap<String, Value>,
+}
+
+impl From<&Outcome> for Said {
+    fn from(o: &Outcome) -> Said {
+        Said {
+            status: o.status,
+            reason: o.reason.clone(),
+            details: o.details.clone(),
+        }
+    }
+}
+
+/// Every rank's verdict on one check, by rank (rank 0's own first).
+type Verdicts = Vec<(u32, Result<Said, String>)>;
+
+/// Sends this rank's `mine` of `step` to rank 0 and answers it; on rank 0, gathers every rank's
+/// and answers what `combine` makes of them all.
+fn exchange(
+    link: &mut Link,
+    world: &WorldRequest,
+    step: &str,
+    mine: Outcome,
+    combine: impl FnOnce(Verdicts) -> Outcome,
+) -> Outcome {
+    match link {
+        Link::Member(member) => match member.report(step, json!(Said::from(&mine))) {
+            Ok(()) => mine,
+            Err(e) => Outcome::fail(format!(
+                "{}; and its report could not reach rank 0: {e}",
+                mine.reason
+            )),
+        },
+        Link::Root(root) => {
+            let deadline = Instant::now() + Duration::from_millis(world.step_ms);
+            let mut all: Verdicts = vec![(0, Ok(Said::from(&mine)))];
+            all.extend(
+                root.collect(step, deadline)
+                    .into_iter()
+                    .map(|(rank, said)| {
+                        let said = said.and_then(|v| {
+                            serde_json::from_value::<Said>(v)
+                                .map_err(|e| format!("an unreadable report: {e}"))
+                        });
+                        (rank, said)
+                    }),
+            );
+            combine(all)
+        }
+    }
+}
+
+/// `rank 5 (sim2)`.
+fn who(hosts: &[String], rank: u32) -> String {
+    match hosts.get(rank as usize) {
+        Some(host) => format!("rank {rank} ({host})"),
+        None => format!("rank {rank}"),
+    }
+}
+
+/// Rank 0's verdict when every rank must pass: the ranks that did not, by name, else `pass`.
+fn all_pass(all: &Verdicts, hosts: &[String], pass: impl FnOnce() -> Outcome) -> Outcome {
+    let bad: Vec<String> = all
+        .iter()
+        .filter_map(|(rank, said)| match said {
+            Ok(s) if s.status.satisfies() => None,
+            Ok(s) => Some(format!("{}: {}", who(hosts, *rank), s.reason)),
+            Err(e) => Some(format!("{}: no report ({e})", who(hosts, *rank))),
+        })
+        .collect();
+    if bad.is_empty() {
+        return pass();
+    }
+    let mut reason = format!(
+        "{} of {} rank(s) did not pass: {}",
+        bad.len(),
+        all.len(),
+        bad.iter().take(4).cloned().collect::<Vec<_>>().join("; ")
+    );
+    if bad.len() > 4 {
+        reason.push_str(&format!("; and {} more", bad.len() - 4));
+    }
+    Outcome::fail(reason)
+}
+
+/// `nccl.init` for a rank of a job.
+pub fn init(s: &mut Session, world: WorldRequest) -> Checked {
+    let library = s.library(Component::Nccl).map_err(Outcome::fail)?;
+    let nccl = Nccl::bind(library).map_err(Outcome::fail)?;
+    let version = (s.settled.iter())
+        .find(|r| r.id == "nccl.load")
+        .and_then(|r| r.details.get("version"))
+        .and_then(|v| v.as_str())
+        .unwrap_or("unknown")
+        .to_owned();
+    let simulated = s.driver.as_ref().is_some_and(driver::is_simulated);
+    let size = world.world.size as usize;
+    let sizes = collective::sizes(nccl::largest(simulated), nccl::STEP);
+    let capacity = (Collective::ALL.iter())
+        .flat_map(|c| sizes.iter().map(|&b| c.shape(b, size).bytes))
+        .max()
+        .unwrap_or(0);
+    let w = &world.world;
+    let hello = Hello {
+        job: w.job.clone(),
+        rank: w.rank,
+        size: w.size,
+        host: w.host.clone(),
+        nccl: version,
+    };
+    let (host, port) = (&world.rendezvous.0, world.rendezvous.1);
+    let at = format!("{host}:{port}");
+    let join = Duration::from_millis(world.join_ms);
+    let deadline = Instant::now() + join;
+    let (mut link, start) = if w.rank == 0 {
+        let mut root = match Root::gather(host, port, &hello, deadline) {
+            Ok(root) => root,
+            Err(NotGathered::Listen(why)) => return Err(Outcome::fail(why)),
+            Err(NotGathered::Missing { ranks, turned_away }) => {
+                let missing: Vec<MissingRank> = (ranks.iter())
+                    .map(|&rank| MissingRank {
+                        rank,
+                        host: w.host_of(rank).map(str::to_owned),
+                    })
+                    .collect();
+                let placed = |m: &MissingRank| m.host.clone().unwrap_or_else(|| "unplaced".into());
+                let mut on: Vec<String> = missing.iter().map(placed).collect();
+                on.dedup();
+                return Err(Outcome::fail(format!(
+                    "rank(s) {} (on {}) never joined the rendezvous at {at} within {} s; the ranks that did were stopped",
+                    ranges(&ranks),
+                    on.join(", "),
+                    join.as_secs_f64()
+                ))
+                .detail("missing", json!(missing))
+                .detail("rendezvous", at)
+                .detail("turned_away", json!(turned_away)));
+            }
+        };
+        let id = match member::unique_id(&nccl) {
+            Ok(id) => id,
+            Err(e) => {
+                root.abort(&format!("rank 0 could not make NCCL's unique id: {e}"));
+                return Err(Outcome::fail(e));
+            }
+        };
+        let hosts: Vec<String> = std::iter::once(w.host.clone())
+            .chain(root.hellos().map(|h| h.host.clone()))
+            .collect();
+        let start = json!({"id": hex(&id.internal), "hosts": hosts});
+        let unreached = root.start(&start);
+        if let Some((rank, e)) = unreached.first() {
+            root.abort("a rank could not be sent the start");
+            return Err(Outcome::fail(format!(
+                "rank 0 could not send rank {rank} the start: {e}"
+            )));
+        }
+        (Link::Root(root), start)
+    } else {
+        let mut member =
+            rendezvous::Member::join(host, port, &hello, deadline).map_err(Outcome::fail)?;
+        let start = member
+            .started(deadline + START_GRACE)
+            .map_err(Outcome::fail)?;
+        (Link::Member(member), start)
+    };
+    let hosts: Vec<String> = serde_json::from_value(start["hosts"].clone()).unwrap_or_default();
+    let id = (start["id"].as_str())
+        .and_then(unhex)
+        .map(|internal| UniqueId { internal })
+        .ok_or_else(|| Outcome::fail("rank 0's start holds no NCCL unique id"))?;
+    let device = s.request.device;
+    let joined = Member::join(nccl, device, capacity, id, (w.rank as usize, size));
+    let mine = match &joined {
+        Ok(_) => Outcome::pass(format!(
+            "{} joined the communicator on GPU {device}",
+            who(&hosts, w.rank)
+        )),
+        Err(e) => Outcome::fail(e.clone()),
+    };
+    let outcome = exchange(&mut link, &world, "nccl.init", mine, |all| {
+        all_pass(&all, &hosts, || {
+            Outcome::pass(format!(
+                "ncclCommInitRank made one communicator of {size} rank(s) on {}",
+                placement(&hosts)
+            ))
+        })
+    })
+    .detail("hosts", json!(hosts))
+    .detail("rendezvous", at)
+    .detail("buffer_bytes", capacity);
+    if let Ok(member) = joined {
+        s.keep(Joined {
+            member,
+            link,
+            world,
+            hosts,
+            sizes,
+        });
+    }
+    Ok(outcome)
+}
+
+/// `sim1 (ranks 0-3), sim2 (ranks 4-7)`.
+fn placement(hosts: &[String]) -> String {
+    let mut by_host: Vec<(&str, Vec<u32>)> = Vec::new();
+    for (rank, host) in hosts.iter().enumerate() {
+        match by_host.iter_mut().find(|(h, _)| h == host) {
+            Some((_, ranks)) => ranks.push(rank as u32),
+            None => by_host.push((host, vec![rank as u32])),
+        }
+    }
+    by_host
+        .iter()
+        .map(|(host, ranks)| format!("{host} (ranks {})", ranges(ranks)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn joined(s: &mut Session) -> Result<&mut Joined, Outcome> {
+    s.kept_mut::<Joined>()
+        .ok_or_else(|| Outcome::fail("no communicator: nccl.init did not pass in this worker"))
+}
+
+/// `nccl.all_reduce` and the others, across the job: this rank's output verified at every
+/// size, then `TIMED_RUNS` at the largest timed; rank 0 answers for every rank, with the bus
+/// bandwidth of the slowest.
+pub fn verify(s: &mut Session, collective: Collective) -> Checked {
+    let j = joined(s)?;
+    // Every rank calls every collective whatever its own output was: NCCL matches the calls
+    // of all ranks in order, so one rank stopping early would hang or mismatch the others.
+    let mut wrong = None;
+    let mut verified = Vec::new();
+    for &bytes in &j.sizes {
+        match j.member.verify(collective, bytes) {
+            Ok(v) => verified.push(v.shape.bytes),
+            Err(e) => {
+                let shape = j.member.shape(collective, bytes);
+                wrong.get_or_insert(format!("at {} B: {e}", shape.map_or(bytes, |s| s.bytes)));
+            }
+        }
+    }
+    let largest = *j.sizes.last().unwrap_or(&8);
+    let timed = j.member.time_runs(collective, largest, TIMED_RUNS);
+    let mine = match (wrong, timed) {
+        (Some(wrong), _) => Outcome::fail(wrong),
+        (None, Err(e)) => Outcome::fail(e),
+        (None, Ok(ns)) => Outcome::pass(format!(
+            "FP32 results match the host bit for bit at {} sizes",
+            verified.len()
+        ))
+        .detail("sizes_bytes", json!(verified))
+        .detail("bytes", verified.last().copied().unwrap_or(0))
+        .detail("time_ns", ns / TIMED_RUNS as f64),
+    };
+    let (hosts, size) = (j.hosts.clone(), j.world.world.size as usize);
+    let outcome = exchange(&mut j.link, &j.world, collective.id(), mine, |all| {
+        all_pass(&all, &hosts, || bandwidth(collective, &all, &hosts, size))
+    });
+    Ok(outcome)
+}
+
+/// Rank 0's pass for a collective every rank verified: the bus bandwidth of the slowest rank's
+/// time (the collective ends when its last rank does), by nccl-tests' definitions.
+fn bandwidth(collective: Collective, all: &Verdicts, hosts: &[String], size: usize) -> Outcome {
+    let detail = |said: &Said, key: &str| said.details.get(key).and_then(Value::as_f64);
+    let times: Vec<(u32, f64)> = (all.iter())
+        .filter_map(|(rank, said)| Some((*rank, detail(said.as_ref().ok()?, "time_ns")?)))
+        .collect();
+    let slowest = times.iter().copied().max_by(|a, b| a.1.total_cmp(&b.1));
+    let first = all.first().and_then(|(_, s)| s.as_ref().ok());
+    let bytes = first.and_then(|s| detail(s, "bytes")).unwrap_or(0.0);
+    let sizes = first.and_then(|s| s.details.get("sizes_bytes")).cloned();
+    let Some((rank, ns)) = slowest.filter(|(_, ns)| *ns > 0.0) else {
+        return Outcome::pass(format!(
+            "FP32 results match the host bit for bit on all {size} rank(s); no rank timed it"
+        ));
+    };
+    let algorithm = bytes / ns;
+    let bus = algorithm * collective.bus_factor(size);
+    Outcome::pass(format!(
+        "FP32 results match the host bit for bit on all {size} rank(s) on {}; bus bandwidth {bus:.2} GB/s at {} B (the slowest, {}: {:.1} us a run, {TIMED_RUNS} runs)",
+        placement(hosts),
+        bytes,
+        who(hosts, rank),
+        ns / 1e3
+    ))
+    .detail("bus_gbs", bus)
+    .detail("algorithm_gbs", algorithm)
+    .detail("bytes", bytes)
+    .detail("slowest_rank", rank)
+    .detail("time_ns", json!(times.iter().map(|(r, t)| json!({"rank": r, "ns": t})).collect::<Vec<_>>()))
+    .detail("sizes_bytes", sizes.unwrap_or(Value::Null))
+}
+
+/// `nccl.transport` across the job: every rank's ring edges and NCCL's word on the network
+/// between nodes; rank 0 answers with each pair of nodes' transports. A pair of nodes that moves
+/// data over sockets warns (the parent names the cause: `nccl_net_fallback`).
+pub fn transport(s: &mut Session) -> Checked {
+    let seen = s
+        .kept::<DebugLog>()
+        .ok_or_else(|| Outcome::fail("the worker could not set up NCCL's debug log"))?
+        .read()
+        .map_err(Outcome::fail)?;
+    let verbs = crate::probe::dl::mapped_objects()
+        .into_iter()
+        .find(|m| {
+            m.soname.as_deref() == Some("libibverbs.so.1")
+                || m.name.file_name().is_some_and(|n| n == "libibverbs.so.1")
+        })
+        .map(|m| m.name.display().to_string());
+    let device = s.request.device;
+    let j = joined(s)?;
+    let w = &j.world.world;
+    let me = RankNet {
+        rank: w.rank,
+        host: w.host.clone(),
+        device,
+        network: seen.network.clone(),
+        verbs,
+        net: seen.net.clone(),
+    };
+    let mine = Outcome::pass(format!(
+        "{} uses network {}",
+        who(&j.hosts, w.rank),
+        seen.network.as_deref().unwrap_or("(not said)")
+    ))
+    .detail("rank", json!(me))
+    .detail("edges", json!(seen.edges));
+    let hosts = j.hosts.clone();
+    Ok(exchange(
+        &mut j.link,
+        &j.world,
+        "nccl.transport",
+        mine,
+        |all| matrix(&all, &hosts),
+    ))
+}
+
+/// Rank 0's `nccl.transport`: every rank's ring edges with their nodes, and each ordered pair
+/// of nodes' transports.
+fn matrix(all: &Verdicts, hosts: &[String]) -> Outcome {
+    let mut ranks: Vec<RankNet> = Vec::new();
+    let mut edges: Vec<PeerEdge> = Vec::new();
+    let mut silent = Vec::new();
+    for (rank, said) in all {
+        let Ok(said) = said else {
+            silent.push(*rank);
+            continue;
+        };
+        if let Some(net) =
+            (said.details.get("rank")).and_then(|v| serde_json::from_value(v.clone()).ok())
+        {
+            ranks.push(net);
+        }
+        let seen: Vec<crate::nccl::log::Edge> = (said.details.get("edges"))
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
+            .unwrap_or_default();
+        let host = |r: u32| hosts.get(r as usize).cloned().unwrap_or_else(|| "?".into());
+        edges.extend(seen.into_iter().map(|e| PeerEdge {
+            from_host: host(e.from_rank),
+            to_host: host(e.to_rank),
+            from_rank: e.from_rank,
+            to_rank: e.to_rank,
+            via: e.via,
+            line: e.line,
+        }));
+    }
+    edges.sort_by_key(|e| (e.from_rank, e.to_rank));
+    edges.dedup_by_key(|e| (e.from_rank, e.to_rank));
+    let mut pairs: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+    for e in &edges {
+        let via = pairs
+            .entry((e.from_host.clone(), e.to_host.clone()))
+            .or_default();
+        if !via.contains(&e.via) {
+            via.push(e.via.clone());
+        }
+    }
+    let summary: Vec<String> = pairs
+        .iter()
+        .map(|((a, b), via)| {
+            let pair = if a == b {
+                format!("within {a}")
+            } else {
+                format!("{a} -> {b}")
+            };
+            format!("{pair} via {}", via.join(", "))
+        })
+        .collect();
+    let sockets = edges
+        .iter()
+        .any(|e| e.from_host != e.to_host && e.via.starts_with("NET/Socket"));
+    let reason = if summary.is_empty() {
+        "NCCL's INFO lines named no ring edge: its transports are unknown".to_owned()
+    } else {
+        format!("{} ring edge(s): {}", edges.len(), summary.join("; "))
+    };
+    let outcome = if !silent.is_empty() {
+        Outcome::fail(format!(
+            "{reason}; rank(s) {} sent no report",
+            ranges(&silent)
+        ))
+    } else if sockets {
+        Outcome::warn(format!("{reason}; data between nodes moves over sockets"))
+    } else if summary.is_empty() {
+        Outcome::warn(reason)
+    } else {
+        Outcome::pass(reason)
+    };
+    outcome
+        .detail("ranks", json!(ranks))
+        .detail("edges", json!(edges))
+        .detail(
+            "pairs",
+            json!(pairs
+                .iter()
+                .map(|((a, b), via)| json!({"from_host": a, "to_host": b, "via": via}))
+                .collect::<Vec<_>>()),
+        )
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(text: &str) -> Option<[u8; 128]> {
+    let mut out = [0u8; 128];
+    if text.len() != 256 || !text.is_ascii() {
+        return None;
+    }
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(&text[2 * i..2 * i + 2], 16).ok()?;
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn said(status: Status, details: Value) -> Result<Said, String> {
+        Ok(Said {
+            status,
+            reason: "r".into(),
+            details: serde_json::from_value(details).unwrap(),
+        })
+    }
+
+    fn hosts() -> Vec<String> {
+        ["a", "a", "b", "b"].map(String::from).to_vec()
+    }
+
+    #[test]
+    fn bus_bandwidth_is_the_slowest_rank_s_by_nccl_tests_factors() {
+        let all: Verdicts = (0..4)
+            .map(|r| {
+                (
+                    r,
+                    said(
+                        Status::Pass,
+                        json!({"bytes": 1048576.0, "time_ns": if r == 2 { 2.0e6 } else { 1.0e6 }}),
+                    ),
+                )
+            })
+            .collect();
+        let pass = all_pass(&all, &hosts(), || {
+            bandwidth(Collective::AllReduce, &all, &hosts(), 4)
+        });
+        assert_eq!(pass.status, Status::Pass);
+        // 1 MiB in 2 ms, times 2 (n - 1) / n.
+        let bus = pass.details["bus_gbs"].as_f64().unwrap();
+        assert!((bus - 1048576.0 / 2.0e6 * 1.5).abs() < 1e-9, "{bus}");
+        assert!(pass.reason.contains("rank 2 (b)"), "{}", pass.reason);
+    }
+
+    #[test]
+    fn a_failed_or_silent_rank_fails_the_job_by_name() {
+        let mut all: Verdicts = (0..4).map(|r| (r, said(Status::Pass, json!({})))).collect();
+        all[3] = (3, said(Status::Fail, json!({})));
+        all[1] = (1, Err("the connection was closed".into()));
+        let failed = all_pass(&all, &hosts(), || Outcome::pass("no"));
+        assert_eq!(failed.status, Status::Fail);
+        assert!(
+            failed.reason.starts_with("2 of 4 rank(s) did not pass"),
+            "{}",
+            failed.reason
+        );
+        assert!(failed
+            .reason
+            .contains("rank 1 (a): no report (the connection was closed)"));
+        assert!(failed.reason.contains("rank 3 (b): r"));
+    }
+
+    #[test]
+    fn the_matrix_names_pairs_of_nodes_and_warns_at_sockets_between_them() {
+        let edge = |from: u32, to: u32, via: &str| json!({"from_rank": from, "to_rank": to, "transport": "net", "via": via, "line": "l"});
+        let all: Verdicts = vec![
+            (
+                0,
+                said(
+                    Status::Pass,
+                    json!({"edges": [edge(0, 1, "P2P/CUMEM"), edge(1, 2, "NET/Socket/0")]}),
+                ),
+            ),
+            (
+                2,
+                said(
+                    Status::Pass,
+                    json!({"edges": [edge(1, 2, "NET/Socket/0"), edge(3, 0, "NET/Socket/0")]}),
+                ),
+            ),
+        ];
+        let out = matrix(&all, &hosts());
+        assert_eq!(out.status, Status::Warn);
+        assert!(out.reason.contains("3 ring edge(s): within a via P2P/CUMEM; a -> b via NET/Socket/0; b -> a via NET/Socket/0"), "{}", out.reason);
+        let ib: Verdicts = vec![(
+            0,
+            said(
+                Status::Pass,
+                json!({"edges": [edge(1, 2, "NET/IB/0/GDRDMA")]}),
+            ),
+        )];
+        assert_eq!(matrix(&ib, &hosts()).status, Status::Pass);
+    }
+
+    #[test]
+    fn unique_ids_cross_as_hex() {
+        let mut id = [0u8; 128];
+        id[0] = 0xab;
+        id[127] = 7;
+        assert_eq!(unhex(&hex(&id)), Some(id));
+        assert_eq!(unhex("zz"), None);
+        assert_eq!(unhex(&"é".repeat(128)), None);
+    }
+}
