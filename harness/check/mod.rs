@@ -235,12 +235,7 @@ fn run_checks_with(
         (Scope::Quick, _) => (quick::pick(selected), devices),
         (Scope::Nodes, world) => {
             let local = world.map_or(0, |w| w.world.local_rank);
-            let device = *devices
-                .get(local as usize)
-                .ok_or(CheckError::NoGpuForRank {
-                    local,
-                    gpus: devices.len(),
-                })?;
+            let device = gpu_of_rank(&devices, local)?;
             (pick_nccl(selected)?, vec![device])
         }
     };
@@ -300,6 +295,21 @@ fn run_checks_with(
         node,
         baseline: None,
     })
+}
+
+/// The GPU of the rank whose local rank is `local`: the node's `local`-th selected GPU, or the
+/// one GPU a scheduler gave each task (`--gpus-per-task=1`).
+fn gpu_of_rank(devices: &[u32], local: u32) -> Result<u32, CheckError> {
+    match devices {
+        [only] => Ok(*only),
+        _ => devices
+            .get(local as usize)
+            .copied()
+            .ok_or(CheckError::NoGpuForRank {
+                local,
+                gpus: devices.len(),
+            }),
+    }
 }
 
 /// The one combination `--nodes` runs in: the first with NCCL.
@@ -511,5 +521,20 @@ fn driver_use(path: &std::path::Path, checks: &[CheckResult]) -> DriverUse {
         real_path: path.canonicalize().unwrap_or_else(|_| path.to_path_buf()),
         version: detail("driver_version"),
         kernel_module: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rank_takes_its_local_gpu_or_the_one_it_was_given() {
+        assert_eq!(gpu_of_rank(&[0, 1, 2, 3], 2).unwrap(), 2);
+        assert_eq!(gpu_of_rank(&[5], 3).unwrap(), 5);
+        assert!(matches!(
+            gpu_of_rank(&[0, 1], 2),
+            Err(CheckError::NoGpuForRank { local: 2, gpus: 2 })
+        ));
     }
 }
