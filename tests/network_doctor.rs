@@ -96,3 +96,108 @@ fn a_network_plugin_nccl_cannot_open_is_named() {
     assert!(text.contains("NCCL_NET_PLUGIN=ofi"), "{text}");
     assert!(text.contains("libnccl-net-ofi.so"), "{text}");
 }
+
+/// Writes `text` to `rel` under `root`, its directories made.
+fn put(root: &Path, rel: &str, text: &str) {
+    let path = root.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// A support bundle's kernel view laid into the image: two HCAs (mlx5_0's port down), two
+/// interfaces, the proprietary NVIDIA module on Linux 6.1 and no nvidia_peermem.
+fn with_rdma_devices(root: &Path) {
+    for (device, state, phys) in [
+        ("mlx5_0", "1: DOWN", "3: Disabled"),
+        ("mlx5_1", "4: ACTIVE", "5: LinkUp"),
+    ] {
+        let port = format!("sys/class/infiniband/{device}/ports/1");
+        put(root, &format!("{port}/state"), state);
+        put(root, &format!("{port}/phys_state"), phys);
+        put(root, &format!("{port}/rate"), "400 Gb/sec (4X NDR)");
+        put(root, &format!("{port}/link_layer"), "InfiniBand");
+    }
+    for interface in ["lo", "eth0"] {
+        std::fs::create_dir_all(root.join("sys/class/net").join(interface)).unwrap();
+    }
+    put(
+        root,
+        "proc/driver/nvidia/version",
+        "NVRM version: NVIDIA UNIX x86_64 Kernel Module  570.86.15  Thu Jan 16 2025\n",
+    );
+    put(root, "proc/sys/kernel/osrelease", "6.1.0-28-amd64\n");
+}
+
+/// The findings of `cause`, one text each: message, fix and evidence.
+fn texts(report: &Value, cause: &str) -> Vec<String> {
+    (findings_of(report, cause).iter())
+        .map(|f| {
+            format!(
+                "{} {}\n{}\n{}",
+                f["severity"], f["message"], f["fix"], f["evidence"]
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn rdma_devices_a_port_down_gdr_and_nccl_s_device_settings_are_judged_from_sysfs() {
+    let image = nccl_image(true);
+    with_rdma_devices(image.path());
+    let report = doctor(image.path(), &[]);
+    let down = texts(&report, "rdma_port_down");
+    assert_eq!(down.len(), 1, "{down:?}");
+    assert!(
+        down[0]
+            .starts_with("\"warning\" \"1 of 2 RDMA port(s) not active (mlx5_0 port 1: 1: DOWN)"),
+        "{down:?}"
+    );
+    assert!(
+        down[0].contains("mlx5_1 port 1: state 4: ACTIVE"),
+        "{down:?}"
+    );
+    let gdr = texts(&report, "gdr_disabled");
+    assert_eq!(gdr.len(), 1, "{gdr:?}");
+    assert!(gdr[0].contains("modprobe nvidia_peermem"), "{gdr:?}");
+    assert!(texts(&report, "nccl_interface_missing").is_empty());
+    assert!(fallbacks(&report).is_empty(), "{:?}", fallbacks(&report));
+
+    // NCCL's settings naming what is not there.
+    let report = doctor(
+        image.path(),
+        &[("NCCL_IB_HCA", "=mlx5_9"), ("NCCL_SOCKET_IFNAME", "ib")],
+    );
+    let hca = texts(&report, "nccl_net_fallback");
+    assert_eq!(hca.len(), 1, "{hca:?}");
+    assert!(
+        hca[0].contains(
+            "NCCL_IB_HCA==mlx5_9 selects none of this host's RDMA devices (mlx5_0, mlx5_1)"
+        ),
+        "{hca:?}"
+    );
+    let interface = texts(&report, "nccl_interface_missing");
+    assert_eq!(interface.len(), 1, "{interface:?}");
+    assert!(interface[0].contains("(eth0, lo)"), "{interface:?}");
+    let fine = doctor(
+        image.path(),
+        &[("NCCL_IB_HCA", "mlx5_1:1"), ("NCCL_SOCKET_IFNAME", "^lo")],
+    );
+    assert!(texts(&fine, "nccl_net_fallback").is_empty());
+    assert!(texts(&fine, "nccl_interface_missing").is_empty());
+
+    // Both ports up and nvidia_peermem loaded: nothing.
+    put(
+        image.path(),
+        "sys/class/infiniband/mlx5_0/ports/1/state",
+        "4: ACTIVE",
+    );
+    std::fs::create_dir_all(image.path().join("sys/module/nvidia_peermem")).unwrap();
+    let clean = doctor(image.path(), &[]);
+    for cause in ["rdma_port_down", "gdr_disabled", "nccl_net_fallback"] {
+        assert!(
+            texts(&clean, cause).is_empty(),
+            "{cause}: {:?}",
+            texts(&clean, cause)
+        );
+    }
+}

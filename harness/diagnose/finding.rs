@@ -162,6 +162,10 @@ pub enum Cause {
     GdrDisabled,
     /// Ranks of a multi-node job that never joined its rendezvous before the deadline.
     NcclRankMissing,
+    /// An RDMA port (`/sys/class/infiniband/*/ports/*`) that is not ACTIVE.
+    RdmaPortDown,
+    /// `NCCL_SOCKET_IFNAME` selects no network interface of the host: NCCL cannot bootstrap.
+    NcclInterfaceMissing,
 }
 
 /// One finding of `doctor`.

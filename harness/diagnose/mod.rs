@@ -19,6 +19,7 @@ mod module;
 mod nccl;
 pub mod network;
 pub mod program;
+mod rdma;
 mod record;
 mod shadow;
 mod trust;
@@ -424,6 +425,7 @@ fn every_rule(ctx: &Context) -> Vec<Finding> {
         findings.extend(cudnn::check(ctx));
         findings.extend(nccl::check(ctx));
         findings.extend(network::check(ctx));
+        findings.extend(rdma::check(ctx));
         findings.extend(shadow::check(ctx));
         findings.extend(arch::check(ctx));
     }
