@@ -25,7 +25,17 @@ use std::time::{Duration, Instant};
 /// The Kubernetes versions the manifests are validated against: 1.29 is the first where
 /// `backoffLimitPerIndex` is on by default; 1.37 the newest kubernetes-validate knows.
 const VERSIONS: [&str; 2] = ["1.29.0", "1.37.0"];
-const MANIFESTS: [&str; 3] = ["bench-job.yaml", "merge-job.yaml", "results-claim.yaml"];
+const MANIFESTS: [&str; 5] = [
+    "bench-job.yaml",
+    "merge-job.yaml",
+    "nccl-job.yaml",
+    "nccl-service.yaml",
+    "results-claim.yaml",
+];
+/// The Jobs, each created afresh for a run.
+const JOBS: [&str; 3] = ["bench-job.yaml", "merge-job.yaml", "nccl-job.yaml"];
+/// The Jobs of one pod per GPU node.
+const NODE_JOBS: [&str; 2] = ["bench-job.yaml", "nccl-job.yaml"];
 
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -363,7 +373,7 @@ fn env(container: &Value, name: &str) -> Value {
 
 #[test]
 fn each_job_is_created_afresh_by_generate_name_and_says_create_not_apply() {
-    for job in ["bench-job.yaml", "merge-job.yaml"] {
+    for job in JOBS {
         let manifest = yaml(job);
         let generated = (manifest["metadata"]["generateName"].as_str()).unwrap_or_else(|| {
             panic!("{job} has no generateName: a second run would create nothing")
@@ -376,15 +386,21 @@ fn each_job_is_created_afresh_by_generate_name_and_says_create_not_apply() {
             "{job}'s header says to run it with `kubectl create -f`"
         );
         assert!(
-            !header.contains("kubectl apply -f ci/k8s/"),
+            !header.contains(&format!("kubectl apply -f ci/k8s/{job}")),
             "{job}'s header says `kubectl apply`, which a generateName refuses"
         );
     }
 }
 
 #[test]
-fn the_bench_job_runs_one_pod_per_node_by_required_anti_affinity() {
-    let job = yaml("bench-job.yaml");
+fn the_node_jobs_run_one_pod_per_node_by_required_anti_affinity() {
+    for job in NODE_JOBS {
+        one_pod_per_node(job);
+    }
+}
+
+fn one_pod_per_node(job: &str) {
+    let job = yaml(job);
     let spec = &job["spec"];
     assert_eq!(spec["completionMode"], "Indexed");
     assert_eq!(spec["completions"], spec["parallelism"]);
@@ -407,8 +423,8 @@ fn the_bench_job_runs_one_pod_per_node_by_required_anti_affinity() {
 }
 
 #[test]
-fn every_container_is_guaranteed_qos_and_the_bench_takes_all_eight_gpus() {
-    for job in ["bench-job.yaml", "merge-job.yaml"] {
+fn every_container_is_guaranteed_qos_and_the_node_jobs_take_all_eight_gpus() {
+    for job in JOBS {
         let pod = pod(job);
         let containers = (pod["containers"].as_sequence().unwrap().iter())
             .chain(pod["initContainers"].as_sequence().into_iter().flatten());
@@ -420,17 +436,67 @@ fn every_container_is_guaranteed_qos_and_the_bench_takes_all_eight_gpus() {
             }
         }
     }
-    let bench = &pod("bench-job.yaml")["containers"][0]["resources"];
-    assert_eq!(int(&bench["limits"]["nvidia.com/gpu"]), 8);
+    for job in NODE_JOBS {
+        let resources = &pod(job)["containers"][0]["resources"];
+        assert_eq!(int(&resources["limits"]["nvidia.com/gpu"]), 8, "{job}");
+    }
 }
 
 #[test]
-fn the_bench_job_tolerates_the_gpu_taint() {
-    let tolerations = pod("bench-job.yaml")["tolerations"].clone();
-    let found = tolerations.as_sequence().unwrap().iter().any(|t| {
-        t["key"] == "nvidia.com/gpu" && t["operator"] == "Exists" && t["effect"] == "NoSchedule"
-    });
-    assert!(found, "{tolerations:?}");
+fn the_node_jobs_tolerate_the_gpu_taint() {
+    for job in NODE_JOBS {
+        let tolerations = pod(job)["tolerations"].clone();
+        let found = tolerations.as_sequence().unwrap().iter().any(|t| {
+            t["key"] == "nvidia.com/gpu" && t["operator"] == "Exists" && t["effect"] == "NoSchedule"
+        });
+        assert!(found, "{job}: {tolerations:?}");
+    }
+}
+
+/// The NCCL job's ranks find rank 0 by DNS: index 0's name under the headless Service, which
+/// publishes the pods before they are ready; every rank runs at once, one per GPU; a rank that
+/// never starts is named before the Job's deadline stops the pods.
+#[test]
+fn the_nccl_job_s_ranks_find_rank_0_under_its_headless_service() {
+    let job = yaml("nccl-job.yaml");
+    let spec = &job["spec"];
+    let pod = &spec["template"]["spec"];
+    let container = &pod["containers"][0];
+    let service = yaml("nccl-service.yaml");
+    let name = service["metadata"]["name"].as_str().unwrap();
+    assert_eq!(pod["subdomain"], name);
+    assert_eq!(service["spec"]["clusterIP"], "None");
+    assert_eq!(service["spec"]["publishNotReadyAddresses"], true);
+    let labels = spec["template"]["metadata"]["labels"].as_mapping().unwrap();
+    for (key, value) in service["spec"]["selector"].as_mapping().unwrap() {
+        assert_eq!(labels.get(key), Some(value), "the pods carry {key:?}");
+    }
+    assert_eq!(
+        env(container, "MASTER_ADDR"),
+        format!("$(JOB_NAME)-0.{name}").as_str()
+    );
+    let port = env(container, "MASTER_PORT");
+    assert_eq!(
+        service["spec"]["ports"][0]["port"]
+            .as_i64()
+            .map(|p| p.to_string()),
+        port.as_str().map(str::to_owned)
+    );
+    // JOB_NAME is defined before MASTER_ADDR: Kubernetes expands $(VAR) of earlier entries only.
+    let names: Vec<&str> = (container["env"].as_sequence().unwrap().iter())
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    let at = |n: &str| names.iter().position(|x| *x == n).unwrap();
+    assert!(at("JOB_NAME") < at("MASTER_ADDR"), "{names:?}");
+    let number = |n: &str| -> i64 { env(container, n).as_str().unwrap().parse().unwrap() };
+    assert_eq!(number("NODES"), int(&spec["completions"]));
+    assert_eq!(int(&spec["completions"]), int(&spec["parallelism"]));
+    assert_eq!(
+        number("GPUS"),
+        int(&container["resources"]["limits"]["nvidia.com/gpu"])
+    );
+    assert!(number("JOIN_WITHIN") < int(&spec["activeDeadlineSeconds"]));
+    assert!(read(&k8s("nccl-job.yaml")).contains("kubectl apply -f ci/k8s/nccl-service.yaml"));
 }
 
 #[test]
@@ -448,8 +514,8 @@ fn each_step_is_cut_off_before_the_jobs_deadline() {
 }
 
 #[test]
-fn every_image_is_pinned_by_a_tag_and_both_jobs_run_the_same_one() {
-    let images: Vec<String> = ["bench-job.yaml", "merge-job.yaml"]
+fn every_image_is_pinned_by_a_tag_and_every_job_runs_the_same_one() {
+    let images: Vec<String> = JOBS
         .iter()
         .map(|job| {
             pod(job)["containers"][0]["image"]
@@ -463,7 +529,7 @@ fn every_image_is_pinned_by_a_tag_and_both_jobs_run_the_same_one() {
         assert!(!tag.contains('/') && !tag.is_empty(), "{image}");
         assert_ne!(tag, "latest", "{image}");
     }
-    assert_eq!(images[0], images[1]);
+    assert!(images.iter().all(|i| *i == images[0]), "{images:?}");
 }
 
 #[test]
@@ -508,7 +574,7 @@ fn script(job: &str) -> String {
 #[test]
 fn every_embedded_script_parses_and_passes_shellcheck() {
     let dir = tempfile::tempdir().unwrap();
-    for job in ["bench-job.yaml", "merge-job.yaml"] {
+    for job in JOBS {
         let file = dir.path().join(job.replace(".yaml", ".sh"));
         std::fs::write(&file, script(job)).unwrap();
         let path = file.to_str().unwrap();
@@ -764,4 +830,84 @@ fn the_merge_step_without_a_run_exits_2_saying_what_to_run() {
         "{}",
         text(&named)
     );
+}
+
+/// The NCCL job's pods, run here: two pods of two simulated GPUs each (their own profiles and
+/// loopback addresses, as two nodes), every rank meeting rank 0 at MASTER_ADDR; rank 0's report
+/// holds all four ranks, every collective verified, and each pod exits 0.
+#[test]
+fn the_nccl_job_s_pods_run_every_rank_of_the_job_on_the_simulator() {
+    let results = tempfile::tempdir().unwrap();
+    let pod = Pod::new(results.path());
+    let sim = common::simulator();
+    let on_sim = format!(
+        "--no-system --root {} --driver-dir {} --timeout 60",
+        sim.toolkit_dir.display(),
+        sim.driver_dir.display()
+    );
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string();
+    let pods: Vec<_> = (0..2)
+        .map(|index| {
+            let profile = results.path().join(format!("node{index}.toml"));
+            let toml = format!("[node]\ngpus = 2\naddress = \"127.0.0.{}\"\n", index + 1);
+            std::fs::write(&profile, toml).unwrap();
+            let mut command = pod.command(
+                "nccl-job.yaml",
+                &[
+                    ("JOB_NAME", "stackbench-nccl-test"),
+                    ("JOB_COMPLETION_INDEX", &index.to_string()),
+                    ("NODES", "2"),
+                    ("GPUS", "2"),
+                    ("MASTER_ADDR", "127.0.0.1"),
+                    ("MASTER_PORT", &port),
+                    ("JOIN_WITHIN", "60"),
+                    ("NODES_OPTIONS", &on_sim),
+                ],
+            );
+            command.env("STACKBENCH_SIM_PROFILE", profile);
+            command.stdout(Stdio::piped()).stderr(Stdio::piped());
+            command.spawn().expect("start the pod's script")
+        })
+        .collect();
+    let outputs: Vec<Output> = pods
+        .into_iter()
+        .map(|p| p.wait_with_output().unwrap())
+        .collect();
+    for (index, output) in outputs.iter().enumerate() {
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "pod {index}: {}",
+            text(output)
+        );
+    }
+    let report: serde_json::Value = serde_json::from_str(&read(
+        &results.path().join("stackbench-nccl-test/nodes.json"),
+    ))
+    .unwrap();
+    let checks = report["combinations"][0]["checks"].as_array().unwrap();
+    let check = |id: &str| checks.iter().find(|c| c["id"] == id).unwrap();
+    assert!(
+        check("nccl.init")["reason"]
+            .as_str()
+            .unwrap()
+            .contains("one communicator of 4 rank(s)"),
+        "{:#}",
+        check("nccl.init")
+    );
+    for c in ["all_reduce", "all_gather", "reduce_scatter", "broadcast"] {
+        let result = check(&format!("nccl.{c}"));
+        assert_eq!(result["status"], "pass", "{result:#}");
+        assert!(result["details"]["bus_gbs"].as_f64().unwrap() > 0.0);
+    }
+    let ranks = check("nccl.transport")["details"]["ranks"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(ranks, 4);
 }
