@@ -158,52 +158,9 @@ pub fn init(s: &mut Session, world: WorldRequest) -> Checked {
     };
     let (host, port) = (&world.rendezvous.0, world.rendezvous.1);
     let at = format!("{host}:{port}");
-    let join = Duration::from_millis(world.join_ms);
-    let deadline = Instant::now() + join;
+    let deadline = Instant::now() + Duration::from_millis(world.join_ms);
     let (mut link, start) = if w.rank == 0 {
-        let mut root = match Root::gather(host, port, &hello, deadline) {
-            Ok(root) => root,
-            Err(NotGathered::Listen(why)) => return Err(Outcome::fail(why)),
-            Err(NotGathered::Missing { ranks, turned_away }) => {
-                let missing: Vec<MissingRank> = (ranks.iter())
-                    .map(|&rank| MissingRank {
-                        rank,
-                        host: w.host_of(rank).map(str::to_owned),
-                    })
-                    .collect();
-                let placed = |m: &MissingRank| m.host.clone().unwrap_or_else(|| "unplaced".into());
-                let mut on: Vec<String> = missing.iter().map(placed).collect();
-                on.dedup();
-                return Err(Outcome::fail(format!(
-                    "rank(s) {} (on {}) never joined the rendezvous at {at} within {} s; the ranks that did were stopped",
-                    ranges(&ranks),
-                    on.join(", "),
-                    join.as_secs_f64()
-                ))
-                .detail("missing", json!(missing))
-                .detail("rendezvous", at)
-                .detail("turned_away", json!(turned_away)));
-            }
-        };
-        let id = match member::unique_id(&nccl) {
-            Ok(id) => id,
-            Err(e) => {
-                root.abort(&format!("rank 0 could not make NCCL's unique id: {e}"));
-                return Err(Outcome::fail(e));
-            }
-        };
-        let hosts: Vec<String> = std::iter::once(w.host.clone())
-            .chain(root.hellos().map(|h| h.host.clone()))
-            .collect();
-        let start = json!({"id": hex(&id.internal), "hosts": hosts});
-        let unreached = root.start(&start);
-        if let Some((rank, e)) = unreached.first() {
-            root.abort("a rank could not be sent the start");
-            return Err(Outcome::fail(format!(
-                "rank 0 could not send rank {rank} the start: {e}"
-            )));
-        }
-        (Link::Root(root), start)
+        gather(&nccl, &world, &hello, deadline)?
     } else {
         let mut member =
             rendezvous::Member::join(host, port, &hello, deadline).map_err(Outcome::fail)?;
@@ -247,6 +204,58 @@ pub fn init(s: &mut Session, world: WorldRequest) -> Checked {
         });
     }
     Ok(outcome)
+}
+
+/// Rank 0's side of the start: every rank joined before `deadline`, NCCL's unique id made, and
+/// sent to each with every rank's node; else a failure naming the ranks that never came.
+fn gather(
+    nccl: &Nccl,
+    world: &WorldRequest,
+    hello: &Hello,
+    deadline: Instant,
+) -> Result<(Link, Value), Outcome> {
+    let (w, (host, port)) = (&world.world, &world.rendezvous);
+    let mut root = match Root::gather(host, *port, hello, deadline) {
+        Ok(root) => root,
+        Err(NotGathered::Listen(why)) => return Err(Outcome::fail(why)),
+        Err(NotGathered::Missing { ranks, turned_away }) => {
+            let missing: Vec<MissingRank> = (ranks.iter())
+                .map(|&rank| MissingRank {
+                    rank,
+                    host: w.host_of(rank).map(str::to_owned),
+                })
+                .collect();
+            let mut on: Vec<&str> = (missing.iter())
+                .map(|m| m.host.as_deref().unwrap_or("unplaced"))
+                .collect();
+            on.sort_unstable();
+            on.dedup();
+            return Err(Outcome::fail(format!(
+                "rank(s) {} (on {}) never joined the rendezvous at {host}:{port} within {} s; the ranks that did were stopped",
+                ranges(&ranks),
+                on.join(", "),
+                world.join_ms as f64 / 1e3
+            ))
+            .detail("missing", json!(missing))
+            .detail("rendezvous", format!("{host}:{port}"))
+            .detail("turned_away", json!(turned_away)));
+        }
+    };
+    let id = member::unique_id(nccl).map_err(|e| {
+        root.abort(&format!("rank 0 could not make NCCL's unique id: {e}"));
+        Outcome::fail(e)
+    })?;
+    let hosts: Vec<String> = std::iter::once(w.host.clone())
+        .chain(root.hellos().map(|h| h.host.clone()))
+        .collect();
+    let start = json!({"id": hex(&id.internal), "hosts": hosts});
+    if let Some((rank, e)) = root.start(&start).first() {
+        root.abort("a rank could not be sent the start");
+        return Err(Outcome::fail(format!(
+            "rank 0 could not send rank {rank} the start: {e}"
+        )));
+    }
+    Ok((Link::Root(root), start))
 }
 
 /// `sim1 (ranks 0-3), sim2 (ranks 4-7)`.
