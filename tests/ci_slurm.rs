@@ -181,8 +181,8 @@ fn fleet_run(slurm: &LocalSlurm, nodes: usize, timeout_s: u32) -> Job {
     let results = slurm.dir.path().join("results");
     let log = slurm.dir.path().join("job.log");
     let sim = on_simulator();
-    let output = slurm
-        .client("sbatch")
+    let mut sbatch = slurm.client("sbatch");
+    sbatch
         .current_dir(slurm.dir.path())
         .arg("--parsable")
         .arg(format!("--nodes={nodes}"))
@@ -195,21 +195,26 @@ fn fleet_run(slurm: &LocalSlurm, nodes: usize, timeout_s: u32) -> Job {
         .env(
             "STACKBENCH_BENCH_ARGS",
             format!("{sim} --quick --repeat 1 --filter load/"),
-        )
-        .output()
-        .expect("run sbatch");
+        );
+    let exit_code = batch(slurm, &mut sbatch, Duration::from_secs(120));
+    Job {
+        exit_code,
+        log: std::fs::read_to_string(&log).unwrap_or_default(),
+        results,
+    }
+}
+
+/// Submits the job `sbatch --parsable ...` describes, waits up to `limit` for it to end and gives
+/// its `ExitCode`.
+fn batch(slurm: &LocalSlurm, sbatch: &mut Command, limit: Duration) -> String {
+    let output = sbatch.output().expect("run sbatch");
     assert!(
         output.status.success(),
         "sbatch failed: {}",
         String::from_utf8_lossy(&output.stderr)
     );
     let id = String::from_utf8_lossy(&output.stdout).trim().to_owned();
-    let exit_code = wait_for(slurm, &id, Duration::from_secs(120));
-    Job {
-        exit_code,
-        log: std::fs::read_to_string(&log).unwrap_or_default(),
-        results,
-    }
+    wait_for(slurm, &id, limit)
 }
 
 /// Waits for job `id` to end and gives its `ExitCode` (`0:0`, `1:0`).
@@ -445,8 +450,8 @@ impl NcclJob {
 fn nccl_run(slurm: &LocalSlurm, program: &Path, args: &str) -> NcclJob {
     let results = tempfile::tempdir_in(slurm.dir.path()).unwrap();
     let log = results.path().join("job.log");
-    let output = slurm
-        .client("sbatch")
+    let mut sbatch = slurm.client("sbatch");
+    sbatch
         .current_dir(slurm.dir.path())
         .args(["--parsable", "--nodes=2", "--ntasks=8", "--overcommit"])
         .arg(format!("--output={}", log.display()))
@@ -456,16 +461,8 @@ fn nccl_run(slurm: &LocalSlurm, program: &Path, args: &str) -> NcclJob {
         .env(
             "STACKBENCH_NODES_ARGS",
             format!("{} --timeout 60 {args}", on_simulator()),
-        )
-        .output()
-        .expect("run sbatch");
-    assert!(
-        output.status.success(),
-        "sbatch failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let id = String::from_utf8_lossy(&output.stdout).trim().to_owned();
-    let exit_code = wait_for(slurm, &id, Duration::from_secs(240));
+        );
+    let exit_code = batch(slurm, &mut sbatch, Duration::from_secs(240));
     let stderr = (0..8)
         .map(|t| {
             let text = std::fs::read_to_string(results.path().join(format!("rank-{t}.err")));
