@@ -6,7 +6,9 @@
 //!   rdma-core without a device);
 //! - `gdr_disabled`: a node whose NCCL said GPUDirect RDMA is disabled for its HCA, so data
 //!   between nodes is staged through host memory;
-//! - `nccl_rank_missing`: ranks that never joined the rendezvous before the deadline, by node.
+//! - `nccl_rank_missing`: ranks that never joined the rendezvous before the deadline, by node;
+//! - `nccl_bandwidth_low`: a collective far below what the nodes' RDMA ports allow
+//!   ([`super::fabric`]).
 
 use crate::diagnose::finding::{Cause, Finding, Severity};
 use crate::diagnose::network::{PACKAGES, SOCKETS};
@@ -74,6 +76,11 @@ pub fn from_checks(combinations: &[crate::check::model::CombinationReport]) -> V
             .unwrap_or_default();
         findings.extend(net_fallback(&ranks, &edges));
         findings.extend(gdr_disabled(&ranks));
+        findings.extend(combination.checks.iter().filter_map(|c| {
+            let bus = c.details.get("bus_gbs")?.as_f64()?;
+            let ceiling = serde_json::from_value(c.details.get("ceiling")?.clone()).ok()?;
+            super::fabric::judge(&c.id, bus, &ceiling)
+        }));
     }
     findings
 }

@@ -1,8 +1,9 @@
 //! NCCL across nodes (`check --nodes`): one process per GPU under the scheduler that started
 //! the job ([`world`]), the ranks meeting at a rendezvous of our own with a deadline
 //! ([`rendezvous`]), and what their reports show: which transport each pair of ranks got, and
-//! why it fell back ([`findings`]).
+//! why it fell back ([`findings`]), and what the links between the nodes allow ([`fabric`]).
 
+pub mod fabric;
 pub mod findings;
 pub mod rendezvous;
 pub mod world;

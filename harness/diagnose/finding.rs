@@ -166,6 +166,9 @@ pub enum Cause {
     RdmaPortDown,
     /// `NCCL_SOCKET_IFNAME` selects no network interface of the host: NCCL cannot bootstrap.
     NcclInterfaceMissing,
+    /// A collective's bus bandwidth across nodes far below what the nodes' active RDMA ports
+    /// allow.
+    NcclBandwidthLow,
 }
 
 /// One finding of `doctor`.

@@ -10,6 +10,7 @@ use super::outcome::{Checked, Outcome};
 use super::session::Session;
 use crate::check::model::Status;
 use crate::check::protocol::Component;
+use crate::cluster::fabric::{self, Ceiling};
 use crate::cluster::findings::{MissingRank, PeerEdge, RankNet};
 use crate::cluster::rendezvous::{self, Hello, NotGathered, Root, START_GRACE};
 use crate::cluster::{ranges, WorldRequest};
@@ -20,6 +21,7 @@ use collective::Collective;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// Runs of the largest size timed for bus bandwidth (nccl-tests' `-n`).
@@ -39,6 +41,8 @@ struct Joined {
     /// Each rank's node, by rank.
     hosts: Vec<String>,
     sizes: Vec<usize>,
+    /// On rank 0: what the links between the nodes allow, where sysfs says.
+    ceiling: Option<Ceiling>,
 }
 
 /// One rank's verdict on a check, as it sends it to rank 0.
@@ -182,15 +186,23 @@ pub fn init(s: &mut Session, world: WorldRequest) -> Checked {
             who(&hosts, w.rank)
         )),
         Err(e) => Outcome::fail(e.clone()),
-    };
+    }
+    .detail("ports", json!(fabric::active_ports(Path::new("/"))));
+    let mut ceiling = None;
     let outcome = exchange(&mut link, &world, "nccl.init", mine, |all| {
+        ceiling = fabric::ceiling(&ports_by_host(&all, &hosts));
         all_pass(&all, &hosts, || {
             Outcome::pass(format!(
-                "ncclCommInitRank made one communicator of {size} rank(s) on {}",
-                placement(&hosts)
+                "ncclCommInitRank made one communicator of {size} rank(s) on {}; {}",
+                placement(&hosts),
+                ceiling.as_ref().map_or_else(
+                    || "no ceiling across nodes: a node without an active RDMA port in /sys/class/infiniband, or one node".to_owned(),
+                    |c| format!("the links allow {} across nodes", c.describe())
+                )
             ))
         })
     })
+    .detail("ceiling", json!(ceiling))
     .detail("hosts", json!(hosts))
     .detail("rendezvous", at)
     .detail("buffer_bytes", capacity);
@@ -201,6 +213,7 @@ pub fn init(s: &mut Session, world: WorldRequest) -> Checked {
             world,
             hosts,
             sizes,
+            ceiling,
         });
     }
     Ok(outcome)
@@ -258,6 +271,24 @@ fn gather(
     Ok((Link::Root(root), start))
 }
 
+/// Each node's active RDMA ports, as its first rank to report them saw them.
+fn ports_by_host(all: &Verdicts, hosts: &[String]) -> Vec<(String, Vec<fabric::Port>)> {
+    let mut nodes: Vec<(String, Vec<fabric::Port>)> = Vec::new();
+    for (rank, said) in all {
+        let (Some(host), Ok(said)) = (hosts.get(*rank as usize), said) else {
+            continue;
+        };
+        if nodes.iter().any(|(h, _)| h == host) {
+            continue;
+        }
+        let ports = (said.details.get("ports"))
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
+            .unwrap_or_default();
+        nodes.push((host.clone(), ports));
+    }
+    nodes
+}
+
 /// `sim1 (ranks 0-3), sim2 (ranks 4-7)`.
 fn placement(hosts: &[String]) -> String {
     let mut by_host: Vec<(&str, Vec<u32>)> = Vec::new();
@@ -311,8 +342,12 @@ pub fn verify(s: &mut Session, collective: Collective) -> Checked {
         .detail("time_ns", ns / TIMED_RUNS as f64),
     };
     let (hosts, size) = (j.hosts.clone(), j.world.world.size as usize);
+    let ceiling = j.ceiling.clone();
     let outcome = exchange(&mut j.link, &j.world, collective.id(), mine, |all| {
-        all_pass(&all, &hosts, || bandwidth(collective, &all, &hosts, size))
+        all_pass(&all, &hosts, || {
+            let pass = bandwidth(collective, &all, &hosts, size);
+            against(pass, ceiling.as_ref())
+        })
     });
     Ok(outcome)
 }
@@ -348,6 +383,21 @@ fn bandwidth(collective: Collective, all: &Verdicts, hosts: &[String], size: usi
     .detail("slowest_rank", rank)
     .detail("time_ns", json!(times.iter().map(|(r, t)| json!({"rank": r, "ns": t})).collect::<Vec<_>>()))
     .detail("sizes_bytes", sizes.unwrap_or(Value::Null))
+}
+
+/// A pass with its bus bandwidth held against what the links allow, where sysfs said.
+fn against(pass: Outcome, ceiling: Option<&Ceiling>) -> Outcome {
+    let (Some(ceiling), Some(bus)) = (ceiling, pass.details.get("bus_gbs").and_then(Value::as_f64))
+    else {
+        return pass;
+    };
+    let reason = format!(
+        "{}; {:.0}% of the {} the links allow",
+        pass.reason,
+        bus / ceiling.gbs * 100.0,
+        ceiling.describe()
+    );
+    Outcome { reason, ..pass }.detail("ceiling", json!(ceiling))
 }
 
 /// `nccl.transport` across the job: every rank's ring edges and NCCL's word on the network
@@ -579,6 +629,32 @@ mod tests {
             ),
         )];
         assert_eq!(matrix(&ib, &hosts()).status, Status::Pass);
+    }
+
+    #[test]
+    fn each_node_s_ports_come_from_its_first_rank_and_set_the_ceiling_a_pass_is_held_to() {
+        let port = |gbps: f64| json!([{"name": "mlx5_0:1", "gbps": gbps, "source": "s"}]);
+        let all: Verdicts = vec![
+            (0, said(Status::Pass, json!({"ports": port(400.0)}))),
+            (1, said(Status::Pass, json!({"ports": port(100.0)}))),
+            (2, said(Status::Pass, json!({"ports": port(200.0)}))),
+            (3, Err("gone".into())),
+        ];
+        let nodes = ports_by_host(&all, &hosts());
+        assert_eq!(nodes.len(), 2);
+        assert_eq!((nodes[0].0.as_str(), nodes[0].1[0].gbps), ("a", 400.0));
+        assert_eq!((nodes[1].0.as_str(), nodes[1].1[0].gbps), ("b", 200.0));
+        let ceiling = fabric::ceiling(&nodes).unwrap();
+        assert_eq!(ceiling.gbs, 25.0);
+        let held = against(Outcome::pass("ok").detail("bus_gbs", 20.0), Some(&ceiling));
+        assert!(
+            held.reason.starts_with("ok; 80% of the 25.0 GB/s (b: "),
+            "{}",
+            held.reason
+        );
+        let back: Ceiling = serde_json::from_value(held.details["ceiling"].clone()).unwrap();
+        assert_eq!(back, ceiling);
+        assert_eq!(against(Outcome::pass("ok"), Some(&ceiling)).reason, "ok");
     }
 
     #[test]
