@@ -117,6 +117,17 @@ fn with_rdma_devices(root: &Path) {
         put(root, &format!("{port}/rate"), "400 Gb/sec (4X NDR)");
         put(root, &format!("{port}/link_layer"), "InfiniBand");
     }
+    // mlx5_1 behind a translating IOMMU; mlx5_0 in passthrough.
+    put(
+        root,
+        "sys/class/infiniband/mlx5_0/device/iommu_group/type",
+        "identity\n",
+    );
+    put(
+        root,
+        "sys/class/infiniband/mlx5_1/device/iommu_group/type",
+        "DMA-FQ\n",
+    );
     for interface in ["lo", "eth0"] {
         std::fs::create_dir_all(root.join("sys/class/net").join(interface)).unwrap();
     }
@@ -141,7 +152,7 @@ fn texts(report: &Value, cause: &str) -> Vec<String> {
 }
 
 #[test]
-fn rdma_devices_a_port_down_gdr_and_nccl_s_device_settings_are_judged_from_sysfs() {
+fn rdma_devices_a_port_down_gdr_the_iommu_and_nccl_s_device_settings_are_judged_from_sysfs() {
     let image = nccl_image(true);
     with_rdma_devices(image.path());
     let report = doctor(image.path(), &[]);
@@ -161,6 +172,15 @@ fn rdma_devices_a_port_down_gdr_and_nccl_s_device_settings_are_judged_from_sysfs
     assert!(gdr[0].contains("modprobe nvidia_peermem"), "{gdr:?}");
     assert!(texts(&report, "nccl_interface_missing").is_empty());
     assert!(fallbacks(&report).is_empty(), "{:?}", fallbacks(&report));
+    let iommu = texts(&report, "iommu_translated");
+    assert_eq!(iommu.len(), 1, "{iommu:?}");
+    assert!(
+        iommu[0].contains("1 RDMA device(s)")
+            && iommu[0]
+                .contains("mlx5_1: /sys/class/infiniband/mlx5_1/device/iommu_group/type is DMA-FQ"),
+        "{iommu:?}"
+    );
+    assert!(iommu[0].contains("iommu=pt"), "{iommu:?}");
 
     // NCCL's settings naming what is not there.
     let report = doctor(
@@ -185,7 +205,12 @@ fn rdma_devices_a_port_down_gdr_and_nccl_s_device_settings_are_judged_from_sysfs
     assert!(texts(&fine, "nccl_net_fallback").is_empty());
     assert!(texts(&fine, "nccl_interface_missing").is_empty());
 
-    // Both ports up and nvidia_peermem loaded: nothing.
+    // Both ports up, nvidia_peermem loaded, the IOMMU in passthrough: nothing.
+    put(
+        image.path(),
+        "sys/class/infiniband/mlx5_1/device/iommu_group/type",
+        "identity\n",
+    );
     put(
         image.path(),
         "sys/class/infiniband/mlx5_0/ports/1/state",
@@ -193,7 +218,12 @@ fn rdma_devices_a_port_down_gdr_and_nccl_s_device_settings_are_judged_from_sysfs
     );
     std::fs::create_dir_all(image.path().join("sys/module/nvidia_peermem")).unwrap();
     let clean = doctor(image.path(), &[]);
-    for cause in ["rdma_port_down", "gdr_disabled", "nccl_net_fallback"] {
+    for cause in [
+        "rdma_port_down",
+        "gdr_disabled",
+        "nccl_net_fallback",
+        "iommu_translated",
+    ] {
         assert!(
             texts(&clean, cause).is_empty(),
             "{cause}: {:?}",

@@ -169,6 +169,9 @@ pub enum Cause {
     /// A collective's bus bandwidth across nodes far below what the nodes' active RDMA ports
     /// allow.
     NcclBandwidthLow,
+    /// An RDMA device behind an IOMMU in translated mode (its group's type `DMA`/`DMA-FQ`, not
+    /// `identity`): GPUDirect RDMA and peer traffic through it slow down or fail.
+    IommuTranslated,
 }
 
 /// One finding of `doctor`.

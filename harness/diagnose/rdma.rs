@@ -3,7 +3,8 @@
 //! devices `NCCL_IB_HCA` selects and the interfaces `NCCL_SOCKET_IFNAME` selects (NCCL's syntax:
 //! a list of name prefixes, `=` for exact names, `^` to exclude, `:port` after an HCA), and
 //! whether GPUDirect RDMA can work (`nvidia_peermem` loaded, or DMA-BUF: NVIDIA's open kernel
-//! module on Linux 5.12 or later). Judged where `/sys/class/infiniband` has devices: a live host
+//! module on Linux 5.12 or later), and the IOMMU mode of each device's group
+//! (`<device>/device/iommu_group/type`: `identity` is passthrough, `DMA`/`DMA-FQ` translated). Judged where `/sys/class/infiniband` has devices: a live host
 //! with RDMA hardware, or a support bundle's tree read with `--sysroot`.
 
 use super::finding::{Cause, Finding, Severity};
@@ -55,7 +56,36 @@ pub fn check(ctx: &Context) -> Vec<Finding> {
     findings.extend(hca_selection(host, &ports));
     findings.extend(interface_selection(host));
     findings.extend(gdr_readiness(host));
+    findings.extend(iommu(host));
     findings
+}
+
+/// `iommu_translated` for the RDMA devices whose IOMMU group translates DMA.
+fn iommu(host: &Host) -> Option<Finding> {
+    let translated: Vec<String> = (host.entries(DEVICES).iter())
+        .filter_map(|device| {
+            let kind = host.read(device.join("device/iommu_group/type"))?;
+            let kind = String::from_utf8_lossy(&kind).trim().to_owned();
+            let name = device.file_name()?.to_string_lossy().into_owned();
+            kind.starts_with("DMA")
+                .then(|| format!("{name}: {DEVICES}/{name}/device/iommu_group/type is {kind}"))
+        })
+        .collect();
+    if translated.is_empty() {
+        return None;
+    }
+    Some(
+        Finding::new(
+            Severity::Warning,
+            Cause::IommuTranslated,
+            format!(
+                "{} RDMA device(s) sit behind an IOMMU that translates their DMA (not passthrough): GPUDirect RDMA through them is slower, or fails, and NCCL's traffic between nodes with it",
+                translated.len()
+            ),
+            "boot with the IOMMU in passthrough (`iommu=pt`, beside `intel_iommu=on` or `amd_iommu=on`), or off where nothing needs it; NCCL's troubleshooting guide asks for this for GPUDirect".to_owned(),
+        )
+        .evidence(translated),
+    )
 }
 
 /// Every port of every RDMA device, by device and port.
