@@ -231,3 +231,65 @@ fn rdma_devices_a_port_down_gdr_the_iommu_and_nccl_s_device_settings_are_judged_
         );
     }
 }
+
+/// 4 KiB of a bridge's config space whose one extended capability, at 0x100, is ACS with
+/// `control` (the ACS control register, offset 6).
+fn bridge_config(control: u16) -> Vec<u8> {
+    let mut bytes = vec![0u8; 4096];
+    bytes[0x100..0x104].copy_from_slice(&0x000d_u32.to_le_bytes());
+    bytes[0x106..0x108].copy_from_slice(&control.to_le_bytes());
+    bytes
+}
+
+#[test]
+fn acs_redirecting_on_a_bridge_between_a_gpu_and_its_hca_is_named() {
+    let image = nccl_image(true);
+    let root = image.path();
+    // One switch (upstream port 01:00.0) under root port 00:01.0; the GPU below its downstream
+    // port 02:08.0, the HCA below 02:10.0; sysfs's links to both, relative as the kernel's are.
+    let switch = "sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0";
+    let gpu = format!("{switch}/0000:02:08.0/0000:03:00.0");
+    let hca = format!("{switch}/0000:02:10.0/0000:04:00.0");
+    put(root, &format!("{gpu}/vendor"), "0x10de\n");
+    put(root, &format!("{gpu}/class"), "0x030200\n");
+    put(root, &format!("{hca}/vendor"), "0x15b3\n");
+    put(
+        root,
+        "sys/class/infiniband/mlx5_0/ports/1/state",
+        "4: ACTIVE",
+    );
+    let write_config = |bridge: &str, control: u16| {
+        let path = root.join(format!("{switch}/{bridge}config"));
+        std::fs::write(path, bridge_config(control)).unwrap();
+    };
+    write_config("../", 0);
+    write_config("", 0);
+    write_config("0000:02:08.0/", 0x001d);
+    write_config("0000:02:10.0/", 0);
+    std::fs::create_dir_all(root.join("sys/bus/pci/devices")).unwrap();
+    std::os::unix::fs::symlink(
+        format!("../../../../{gpu}"),
+        root.join("sys/bus/pci/devices/0000:03:00.0"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(
+        format!("../../../../{hca}"),
+        root.join("sys/class/infiniband/mlx5_0/device"),
+    )
+    .unwrap();
+
+    let found = texts(&doctor(root, &[]), "acs_redirect");
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].contains("on 0000:02:08.0 (ACSCtl 0x001d) between GPU 0000:03:00.0 and its nearest HCA mlx5_0 (0000:04:00.0)"),
+        "{found:?}"
+    );
+    assert!(found[0].contains("ECAP_ACS+0x6.w=0000"), "{found:?}");
+
+    // ACS on, but not redirecting (source validation alone): nothing.
+    write_config("0000:02:08.0/", 0x0001);
+    assert_eq!(
+        texts(&doctor(root, &[]), "acs_redirect"),
+        Vec::<String>::new()
+    );
+}

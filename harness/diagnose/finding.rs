@@ -172,6 +172,9 @@ pub enum Cause {
     /// An RDMA device behind an IOMMU in translated mode (its group's type `DMA`/`DMA-FQ`, not
     /// `identity`): GPUDirect RDMA and peer traffic through it slow down or fail.
     IommuTranslated,
+    /// PCIe ACS redirecting peer requests or completions on a bridge between a GPU and its
+    /// nearest HCA: GPUDirect RDMA goes up through the root complex.
+    AcsRedirect,
 }
 
 /// One finding of `doctor`.

@@ -4,12 +4,15 @@
 //! a list of name prefixes, `=` for exact names, `^` to exclude, `:port` after an HCA), and
 //! whether GPUDirect RDMA can work (`nvidia_peermem` loaded, or DMA-BUF: NVIDIA's open kernel
 //! module on Linux 5.12 or later), and the IOMMU mode of each device's group
-//! (`<device>/device/iommu_group/type`: `identity` is passthrough, `DMA`/`DMA-FQ` translated). Judged where `/sys/class/infiniband` has devices: a live host
+//! (`<device>/device/iommu_group/type`: `identity` is passthrough, `DMA`/`DMA-FQ` translated),
+//! and PCIe ACS on the bridges between each NVIDIA GPU and its nearest HCA ([`acs`]). Judged where `/sys/class/infiniband` has devices: a live host
 //! with RDMA hardware, or a support bundle's tree read with `--sysroot`.
 
 use super::finding::{Cause, Finding, Severity};
 use super::network::SOCKETS;
 use super::Context;
+
+mod acs;
 use crate::discover::Host;
 use std::path::Path;
 
@@ -57,6 +60,7 @@ pub fn check(ctx: &Context) -> Vec<Finding> {
     findings.extend(interface_selection(host));
     findings.extend(gdr_readiness(host));
     findings.extend(iommu(host));
+    findings.extend(acs::check(host, DEVICES));
     findings
 }
 
