@@ -190,9 +190,10 @@ fn the_tuning_environment_and_version_lines_of_every_fetched_nccl_parse() {
 
 /// What NCCL says of its network between nodes, as `check --nodes` reads it: the network it
 /// chose (`Using network %s`), rdma-core missing (`Failed to open libibverbs.so[.1]`) and
-/// GPUDirect RDMA (`NET/%s : GPU Direct RDMA %s for HCA %d '%s'`), from every fetched NCCL's own
-/// strings; the cross-node edge formats (`... [send] via NET/%s/%d%s%s%s`) give NET edges above.
-/// Mutation: `is_net` not knowing `GPU Direct RDMA` fails it.
+/// GPUDirect RDMA (`NET/%s : GPU Direct RDMA %s for HCA %d '%s'`, and `GPU Direct RDMA Disabled
+/// for GPU %d / HCA %lx (distance %d > %d)`, the one without `NET/` before it), from every
+/// fetched NCCL's own strings; the cross-node edge formats (`... [send] via NET/%s/%d%s%s%s`)
+/// give NET edges above. Mutation: `is_net` not knowing `GPU Direct RDMA` fails it.
 #[test]
 fn the_network_lines_of_every_fetched_nccl_parse() {
     for (version, (path, strings)) in &libraries() {
@@ -221,6 +222,17 @@ fn the_network_lines_of_every_fetched_nccl_parse() {
             .replacen("%d", "0", 1)
             .replacen("%s", "mlx5_0", 1);
         assert_eq!(parse(&info(&line)).net, [line], "{}", at("GDR"));
+        let distance = find(
+            &|s| s.starts_with("GPU Direct RDMA Disabled for GPU"),
+            "no GPU Direct RDMA distance format",
+        );
+        let filled = fill(&distance);
+        assert_eq!(
+            parse(&info(&filled)).net,
+            [filled],
+            "{}",
+            at("GDR distance")
+        );
         let sends = (strings.iter())
             .filter(|s| s.starts_with("Channel %") && s.contains("[send] via NET/"))
             .count();
