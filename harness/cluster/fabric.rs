@@ -7,13 +7,11 @@
 //! not a figure NVIDIA publishes.
 
 use crate::diagnose::finding::{Cause, Finding, Severity};
+use crate::discover::Host;
 use serde::{Deserialize, Serialize};
-use std::path::Path;
 
 /// A collective's bus bandwidth below this share of its ceiling is a finding.
 pub const LOW: f64 = 0.6;
-/// The most of one sysfs attribute read.
-const MOST: u64 = 4096;
 
 /// One active RDMA port.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -26,45 +24,19 @@ pub struct Port {
     pub source: String,
 }
 
-/// The active ports under `root` (`/` on a live node), by device and port.
-pub fn active_ports(root: &Path) -> Vec<Port> {
-    let read = |path: &Path| {
-        crate::hostfs::read_lossy(path, MOST)
-            .map(|t| t.trim().to_owned())
-            .unwrap_or_default()
-    };
-    let mut ports = Vec::new();
-    let devices = root.join("sys/class/infiniband");
-    for device in crate::hostfs::entries(&devices).iter().take(64) {
-        for port in crate::hostfs::entries(&device.join("ports"))
-            .iter()
-            .take(64)
-        {
-            if !read(&port.join("state")).ends_with("ACTIVE") {
-                continue;
-            }
-            let rate = port.join("rate");
-            let Some(gbps) = read(&rate)
-                .split_whitespace()
-                .next()
-                .and_then(|n| n.parse::<f64>().ok())
-            else {
-                continue;
-            };
-            let name = |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned());
-            ports.push(Port {
-                name: format!(
-                    "{}:{}",
-                    name(device).unwrap_or_default(),
-                    name(port).unwrap_or_default()
-                ),
-                gbps,
-                source: rate.display().to_string(),
-            });
-        }
-    }
-    ports.sort_by(|a, b| a.name.cmp(&b.name));
-    ports
+/// The active ports of `host` ([`crate::diagnose::rdma::ports`]) with a rate, by device and
+/// port.
+pub fn active_ports(host: &Host) -> Vec<Port> {
+    (crate::diagnose::rdma::ports(host).iter())
+        .filter(|p| p.active())
+        .filter_map(|p| {
+            Some(Port {
+                name: format!("{}:{}", p.device, p.port),
+                gbps: p.gbps()?,
+                source: p.rate_file(),
+            })
+        })
+        .collect()
 }
 
 /// The ceiling on the job's bus bandwidth across nodes, and where it comes from.
@@ -132,6 +104,7 @@ pub fn judge(check: &str, bus_gbs: f64, ceiling: &Ceiling) -> Option<Finding> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     fn port(root: &Path, device: &str, state: &str, rate: &str) {
         let dir = root.join(format!("sys/class/infiniband/{device}/ports/1"));
@@ -156,11 +129,11 @@ mod tests {
             "4: ACTIVE\n",
             "200 Gb/sec (4X HDR)\n",
         );
-        let ports = active_ports(root.path());
+        let ports = active_ports(&Host::below(root.path().to_path_buf()));
         let names: Vec<(&str, f64)> = ports.iter().map(|p| (p.name.as_str(), p.gbps)).collect();
         assert_eq!(names, [("mlx5_0:1", 400.0), ("mlx5_2:1", 200.0)]);
         assert!(ports[0].source.ends_with("infiniband/mlx5_0/ports/1/rate"));
-        assert!(active_ports(&root.path().join("none")).is_empty());
+        assert!(active_ports(&Host::below(root.path().join("none"))).is_empty());
     }
 
     fn p(name: &str, gbps: f64) -> Port {

@@ -19,7 +19,7 @@ mod module;
 mod nccl;
 pub mod network;
 pub mod program;
-mod rdma;
+pub mod rdma;
 mod record;
 mod shadow;
 mod trust;

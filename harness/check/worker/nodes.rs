@@ -21,7 +21,6 @@ use collective::Collective;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// Runs of the largest size timed for bus bandwidth (nccl-tests' `-n`).
@@ -187,7 +186,10 @@ pub fn init(s: &mut Session, world: WorldRequest) -> Checked {
         )),
         Err(e) => Outcome::fail(e.clone()),
     }
-    .detail("ports", json!(fabric::active_ports(Path::new("/"))));
+    .detail(
+        "ports",
+        json!(fabric::active_ports(&crate::discover::Host::current())),
+    );
     let mut ceiling = None;
     let outcome = exchange(&mut link, &world, "nccl.init", mine, |all| {
         ceiling = fabric::ceiling(&ports_by_host(&all, &hosts));

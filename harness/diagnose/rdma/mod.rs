@@ -20,22 +20,32 @@ const DEVICES: &str = "/sys/class/infiniband";
 
 /// One port of an RDMA device, as sysfs gives it.
 #[derive(Debug, Clone, PartialEq)]
-struct Port {
-    device: String,
-    port: String,
+pub struct Port {
+    pub device: String,
+    pub port: String,
     /// `4: ACTIVE`.
-    state: String,
+    pub state: String,
     /// `5: LinkUp`.
-    phys_state: String,
+    pub phys_state: String,
     /// `400 Gb/sec (4X NDR)`.
-    rate: String,
+    pub rate: String,
     /// `InfiniBand` or `Ethernet` (RoCE).
-    link_layer: String,
+    pub link_layer: String,
 }
 
 impl Port {
-    fn active(&self) -> bool {
+    pub fn active(&self) -> bool {
         self.state.ends_with("ACTIVE")
+    }
+
+    /// Its rate, Gb/s (`400 Gb/sec (4X NDR)` is 400), when sysfs gave one.
+    pub fn gbps(&self) -> Option<f64> {
+        self.rate.split_whitespace().next()?.parse().ok()
+    }
+
+    /// The file its rate comes from, as the host names it.
+    pub fn rate_file(&self) -> String {
+        format!("{DEVICES}/{}/ports/{}/rate", self.device, self.port)
     }
 
     fn describe(&self) -> String {
@@ -92,15 +102,15 @@ fn iommu(host: &Host) -> Option<Finding> {
     )
 }
 
-/// Every port of every RDMA device, by device and port.
-fn ports(host: &Host) -> Vec<Port> {
+/// Every port of every RDMA device (64 devices of 64 ports at most), by device and port.
+pub fn ports(host: &Host) -> Vec<Port> {
     let text = |path: &Path| {
         host.read(path)
             .map(|b| String::from_utf8_lossy(&b).trim().to_owned())
             .unwrap_or_else(|| "unknown".into())
     };
     let mut ports = Vec::new();
-    for device in host.entries(DEVICES) {
+    for device in host.entries(DEVICES).into_iter().take(64) {
         let Some(name) = device.file_name().map(|n| n.to_string_lossy().into_owned()) else {
             continue;
         };
