@@ -98,7 +98,7 @@ pub fn run(
         report.not_run = Some("no command given after --".into());
         return report;
     };
-    let trace = match tempfile::tempdir() {
+    let trace = match crate::lifetime::Scratch::new("stackbench-ld-", 0o700) {
         Ok(dir) => dir,
         Err(e) => {
             report.not_run = Some(format!(

@@ -112,6 +112,46 @@ impl Drop for Registered {
     }
 }
 
+/// A private directory of the run's, removed when dropped and when a signal ends the run (a
+/// static or a value still alive then is never dropped).
+pub struct Scratch {
+    dir: tempfile::TempDir,
+    _cleanup: Registered,
+}
+
+impl Scratch {
+    /// A new directory named `prefix` and a random suffix under `TMPDIR` (else `/tmp`), of
+    /// `mode`.
+    pub fn new(prefix: &str, mode: u32) -> std::io::Result<Scratch> {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::Builder::new()
+            .prefix(prefix)
+            .permissions(std::fs::Permissions::from_mode(mode))
+            .tempdir()?;
+        let path = dir.path().to_owned();
+        let cleanup = on_interrupt(move || {
+            let _ = std::fs::remove_dir_all(path);
+        });
+        Ok(Scratch {
+            dir,
+            _cleanup: cleanup,
+        })
+    }
+
+    /// Makes the directory over to `owner` (uid, gid), where a worker runs as another user:
+    /// only they and root may then write it.
+    pub fn made_over(self, owner: Option<(u32, u32)>) -> std::io::Result<Scratch> {
+        if let Some((uid, gid)) = owner {
+            std::os::unix::fs::chown(self.path(), Some(uid), Some(gid))?;
+        }
+        Ok(self)
+    }
+
+    pub fn path(&self) -> &std::path::Path {
+        self.dir.path()
+    }
+}
+
 /// The handler: writes the signal's number to the pipe (async-signal-safe), nothing else.
 extern "C" fn on_signal(signal: libc::c_int) {
     let byte = signal as u8;

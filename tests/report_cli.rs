@@ -25,13 +25,13 @@ fn on_fixtures(command: &str, args: &[&str]) -> Output {
 
 /// The results directory, filled once for every test.
 fn results() -> &'static Path {
-    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let dir = tempfile::tempdir().expect("results directory");
-        fill(dir.path());
+        let dir = common::scratch().join("results");
+        std::fs::create_dir_all(&dir).expect("results directory");
+        fill(&dir);
         dir
     })
-    .path()
 }
 
 fn fill(dir: &Path) {

@@ -1,6 +1,6 @@
 //! No worker outlives its run: a `check` cut off while a kernel hangs (by `timeout`'s SIGTERM,
 //! as a CI job or a Slurm time limit ends it, or killed outright) leaves no stackbench process
-//! behind. Without it, a worker on a real GPU goes on holding its context, and the next run
+//! behind, and, unless killed outright, no directory of its own in TMPDIR. Without it, a worker on a real GPU goes on holding its context, and the next run
 //! finds the GPU busy.
 
 // Tests read the files they make and the checkout's own: std's readers are theirs (clippy.toml).
@@ -91,6 +91,10 @@ fn a_check_cut_off_while_a_kernel_hangs_leaves_no_worker(#[case] signal: libc::c
         unsafe { libc::kill(*pid as i32, libc::SIGKILL) };
     }
     assert!(gone, "left running after the run ended: {left:?}");
+    if signal != libc::SIGKILL {
+        // A run killed outright cannot clean up; one a signal ends removes its directories.
+        common::assert_nothing_left(&dir.path().join("tmp"));
+    }
 }
 
 /// What a worker started dies with the run too: a library whose constructor starts a child and

@@ -8,6 +8,7 @@ use crate::check::model::{CheckResult, Status};
 use crate::check::pin;
 use crate::check::protocol::CheckRequest;
 use crate::check::runner::{died, last_words, run_as, worker_search_path};
+use crate::lifetime::Scratch;
 use crate::process::{kill_group, start_conversation, Collected, Worker};
 use crate::trust::identity::as_user;
 use crate::trust::Decision;
@@ -16,7 +17,6 @@ use std::path::Path;
 use std::process::{Child, ChildStdin};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::Duration;
-use tempfile::TempDir;
 
 /// A live bench worker of one combination.
 pub struct Client {
@@ -25,7 +25,7 @@ pub struct Client {
     replies: Receiver<Reply>,
     errors: Option<Collected>,
     /// The pinning directory, alive as long as the worker.
-    _pin: TempDir,
+    _pin: Scratch,
     /// The setup checks' results.
     pub setup: Vec<CheckResult>,
 }

@@ -7,18 +7,16 @@
 //! through the link, returns that same object.
 
 use super::combination::Combination;
+use crate::lifetime::Scratch;
 use std::io;
-use std::os::unix::fs::{symlink, PermissionsExt};
+use std::os::unix::fs::symlink;
 use std::path::Path;
-use tempfile::TempDir;
 
-/// Creates the pinning directory of `combination`; it is removed when dropped.
-pub fn pin(combination: &Combination) -> io::Result<TempDir> {
+/// Creates the pinning directory of `combination`; it is removed when dropped or when a signal
+/// ends the run.
+pub fn pin(combination: &Combination) -> io::Result<Scratch> {
     // Readable by all: a worker may run as the owner of the combination's files.
-    let dir = tempfile::Builder::new()
-        .prefix("stackbench-pin-")
-        .permissions(std::fs::Permissions::from_mode(0o755))
-        .tempdir()?;
+    let dir = Scratch::new("stackbench-pin-", 0o755)?;
     for file in &combination.components {
         link(
             dir.path(),

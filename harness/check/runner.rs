@@ -7,6 +7,7 @@ use super::combination::Combination;
 use super::model::{CheckResult, Status};
 use super::pin;
 use super::protocol::{CheckEvent, CheckRequest};
+use crate::nccl::{self, log::LogDir};
 use crate::probe::{decode, LoadedObject};
 use crate::process::{start_worker, Worker};
 use crate::trust::identity::as_user;
@@ -53,8 +54,23 @@ pub fn run(
             return run;
         }
     };
-    let search_path = worker_search_path(pin.path(), combination);
     let user = run_as(combination);
+    let nccl_log = match (nccl::log::wanted(&request.run))
+        .then(|| LogDir::new(user))
+        .transpose()
+    {
+        Ok(dir) => dir,
+        Err(e) => {
+            let reason = format!("cannot create the directory of NCCL's debug log: {e}");
+            run.results = request.run.iter().map(|id| failed(id, &reason)).collect();
+            return run;
+        }
+    };
+    let mut env = vec![(
+        "LD_LIBRARY_PATH",
+        worker_search_path(pin.path(), combination),
+    )];
+    env.extend(nccl_log.iter().flat_map(LogDir::settings));
     while run.results.len() < request.run.len() {
         let rest = CheckRequest {
             run: request.run[run.results.len()..].to_vec(),
@@ -65,7 +81,7 @@ pub fn run(
             ..request.clone()
         };
         let before = run.results.len();
-        let stop = one_worker(&rest, (&search_path, user), timeout, worker, &mut run);
+        let stop = one_worker(&rest, (&env, user), timeout, worker, &mut run);
         if request.world.is_some() && run.results.len() < request.run.len() {
             // A rank of a job cannot rejoin it from a fresh worker.
             let reason = format!(
@@ -137,10 +153,11 @@ fn failed(id: &str, reason: &str) -> CheckResult {
     CheckResult::new(id, Status::Fail, reason)
 }
 
-/// Runs one worker over `request.run`, adding what it settles to `run`; says how it stopped.
+/// Runs one worker, with `env` added to its environment, over `request.run`, adding what it
+/// settles to `run`; says how it stopped.
 fn one_worker(
     request: &CheckRequest,
-    (search_path, user): (&OsString, Option<&Identity>),
+    (env, user): (&[(&str, OsString)], Option<&Identity>),
     timeout: Duration,
     worker: &Path,
     run: &mut WorkerRun,
@@ -152,7 +169,7 @@ fn one_worker(
     let mut command = crate::process::worker_command(worker);
     command
         .arg("__check")
-        .env("LD_LIBRARY_PATH", search_path)
+        .envs(env.iter().map(|(name, value)| (name, value)))
         .env(
             crate::devices::DEVICE_ORDER.0,
             crate::devices::DEVICE_ORDER.1,

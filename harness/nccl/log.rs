@@ -4,11 +4,16 @@
 //! `1048576 Bytes -> Algo 1 proto 2 time ...` before), the settings it took from the
 //! environment, and its warnings.
 //!
-//! The worker sends these lines to a file of a private directory of its own ([`DebugLog`]):
-//! NCCL would otherwise print them on standard output.
+//! The worker's parent makes a private directory for these lines ([`LogDir`]) and tells NCCL to
+//! write them there, one file a worker process; the worker reads its own ([`DebugLog`]). NCCL
+//! would otherwise print them on standard output. The parent, not the worker, removes the
+//! directory: a worker that crashes, hangs or is killed cannot.
 
+use crate::lifetime::Scratch;
+use crate::trust::identity::Identity;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::io::Read;
 use std::path::PathBuf;
 
@@ -17,35 +22,61 @@ use std::path::PathBuf;
 pub const SUBSYS: &str = "INIT,GRAPH,TUNING,ENV,NET";
 /// The most of the log read back: its last 4 MiB.
 const MOST: u64 = 4 << 20;
+/// The log's file in its directory; NCCL puts the process's id for `%p`.
+const FILE: &str = "nccl.%p.log";
 
-/// NCCL's debug output, sent to `nccl.log` in a directory only this process's user can write,
-/// removed when dropped.
+/// Whether a worker running the checks `ids` reads NCCL's debug log: any NCCL check past the
+/// library's load.
+pub fn wanted(ids: &[String]) -> bool {
+    ids.iter()
+        .any(|id| id.starts_with("nccl.") && id != "nccl.load")
+}
+
+/// The directory of a combination's workers' NCCL debug logs, made by their parent: writable by
+/// the workers' user alone, removed when dropped or when a signal ends the run.
+pub struct LogDir(Scratch);
+
+impl LogDir {
+    /// A directory for workers that run as `user` (as ourselves when `None`).
+    pub fn new(user: Option<&Identity>) -> std::io::Result<LogDir> {
+        let dir = Scratch::new("stackbench-nccl-", 0o700)?;
+        Ok(LogDir(dir.made_over(user.map(|u| (u.uid, u.gid)))?))
+    }
+
+    /// The worker's settings for NCCL (over the user's own for these three): `NCCL_DEBUG=INFO`,
+    /// [`SUBSYS`], and `NCCL_DEBUG_FILE` in this directory.
+    pub fn settings(&self) -> [(&'static str, OsString); 3] {
+        [
+            ("NCCL_DEBUG", "INFO".into()),
+            ("NCCL_DEBUG_SUBSYS", SUBSYS.into()),
+            ("NCCL_DEBUG_FILE", self.0.path().join(FILE).into()),
+        ]
+    }
+}
+
+/// This worker's NCCL debug log, where its parent's [`LogDir`] put it.
 pub struct DebugLog {
-    dir: tempfile::TempDir,
+    path: PathBuf,
 }
 
 impl DebugLog {
-    /// Sets `NCCL_DEBUG=INFO`, [`SUBSYS`] and `NCCL_DEBUG_FILE` for NCCL (over the user's own
-    /// settings for these three). Called at the worker's start, before any thread exists, as
-    /// changing the environment requires.
-    pub fn start() -> std::io::Result<DebugLog> {
-        let dir = tempfile::Builder::new()
-            .prefix("stackbench-nccl-")
-            .tempdir()?;
-        std::env::set_var("NCCL_DEBUG", "INFO");
-        std::env::set_var("NCCL_DEBUG_SUBSYS", SUBSYS);
-        std::env::set_var("NCCL_DEBUG_FILE", dir.path().join("nccl.log"));
-        Ok(DebugLog { dir })
-    }
-
-    fn path(&self) -> PathBuf {
-        self.dir.path().join("nccl.log")
+    /// The log the parent set up (`NCCL_DEBUG_FILE` ending in our [`FILE`]) for this process;
+    /// `None` when it set up none.
+    pub fn of_this_process() -> Option<DebugLog> {
+        let file = PathBuf::from(std::env::var_os("NCCL_DEBUG_FILE")?);
+        let dir = file
+            .parent()
+            .filter(|_| file.file_name() == Some(FILE.as_ref()))?;
+        let name = FILE.replace("%p", &std::process::id().to_string());
+        Some(DebugLog {
+            path: dir.join(name),
+        })
     }
 
     /// What NCCL has written so far (its last 4 MiB), parsed.
     pub fn read(&self) -> Result<Seen, String> {
-        let path = self.path();
-        let (mut file, len) = crate::hostfs::open(&path)
+        let path = &self.path;
+        let (mut file, len) = crate::hostfs::open(path)
             .map_err(|e| format!("NCCL wrote no debug log at {}: {e}", path.display()))?;
         if len > MOST {
             use std::io::Seek;

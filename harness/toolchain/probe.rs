@@ -8,6 +8,7 @@
 
 use super::compiler::HostCompiler;
 use super::toolkit::Toolkit;
+use crate::lifetime::Scratch;
 use crate::trust::identity::Identity;
 use crate::trust::{Decision, Policy};
 use serde::{Deserialize, Serialize};
@@ -197,15 +198,10 @@ fn compiled_by(object: &Path) -> String {
 
 /// A private directory holding the probe's source, made over to `owner` (uid, gid) where the
 /// steps run as another user, so that only they and root can write it.
-fn workspace(owner: Option<(u32, u32)>) -> std::io::Result<tempfile::TempDir> {
-    let dir = tempfile::Builder::new()
-        .prefix("stackbench-probe-")
-        .tempdir()?;
+fn workspace(owner: Option<(u32, u32)>) -> std::io::Result<Scratch> {
+    let dir = Scratch::new("stackbench-probe-", 0o700)?;
     std::fs::write(dir.path().join("probe.cu"), PROBE_CU)?;
-    if let Some((uid, gid)) = owner {
-        std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid))?;
-    }
-    Ok(dir)
+    dir.made_over(owner)
 }
 
 /// The directories the link searches besides nvcc's own: the toolkit's `lib` and `lib64` (pip's

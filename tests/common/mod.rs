@@ -236,11 +236,26 @@ pub fn stackbench_alone(args: &[&str]) -> std::process::Output {
     run_stackbench(args)
 }
 
-/// The directory every test of this binary writes its files into, kept for the whole run.
+/// The directory every test of this binary writes its files into, kept for the whole run: one
+/// of this binary's own under Cargo's `CARGO_TARGET_TMPDIR`, emptied when first used. (A static
+/// is never dropped: a temporary directory here would be left in `/tmp` by every run.)
 pub fn scratch() -> &'static Path {
-    static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
-    DIR.get_or_init(|| tempfile::tempdir().expect("scratch directory"))
-        .path()
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let exe = std::env::current_exe().expect("this test binary's path");
+        let name = exe.file_name().expect("this test binary's name");
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join("scratch")
+            .join(name);
+        match std::fs::remove_dir_all(&dir) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                panic!("cannot empty {}: {e}", dir.display())
+            }
+            _ => {}
+        }
+        std::fs::create_dir_all(&dir).expect("scratch directory");
+        dir
+    })
 }
 
 /// A real `bench --quick --repeat REPEAT` of the fixtures' `pip:venv-cu12` (its CPU-side rows;
@@ -500,7 +515,9 @@ fn simulated(
     let sim = simulator();
     let profile = dir.join("profile.toml");
     std::fs::write(&profile, toml).expect("write the profile");
+    std::fs::create_dir_all(dir.join("tmp")).expect("the run's TMPDIR");
     stackbench
+        .env("TMPDIR", dir.join("tmp"))
         .env("STACKBENCH_SIM_PROFILE", &profile)
         .env("STACKBENCH_SIM_TRACE", dir.join("trace.jsonl"))
         .current_dir(dir)
@@ -510,6 +527,16 @@ fn simulated(
         .arg("--driver-dir")
         .arg(&sim.driver_dir);
     stackbench
+}
+
+/// Fails unless `tmp`, the TMPDIR of a run that has ended, is empty: its workers' directories
+/// (the pinning directory, NCCL's debug log) go with the run.
+pub fn assert_nothing_left(tmp: &Path) {
+    let left: Vec<_> = std::fs::read_dir(tmp)
+        .expect("the run's TMPDIR")
+        .map(|entry| entry.expect("an entry of TMPDIR").file_name())
+        .collect();
+    assert!(left.is_empty(), "left in {}: {left:?}", tmp.display());
 }
 
 /// The simulated libraries' calls a run [`on_simulator`] in `dir` made, one JSON object a call.
@@ -582,6 +609,7 @@ pub fn run_simulated(command: &[&str], toml: &str) -> SimulatedRun {
         .args(["--format", "json"])
         .output()
         .expect("run stackbench");
+    assert_nothing_left(&dir.path().join("tmp"));
     SimulatedRun {
         code: output.status.code(),
         report: stdout_json(&output),

@@ -38,7 +38,7 @@ use super::protocol::{CheckEvent, CheckRequest, Component};
 use super::spec::{self, Side, Spec};
 use crate::kernels::Kernel;
 use crate::nccl::collective::Collective;
-use crate::nccl::log::DebugLog;
+use crate::nccl::log::{self as nccl_log, DebugLog};
 use crate::probe::dl;
 use crate::probe::worker::{leave, plain_crashes, protocol_channel, read_request, send, Seen};
 use crate::probe::LoadStage;
@@ -66,18 +66,14 @@ pub fn run() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    // NCCL reads its debug settings from the environment, which may change only while this is
-    // the process's one thread: before any check starts the driver's.
-    let nccl_log = (request.run.iter())
-        .any(|id| id.starts_with("nccl.") && id != "nccl.load")
-        .then(DebugLog::start);
+    let nccl_log = nccl_log::wanted(&request.run)
+        .then(DebugLog::of_this_process)
+        .flatten();
     let mut seen = Seen::new(&dl::mapped_objects());
     let ids = request.run.clone();
     let mut session = Session::new(request);
-    match nccl_log {
-        Some(Ok(log)) => session.keep(log),
-        Some(Err(e)) => eprintln!("stackbench __check: NCCL's debug log cannot be set up: {e}"),
-        None => {}
+    if let Some(log) = nccl_log {
+        session.keep(log);
     }
     let mut ran = HashSet::new();
     for id in ids {
