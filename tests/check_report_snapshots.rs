@@ -50,11 +50,15 @@ const DRIVER_TOO_OLD: &str = "driver supports CUDA 12.2, runtime is 13.0: \
 const PTX_TOO_NEW: &str = "cuModuleLoadData: CUDA_ERROR_UNSUPPORTED_PTX_VERSION (222): the \
                            provided PTX was compiled with an unsupported toolchain.";
 
+/// The checks of a node's run: every spec but those across nodes only.
+fn node_specs() -> impl Iterator<Item = &'static stackbench::check::spec::Spec> {
+    (SPECS.iter()).filter(|spec| !stackbench::check::ACROSS_NODES_ONLY.contains(&spec.id))
+}
+
 /// A combination's check results in the spec's order: `pass` with the check's title unless
 /// `ends` names the check, with durations that differ per check.
 fn checks(ends: &[(&str, Status, &str)]) -> Vec<CheckResult> {
-    SPECS
-        .iter()
+    node_specs()
         .enumerate()
         .map(|(index, spec)| {
             let (status, reason) = ends
@@ -560,7 +564,7 @@ fn the_fixture_has_every_status_and_a_library_from_outside() {
     for combination in &report.combinations {
         assert_eq!(
             combination.checks.len(),
-            SPECS.len(),
+            node_specs().count(),
             "{}",
             combination.name
         );
@@ -621,7 +625,7 @@ fn csv() {
     let text = render(Format::Csv, false);
     let mut reader = csv::Reader::from_reader(text.as_bytes());
     let rows = reader.records().count();
-    assert_eq!(rows, 3 * SPECS.len());
+    assert_eq!(rows, 3 * node_specs().count());
     insta::assert_snapshot!("csv", text);
 }
 
@@ -737,7 +741,10 @@ fn junit_reads_back_with_the_report_s_counts_and_reasons() {
                 .count()
                 .to_string()
         };
-        assert_eq!(count(format!("{suite}/testcase")), SPECS.len().to_string());
+        assert_eq!(
+            count(format!("{suite}/testcase")),
+            node_specs().count().to_string()
+        );
         assert_eq!(count(format!("{suite}/testcase/failure")), of(Status::Fail));
         assert_eq!(count(format!("{suite}/testcase/skipped")), of(Status::Skip));
         assert_eq!(

@@ -448,12 +448,24 @@ impl NcclJob {
 /// Submits ci/slurm-nccl.sbatch on 2 nodes x 4 tasks with `args` (and the simulator's), each
 /// task run through `program` (stackbench, or a wrapper of it), and waits for it.
 fn nccl_run(slurm: &LocalSlurm, program: &Path, args: &str) -> NcclJob {
+    nccl_run_on(slurm, (2, 8), program, args)
+}
+
+/// [`nccl_run`] on `nodes` nodes of `tasks` tasks in all.
+fn nccl_run_on(
+    slurm: &LocalSlurm,
+    (nodes, tasks): (usize, usize),
+    program: &Path,
+    args: &str,
+) -> NcclJob {
     let results = tempfile::tempdir_in(slurm.dir.path()).unwrap();
     let log = results.path().join("job.log");
     let mut sbatch = slurm.client("sbatch");
     sbatch
         .current_dir(slurm.dir.path())
-        .args(["--parsable", "--nodes=2", "--ntasks=8", "--overcommit"])
+        .args(["--parsable", "--overcommit"])
+        .arg(format!("--nodes={nodes}"))
+        .arg(format!("--ntasks={tasks}"))
         .arg(format!("--output={}", log.display()))
         .arg(repo().join("ci/slurm-nccl.sbatch"))
         .env("STACKBENCH", program)
@@ -463,7 +475,7 @@ fn nccl_run(slurm: &LocalSlurm, program: &Path, args: &str) -> NcclJob {
             format!("{} --timeout 60 {args}", on_simulator()),
         );
     let exit_code = batch(slurm, &mut sbatch, Duration::from_secs(240));
-    let stderr = (0..8)
+    let stderr = (0..tasks)
         .map(|t| {
             let text = std::fs::read_to_string(results.path().join(format!("rank-{t}.err")));
             format!("--- task {t}:\n{}", text.unwrap_or_default())
@@ -653,6 +665,75 @@ fn two_nodes_of_four_gpus_verify_every_collective_and_the_node_without_rdma_core
             "{reason}"
         );
     }
+}
+
+/// Four nodes of one GPU: every pair of neighbours in the ring times an all-reduce. Healthy,
+/// no pair is slow; with sim3's port trained at 100 of 400 Gb/s, both of sim3's pairs fall to a
+/// quarter and sim3 is named, not its neighbours nor their links.
+#[test]
+fn of_four_nodes_the_one_whose_port_trained_down_is_named_and_a_healthy_ring_names_none() {
+    if !as_root(
+        "of_four_nodes_the_one_whose_port_trained_down_is_named_and_a_healthy_ring_names_none",
+    ) {
+        return;
+    }
+    let _one = ONE_SLURM.lock().unwrap_or_else(|e| e.into_inner());
+    let slurm = LocalSlurm::start_with_gpus(4, 1, &[]);
+    let stackbench = common::stackbench_bin();
+    for node in 1..=4 {
+        nccl_node(&slurm, node, true, "");
+    }
+    let healthy = nccl_run_on(&slurm, (4, 4), &stackbench, "");
+    assert_eq!(
+        healthy.exit_code, "0:0",
+        "{}\n{}",
+        healthy.log, healthy.stderr
+    );
+    let pairs = healthy.check("nccl.node_pairs");
+    assert_eq!(pairs["status"], "pass", "{pairs:#}");
+    let measured = pairs["details"]["pairs"].as_array().unwrap();
+    let named: Vec<String> = (measured.iter())
+        .map(|p| format!("{}-{}", p["a"].as_str().unwrap(), p["b"].as_str().unwrap()))
+        .collect();
+    assert_eq!(named, ["sim1-sim2", "sim3-sim4", "sim2-sim3", "sim4-sim1"]);
+    for pair in measured {
+        assert!(pair["bus_gbs"].as_f64().unwrap() > 0.0, "{pair:#}");
+    }
+    assert!(healthy.findings("nccl_slow_node").is_empty());
+    assert!(healthy.findings("nccl_slow_link").is_empty());
+
+    nccl_node(&slurm, 3, true, "hca_gbps = 100.0\n");
+    let slow = nccl_run_on(&slurm, (4, 4), &stackbench, "");
+    assert_eq!(slow.exit_code, "1:0", "{}\n{}", slow.log, slow.stderr);
+    let pairs = slow.check("nccl.node_pairs");
+    assert_eq!(pairs["status"], "warn", "{pairs:#}");
+    let bus = |a: &str, b: &str| {
+        (pairs["details"]["pairs"].as_array().unwrap().iter())
+            .find(|p| p["a"] == a && p["b"] == b)
+            .and_then(|p| p["bus_gbs"].as_f64())
+            .unwrap_or_else(|| panic!("no {a}-{b} in {pairs:#}"))
+    };
+    // The simulated NCCL moves what the slower HCA of a pair allows: 12.5 GB/s against 50.
+    assert!(
+        bus("sim2", "sim3") * 3.0 < bus("sim1", "sim2")
+            && bus("sim3", "sim4") * 3.0 < bus("sim4", "sim1"),
+        "{pairs:#}"
+    );
+    let named = slow.findings("nccl_slow_node");
+    assert_eq!(named.len(), 1, "{:#}", slow.report["node"]);
+    let message = named[0]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("sim3 is slow with each of its neighbours"),
+        "{message}"
+    );
+    assert!(named[0]["fix"].as_str().unwrap().contains("drain sim3"));
+    assert!(slow.findings("nccl_slow_link").is_empty());
+    assert!(
+        slow.log
+            .contains("| warning | `nccl_slow_node` | sim3 is slow"),
+        "{}",
+        slow.log
+    );
 }
 
 /// The processes left on this machine whose command line runs `check --nodes` or a check

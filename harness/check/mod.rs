@@ -139,6 +139,10 @@ enum Scope {
     Nodes,
 }
 
+/// The checks that mean something only across nodes: `--nodes` runs them, a node's check does
+/// not.
+pub const ACROSS_NODES_ONLY: &[&str] = &["nccl.node_pairs"];
+
 /// The checks `--nodes` runs, in order: what NCCL's checks need, then NCCL's.
 pub const NODE_CHECKS: &[&str] = &[
     "driver.library",
@@ -152,6 +156,7 @@ pub const NODE_CHECKS: &[&str] = &[
     "nccl.all_gather",
     "nccl.reduce_scatter",
     "nccl.broadcast",
+    "nccl.node_pairs",
     "nccl.transport",
 ];
 
@@ -160,7 +165,10 @@ impl Scope {
     fn worker_checks(self) -> Vec<String> {
         let all = spec::SPECS.iter().filter(|s| s.side == Side::Worker);
         match self {
-            Scope::Full => all.map(|s| s.id.to_owned()).collect(),
+            Scope::Full => all
+                .filter(|s| !ACROSS_NODES_ONLY.contains(&s.id))
+                .map(|s| s.id.to_owned())
+                .collect(),
             Scope::Quick => quick::CHECKS.iter().map(|id| (*id).to_owned()).collect(),
             Scope::Nodes => NODE_CHECKS.iter().map(|id| (*id).to_owned()).collect(),
         }

@@ -283,6 +283,12 @@ pub const SPECS: &[Spec] = &[
         &["nccl.init"],
     ),
     worker(
+        "nccl.node_pairs",
+        "nccl",
+        "across nodes: an all-reduce between each pair of neighbouring nodes names a slow node or link",
+        &["nccl.init"],
+    ),
+    worker(
         "nccl.transport",
         "nccl",
         "NCCL's INFO lines name a peer-to-peer transport for every ring edge",

@@ -8,7 +8,9 @@
 //!   between nodes is staged through host memory;
 //! - `nccl_rank_missing`: ranks that never joined the rendezvous before the deadline, by node;
 //! - `nccl_bandwidth_low`: a collective far below what the nodes' RDMA ports allow
-//!   ([`super::fabric`]).
+//!   ([`super::fabric`]);
+//! - `nccl_slow_node` and `nccl_slow_link`: the node, or the pair of nodes, whose all-reduce
+//!   falls far below the fastest pair's ([`super::pairs`]).
 
 use crate::diagnose::finding::{Cause, Finding, Severity};
 use crate::diagnose::network::{PACKAGES, SOCKETS};
@@ -50,8 +52,8 @@ pub struct MissingRank {
     pub host: Option<String>,
 }
 
-/// The findings of a `check --nodes` run, from its combinations' `nccl.init` and
-/// `nccl.transport` details.
+/// The findings of a `check --nodes` run, from its combinations' `nccl.init`,
+/// `nccl.transport`, `nccl.node_pairs` and collectives' details.
 pub fn from_checks(combinations: &[crate::check::model::CombinationReport]) -> Vec<Finding> {
     let mut findings = Vec::new();
     for combination in combinations {
@@ -76,6 +78,10 @@ pub fn from_checks(combinations: &[crate::check::model::CombinationReport]) -> V
             .unwrap_or_default();
         findings.extend(net_fallback(&ranks, &edges));
         findings.extend(gdr_disabled(&ranks));
+        let pairs: Vec<super::pairs::PairRun> = detail("nccl.node_pairs", "pairs")
+            .and_then(|v| serde_json::from_value(v).ok())
+            .unwrap_or_default();
+        findings.extend(super::pairs::findings(&pairs));
         findings.extend(combination.checks.iter().filter_map(|c| {
             let bus = c.details.get("bus_gbs")?.as_f64()?;
             let ceiling = serde_json::from_value(c.details.get("ceiling")?.clone()).ok()?;

@@ -5,6 +5,7 @@
 
 pub mod fabric;
 pub mod findings;
+pub mod pairs;
 pub mod rendezvous;
 pub mod world;
 

@@ -1,7 +1,8 @@
 //! The ranks of a job find each other: a small TCP rendezvous of our own, with a deadline.
 //! Rank 0 listens where the scheduler says ([`super::world::World::rendezvous`]); every other
 //! rank connects and says hello; once all have, rank 0 sends each the start (NCCL's unique id),
-//! and after each step every rank reports to rank 0 over the same connection.
+//! and after each step every rank reports to rank 0 over the same connection. A later step that
+//! needs rank 0's word first (the pairs' unique ids) gets it as another start.
 //!
 //! Whatever connects is another user's input: a frame is a 4-byte big-endian length and at most
 //! [`MOST_BYTES`] of JSON; every read and write has a time limit; a hello of another job, of
@@ -225,7 +226,8 @@ impl Root {
         self.peers.iter().map(|(hello, _)| hello)
     }
 
-    /// Sends `body` to every rank as the start; the ranks it cannot reach, with why.
+    /// Sends `body` to every rank as the start (of the job, or of a step that needs rank 0's
+    /// word); the ranks it cannot reach, with why.
     pub fn start(&mut self, body: &serde_json::Value) -> Vec<(u32, String)> {
         let frame = Frame::Start { body: body.clone() };
         self.each(&frame)
@@ -327,7 +329,7 @@ impl Member {
         ))
     }
 
-    /// Waits until `deadline` for rank 0's start.
+    /// Waits until `deadline` for rank 0's next start.
     pub fn started(&mut self, deadline: Instant) -> Result<serde_json::Value, String> {
         match receive(&mut self.stream, deadline) {
             Ok(Frame::Start { body }) => Ok(body),

@@ -175,6 +175,12 @@ pub enum Cause {
     /// PCIe ACS redirecting peer requests or completions on a bridge between a GPU and its
     /// nearest HCA: GPUDirect RDMA goes up through the root complex.
     AcsRedirect,
+    /// A node of a multi-node job slow with each of its neighbours (`nccl.node_pairs`): its
+    /// ports, its HCA, its GPU's PCIe link.
+    NcclSlowNode,
+    /// A pair of nodes slow together while each is fast with its other neighbour
+    /// (`nccl.node_pairs`): a cable or a switch port between them.
+    NcclSlowLink,
 }
 
 /// One finding of `doctor`.

@@ -182,6 +182,7 @@ fn dispatch(id: &str, s: &mut Session) -> Checked {
         match id {
             "nccl.init" => return nodes::init(s, world),
             "nccl.transport" => return nodes::transport(s),
+            "nccl.node_pairs" => return nodes::node_pairs(s),
             _ => {
                 if let Some(collective) = id.strip_prefix("nccl.").and_then(Collective::from_id) {
                     return nodes::verify(s, collective);
@@ -230,6 +231,9 @@ fn dispatch(id: &str, s: &mut Session) -> Checked {
         "nccl.reduce_scatter" => nccl::verify(s, Collective::ReduceScatter),
         "nccl.broadcast" => nccl::verify(s, Collective::Broadcast),
         "nccl.transport" => nccl::transport(s),
+        "nccl.node_pairs" => Err(Outcome::skip(
+            "only across nodes: `check --nodes` on three nodes or more",
+        )),
         other => Err(Outcome::fail(format!("no worker-side check named {other}"))),
     }
 }

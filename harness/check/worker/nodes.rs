@@ -12,6 +12,7 @@ use crate::check::model::Status;
 use crate::check::protocol::Component;
 use crate::cluster::fabric::{self, Ceiling};
 use crate::cluster::findings::{MissingRank, PeerEdge, RankNet};
+use crate::cluster::pairs::{self, PairRun};
 use crate::cluster::rendezvous::{self, Hello, NotGathered, Root, START_GRACE};
 use crate::cluster::{ranges, WorldRequest};
 use crate::nccl::api::{Nccl, UniqueId};
@@ -34,6 +35,7 @@ enum Link {
 
 /// What `nccl.init` leaves for the checks after it.
 struct Joined {
+    nccl: Nccl,
     member: Member,
     link: Link,
     world: WorldRequest,
@@ -210,6 +212,7 @@ pub fn init(s: &mut Session, world: WorldRequest) -> Checked {
     .detail("buffer_bytes", capacity);
     if let Ok(member) = joined {
         s.keep(Joined {
+            nccl,
             member,
             link,
             world,
@@ -400,6 +403,218 @@ fn against(pass: Outcome, ceiling: Option<&Ceiling>) -> Outcome {
         ceiling.describe()
     );
     Outcome { reason, ..pass }.detail("ceiling", json!(ceiling))
+}
+
+/// `nccl.node_pairs` across the job: the first rank of each node runs an all-reduce with the
+/// first rank of each neighbour in the ring of nodes ([`pairs::rounds`]), on a communicator of
+/// the two made from an id of rank 0's, verified and timed at the largest size; rank 0 puts
+/// both sides of each pair together (the slower time) and names a slow node or link.
+pub fn node_pairs(s: &mut Session) -> Checked {
+    let device = s.request.device;
+    let j = joined(s)?;
+    let nodes = first_ranks(&j.hosts);
+    let rounds = pairs::rounds(nodes.len());
+    if rounds.is_empty() {
+        return Err(Outcome::skip(format!(
+            "{} node(s): pairs of nodes are held against each other from {} nodes",
+            nodes.len(),
+            pairs::FEWEST
+        )));
+    }
+    if nodes.len() > pairs::MOST {
+        return Err(Outcome::skip(format!(
+            "{} nodes: pairs are timed on {} nodes at most (each pair's NCCL id is a thread and a socket of rank 0's); run the job on fewer nodes to time them",
+            nodes.len(),
+            pairs::MOST
+        )));
+    }
+    let order: Vec<(usize, usize)> = rounds.iter().flatten().copied().collect();
+    let ids = pair_ids(j, order.len())?;
+    let me = j.world.world.rank;
+    let bytes = *j.sizes.last().unwrap_or(&8);
+    let mine = match nodes.iter().position(|(_, rank)| *rank == me) {
+        None => Outcome::pass(format!(
+            "{}: its node's first rank times its node's pairs",
+            who(&j.hosts, me)
+        )),
+        Some(node) => {
+            let runs: Vec<Value> = (order.iter().zip(&ids).enumerate())
+                .filter(|(_, ((a, b), _))| *a == node || *b == node)
+                .map(|(pair, (&(a, _), id))| {
+                    let side = usize::from(a != node);
+                    match time_pair(j.nccl, device, bytes, *id, side) {
+                        Ok(ns) => json!({"pair": pair, "ns": ns, "bytes": bytes}),
+                        Err(e) => json!({"pair": pair, "error": e}),
+                    }
+                })
+                .collect();
+            Outcome::pass(format!(
+                "{} ran the all-reduce of its node's {} pair(s)",
+                who(&j.hosts, me),
+                runs.len()
+            ))
+            .detail("runs", json!(runs))
+        }
+    };
+    let hosts = j.hosts.clone();
+    Ok(exchange(
+        &mut j.link,
+        &j.world,
+        "nccl.node_pairs",
+        mine,
+        |all| all_pass(&all, &hosts, || pairs_verdict(&all, &order, &nodes, bytes)),
+    ))
+}
+
+/// Each node and its first rank, in rank order.
+fn first_ranks(hosts: &[String]) -> Vec<(String, u32)> {
+    let mut nodes: Vec<(String, u32)> = Vec::new();
+    for (rank, host) in hosts.iter().enumerate() {
+        if !nodes.iter().any(|(h, _)| h == host) {
+            nodes.push((host.clone(), rank as u32));
+        }
+    }
+    nodes
+}
+
+/// The unique ids of `count` pairs: rank 0 makes them (their bootstrap roots live in its
+/// process) and sends them to every rank.
+fn pair_ids(j: &mut Joined, count: usize) -> Result<Vec<UniqueId>, Outcome> {
+    let body = match &mut j.link {
+        Link::Root(root) => {
+            let made: Result<Vec<UniqueId>, String> =
+                (0..count).map(|_| member::unique_id(&j.nccl)).collect();
+            let body = match &made {
+                Ok(ids) => {
+                    json!({"pair_ids": ids.iter().map(|id| hex(&id.internal)).collect::<Vec<_>>()})
+                }
+                Err(e) => {
+                    json!({"error": format!("rank 0 could not make the pairs' unique ids: {e}")})
+                }
+            };
+            if let Some((rank, e)) = root.start(&body).first() {
+                return Err(Outcome::fail(format!(
+                    "rank 0 could not send rank {rank} the pairs' unique ids: {e}"
+                )));
+            }
+            body
+        }
+        Link::Member(member) => {
+            let deadline = Instant::now() + Duration::from_millis(j.world.step_ms);
+            member.started(deadline).map_err(Outcome::fail)?
+        }
+    };
+    if let Some(e) = body["error"].as_str() {
+        return Err(Outcome::fail(e));
+    }
+    let ids: Option<Vec<UniqueId>> = (body["pair_ids"].as_array())
+        .and_then(|all| {
+            (all.iter())
+                .map(|id| {
+                    id.as_str()
+                        .and_then(unhex)
+                        .map(|internal| UniqueId { internal })
+                })
+                .collect()
+        })
+        .filter(|ids: &Vec<UniqueId>| ids.len() == count);
+    ids.ok_or_else(|| Outcome::fail(format!("rank 0 did not send {count} pair ids")))
+}
+
+/// One side of a pair: joins its communicator of two as `side`, verifies an all-reduce of
+/// `bytes` and times [`TIMED_RUNS`] of it; ns a run.
+fn time_pair(
+    nccl: Nccl,
+    device: u32,
+    bytes: usize,
+    id: UniqueId,
+    side: usize,
+) -> Result<f64, String> {
+    let capacity = Collective::AllReduce.shape(bytes, 2).bytes;
+    let pair = Member::join(nccl, device, capacity, id, (side, 2))?;
+    pair.verify(Collective::AllReduce, bytes)?;
+    Ok(pair.time_runs(Collective::AllReduce, bytes, TIMED_RUNS)? / TIMED_RUNS as f64)
+}
+
+/// Rank 0's `nccl.node_pairs` once every rank reported: each pair's bus bandwidth from its
+/// slower side, then the slow nodes and links ([`pairs::judge`]).
+fn pairs_verdict(
+    all: &Verdicts,
+    order: &[(usize, usize)],
+    nodes: &[(String, u32)],
+    bytes: usize,
+) -> Outcome {
+    let mut sides: Vec<Vec<Result<f64, String>>> = vec![Vec::new(); order.len()];
+    for (_, said) in all {
+        let runs = (said.as_ref().ok())
+            .and_then(|s| s.details.get("runs"))
+            .and_then(Value::as_array);
+        for run in runs.into_iter().flatten() {
+            let Some(side) = (run["pair"].as_u64()).and_then(|p| sides.get_mut(p as usize)) else {
+                continue;
+            };
+            side.push(match (run["ns"].as_f64(), run["error"].as_str()) {
+                (Some(ns), _) => Ok(ns),
+                (None, e) => Err(e.unwrap_or("no time").to_owned()),
+            });
+        }
+    }
+    let runs: Vec<PairRun> = (order.iter().zip(sides))
+        .map(|(&(a, b), sides)| {
+            let slower = match sides.len() {
+                2 => sides
+                    .into_iter()
+                    .try_fold(0.0f64, |m, t| t.map(|t| m.max(t))),
+                n => Err(format!("{n} of its 2 sides reported")),
+            };
+            let (bus_gbs, error) = match slower {
+                Ok(ns) if ns > 0.0 => (
+                    Some(bytes as f64 / ns * Collective::AllReduce.bus_factor(2)),
+                    None,
+                ),
+                Ok(_) => (None, Some("no time".to_owned())),
+                Err(e) => (None, Some(e)),
+            };
+            PairRun {
+                a: nodes[a].0.clone(),
+                b: nodes[b].0.clone(),
+                bus_gbs,
+                error,
+            }
+        })
+        .collect();
+    let failed: Vec<String> = (runs.iter())
+        .filter_map(|r| Some(format!("{} and {}: {}", r.a, r.b, r.error.as_ref()?)))
+        .collect();
+    let judged = pairs::judge(&runs);
+    let outcome = match (&judged, failed.is_empty()) {
+        (_, false) => Outcome::fail(format!(
+            "{} of {} pair(s) of nodes did not run: {}",
+            failed.len(),
+            runs.len(),
+            failed.join("; ")
+        )),
+        (Some(j), true) if !j.slow_nodes.is_empty() || !j.slow_links.is_empty() => {
+            let mut slow: Vec<String> = (j.slow_nodes.iter())
+                .map(|n| format!("node {n}"))
+                .collect();
+            slow.extend(j.slow_links.iter().map(|l| format!("the link {} - {}", l.a, l.b)));
+            Outcome::warn(format!(
+                "slow: {}; an all-reduce of {bytes} B between each pair of neighbouring nodes, below {:.0}% of the fastest pair's {:.1} GB/s ({} and {})",
+                slow.join(", "),
+                pairs::SLOW * 100.0,
+                j.fastest.bus_gbs.unwrap_or_default(),
+                j.fastest.a,
+                j.fastest.b
+            ))
+        }
+        _ => Outcome::pass(format!(
+            "no pair of the {} pair(s) of neighbouring nodes below {:.0}% of the fastest's bus bandwidth (an all-reduce of {bytes} B)",
+            runs.len(),
+            pairs::SLOW * 100.0
+        )),
+    };
+    outcome.detail("pairs", json!(runs)).detail("bytes", bytes)
 }
 
 /// `nccl.transport` across the job: every rank's ring edges and NCCL's word on the network
