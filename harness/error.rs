@@ -34,6 +34,8 @@ pub enum OptionsError {
     BadRendezvous(String),
     #[error("--join-within {0}: give a number of seconds above 0 and at most 3600, e.g. --join-within 60")]
     BadJoinWithin(f64),
+    #[error("STACKBENCH_RENDEZVOUS_TOKEN: give every rank the same secret of 16 to 256 bytes, e.g. export STACKBENCH_RENDEZVOUS_TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \\n')")]
+    BadToken,
     #[error("check --nodes: no rendezvous: set MASTER_ADDR (and MASTER_PORT) to rank 0's node, or give --rendezvous HOST:PORT")]
     NoRendezvous,
     #[error("cannot find stackbench's own executable to start worker processes ({0}); run it by its path, or use --no-load")]

@@ -141,11 +141,18 @@ fn world(
     if !(join_within > 0.0 && join_within <= 3600.0) {
         return Err(OptionsError::BadJoinWithin(join_within));
     }
+    let token = match std::env::var(crate::cluster::TOKEN_VAR) {
+        Ok(value) if !value.is_empty() => {
+            Some(crate::cluster::Token::new(value).ok_or(OptionsError::BadToken)?)
+        }
+        _ => None,
+    };
     Ok(crate::cluster::WorldRequest {
         world,
         rendezvous,
         join_ms: (join_within * 1e3) as u64,
         step_ms: timeout.as_millis() as u64,
+        token,
     })
 }
 

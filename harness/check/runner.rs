@@ -169,6 +169,8 @@ fn one_worker(
     let mut command = crate::process::worker_command(worker);
     command
         .arg("__check")
+        // The job's token reaches the worker in its request, not where a library could read it.
+        .env_remove(crate::cluster::TOKEN_VAR)
         .envs(env.iter().map(|(name, value)| (name, value)))
         .env(
             crate::devices::DEVICE_ORDER.0,

@@ -22,6 +22,42 @@ pub struct WorldRequest {
     pub join_ms: u64,
     /// How long rank 0 waits for every rank's report of one check, ms.
     pub step_ms: u64,
+    /// The job's rendezvous token ([`TOKEN_VAR`]), when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<Token>,
+}
+
+/// The variable that gives every rank of a job the same secret: rank 0 turns away a hello
+/// without it. The scheduler's job id is no secret: without a token, anyone who can reach rank
+/// 0's port and knows the id could take a rank's place before it joins.
+pub const TOKEN_VAR: &str = "STACKBENCH_RENDEZVOUS_TOKEN";
+
+/// A rendezvous token: compared in constant time, never printed.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Token(String);
+
+impl Token {
+    /// The token `value` gives: 16 to 256 bytes (a random 128-bit value in hex is 32), else
+    /// `None`.
+    pub fn new(value: String) -> Option<Token> {
+        (16..=256).contains(&value.len()).then_some(Token(value))
+    }
+
+    /// Whether `other` is the same token, in time that does not depend on where they differ.
+    pub fn matches(&self, other: Option<&Token>) -> bool {
+        let Some(other) = other else {
+            return false;
+        };
+        let (a, b) = (self.0.as_bytes(), other.0.as_bytes());
+        a.len() == b.len() && a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
+    }
+}
+
+impl std::fmt::Debug for Token {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Token(..)")
+    }
 }
 
 /// Ranks as runs: `0-3, 5, 7-8`.

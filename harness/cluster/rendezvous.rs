@@ -6,7 +6,8 @@
 //!
 //! Whatever connects is another user's input: a frame is a 4-byte big-endian length and at most
 //! [`MOST_BYTES`] of JSON; every read and write has a time limit; a hello of another job, of
-//! another size, of a rank out of range or already taken is turned away and does not count.
+//! another size, of a rank out of range or already taken is turned away and does not count; so
+//! is one without the job's token, where rank 0 has one ([`super::TOKEN_VAR`]).
 
 use serde::{Deserialize, Serialize};
 use std::io::{Read, Write};
@@ -32,6 +33,9 @@ pub struct Hello {
     pub host: String,
     /// The NCCL it runs (`2.28.9+cuda13.0`): one job needs one NCCL.
     pub nccl: String,
+    /// The job's token ([`super::TOKEN_VAR`]), when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<super::Token>,
 }
 
 /// One message.
@@ -277,7 +281,16 @@ impl Root {
 
 /// Why rank 0 turns `hello` away, if it does.
 fn welcome(me: &Hello, hello: &Hello, peers: &[(Hello, TcpStream)]) -> Option<String> {
-    if hello.job != me.job {
+    if me
+        .token
+        .as_ref()
+        .is_some_and(|t| !t.matches(hello.token.as_ref()))
+    {
+        Some(format!(
+            "it does not hold the job's rendezvous token ({})",
+            super::TOKEN_VAR
+        ))
+    } else if hello.job != me.job {
         Some(format!("it is of job {}, not {}", hello.job, me.job))
     } else if hello.size != me.size {
         Some(format!(
@@ -361,6 +374,7 @@ mod tests {
             size,
             host: format!("n{rank}"),
             nccl: "2.28.9".into(),
+            token: None,
         }
     }
 
@@ -443,6 +457,46 @@ mod tests {
             turned_away.iter().any(|t| t.contains("over the")),
             "{turned_away:?}"
         );
+    }
+
+    #[test]
+    fn where_rank_0_has_a_token_a_hello_without_it_is_turned_away_and_never_sees_the_start() {
+        let token = |t: &str| super::super::Token::new(t.to_owned());
+        let mut me = hello(0, 2);
+        me.token = token("0123456789abcdef0123456789abcdef");
+        let port = free_port();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let member = {
+            let right = me.token.clone();
+            std::thread::spawn(move || {
+                let mut told = Vec::new();
+                let wrong = token("0123456789abcdef0123456789abcdeF");
+                for t in [None, wrong, right] {
+                    let mut h = hello(1, 2);
+                    h.token = t;
+                    let mut m = Member::join("127.0.0.1", port, &h, deadline).unwrap();
+                    told.push(m.started(deadline));
+                }
+                told
+            })
+        };
+        let mut root = Root::gather("127.0.0.1", port, &me, deadline).unwrap();
+        assert!(root.start(&json!("id")).is_empty());
+        let told = member.join().unwrap();
+        for refused in &told[..2] {
+            let why = refused.as_ref().unwrap_err();
+            assert!(
+                why.contains("does not hold the job's rendezvous token"),
+                "{why}"
+            );
+        }
+        assert_eq!(told[2], Ok(json!("id")));
+        // Without a token of its own, rank 0 asks for none.
+        let mut with = hello(1, 2);
+        with.token = me.token.clone();
+        assert!(welcome(&hello(0, 2), &with, &[]).is_none());
+        assert!(token("short").is_none());
+        assert_eq!(format!("{:?}", me.token), "Some(Token(..))");
     }
 
     #[test]

@@ -160,6 +160,7 @@ pub fn init(s: &mut Session, world: WorldRequest) -> Checked {
         size: w.size,
         host: w.host.clone(),
         nccl: version,
+        token: world.token.clone(),
     };
     let (host, port) = (&world.rendezvous.0, world.rendezvous.1);
     let at = format!("{host}:{port}");
