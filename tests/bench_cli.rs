@@ -64,7 +64,8 @@ fn report(output: &Output) -> Value {
 fn quick_run() -> &'static (i32, Value, tempfile::TempDir) {
     static RUN: OnceLock<(i32, Value, tempfile::TempDir)> = OnceLock::new();
     RUN.get_or_init(|| {
-        let results = tempfile::tempdir().expect("results directory");
+        // In this binary's scratch (a static is never dropped: a temporary directory would stay).
+        let results = tempfile::tempdir_in(scratch()).expect("results directory");
         let output = fixture_bench(&[
             "--quick",
             "--allow-skip",

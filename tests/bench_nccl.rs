@@ -93,7 +93,8 @@ struct Runs {
 fn runs() -> &'static Runs {
     static RUNS: std::sync::OnceLock<Runs> = std::sync::OnceLock::new();
     RUNS.get_or_init(|| {
-        let dirs = [(); 3].map(|_| tempfile::tempdir().expect("a directory"));
+        // In this binary's scratch (a static is never dropped: a temporary directory would stay).
+        let dirs = [(); 3].map(|_| tempfile::tempdir_in(common::scratch()).expect("a directory"));
         let largest: Vec<String> = (COLLECTIVES.iter())
             .map(|c| format!("/{c}/{LARGEST}"))
             .collect();

@@ -56,7 +56,8 @@ fn runs() -> &'static [(tempfile::TempDir, Output, PathBuf); 2] {
     static RUNS: std::sync::OnceLock<[(tempfile::TempDir, Output, PathBuf); 2]> =
         std::sync::OnceLock::new();
     RUNS.get_or_init(|| {
-        let dirs = [(); 2].map(|_| tempfile::tempdir().expect("a directory"));
+        // In this binary's scratch (a static is never dropped: a temporary directory would stay).
+        let dirs = [(); 2].map(|_| tempfile::tempdir_in(common::scratch()).expect("a directory"));
         let [(a, a_file), (b, b_file)] = std::thread::scope(|s| {
             let runs = [HEALTHY, SLOW]
                 .iter()
