@@ -91,6 +91,7 @@ fn run(started: &str, factor: f64) -> BenchReport {
         benchmarks,
         findings: Vec::new(),
         rerendered: None,
+        job: None,
         run_id: None,
     }
 }

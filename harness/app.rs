@@ -99,12 +99,22 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> anyhow::Result<ExitCode>
                     });
                     (report, None)
                 }
-                None => {
-                    let progress = crate::progress::Reporter::for_stderr();
-                    let report = bench::bench(&bench_options, &Host::current(), &progress)?;
-                    let written = write_bench_files(&report, &out.results)?;
-                    (report, Some(written))
-                }
+                None => match &out.world {
+                    Some(world) => {
+                        let report = bench::across::run(&bench_options, &Host::current(), world)?;
+                        if world.world.rank != 0 {
+                            return Ok(rank_said("bench", world, report.fails(out.allow_skip)));
+                        }
+                        let written = write_bench_files(&report, &out.results)?;
+                        (report, Some(written))
+                    }
+                    None => {
+                        let progress = crate::progress::Reporter::for_stderr();
+                        let report = bench::bench(&bench_options, &Host::current(), &progress)?;
+                        let written = write_bench_files(&report, &out.results)?;
+                        (report, Some(written))
+                    }
+                },
             };
             let bytes = report::exporter_for(&out.report).bench(&report)?;
             output::write(&out.report.destination, &bytes)?;
@@ -278,29 +288,30 @@ fn nodes_check(
     report_options: &options::ReportOptions,
 ) -> anyhow::Result<ExitCode> {
     let report = check::check_nodes(options, &Host::current(), world)?;
-    let w = &world.world;
-    if w.rank == 0 {
-        let bytes = report::exporter_for(report_options).check(&report)?;
-        output::write(&report_options.destination, &bytes)?;
-    } else {
-        let (host, port) = &world.rendezvous;
-        eprintln!(
-            "check --nodes: rank {} of {} on {}: {}; rank 0 at {host}:{port} reports the job",
-            w.rank,
-            w.size,
-            w.host,
-            if report.has_failures() {
-                "failed"
-            } else {
-                "passed"
-            }
-        );
+    if world.world.rank != 0 {
+        return Ok(rank_said("check", world, report.has_failures()));
     }
+    let bytes = report::exporter_for(report_options).check(&report)?;
+    output::write(&report_options.destination, &bytes)?;
     Ok(ExitCode::from(if report.has_failures() {
         EXIT_FINDINGS
     } else {
         EXIT_CLEAN
     }))
+}
+
+/// A rank other than 0 of a job across nodes: says in one line on standard error how its part
+/// of `command --nodes` went (rank 0 reports the job) and exits 1 on a failure it knows of.
+fn rank_said(command: &str, world: &crate::cluster::WorldRequest, failed: bool) -> ExitCode {
+    let (w, (host, port)) = (&world.world, &world.rendezvous);
+    eprintln!(
+        "{command} --nodes: rank {} of {} on {}: {}; rank 0 at {host}:{port} reports the job",
+        w.rank,
+        w.size,
+        w.host,
+        if failed { "failed" } else { "passed" }
+    );
+    ExitCode::from(if failed { EXIT_FINDINGS } else { EXIT_CLEAN })
 }
 
 /// The check run saved in `path` as JSON, for `check --from`.

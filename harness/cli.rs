@@ -335,6 +335,26 @@ pub struct CheckArgs {
         help_heading = "What to run"
     )]
     pub timeout: f64,
+    #[command(flatten)]
+    pub across: AcrossArgs,
+    #[command(flatten)]
+    pub combinations: CombinationArgs,
+    /// Judge the node's copies against this baseline (`stackbench baseline` wrote it): a copy
+    /// slower than its fleet is a failure (exit 1).
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with = "quick",
+        help_heading = "Against a baseline"
+    )]
+    pub baseline: Option<PathBuf>,
+    #[command(flatten)]
+    pub report: ReportArgs,
+}
+
+/// How the ranks of a job across nodes meet (`check --nodes`, `bench --nodes`).
+#[derive(Debug, Args)]
+pub struct AcrossArgs {
     /// Where rank 0 listens for the other ranks. Default: MASTER_ADDR:MASTER_PORT (port 29500
     /// when unset), else the Slurm step's first node.
     #[arg(
@@ -354,19 +374,6 @@ pub struct CheckArgs {
         help_heading = "Across nodes"
     )]
     pub join_within: f64,
-    #[command(flatten)]
-    pub combinations: CombinationArgs,
-    /// Judge the node's copies against this baseline (`stackbench baseline` wrote it): a copy
-    /// slower than its fleet is a failure (exit 1).
-    #[arg(
-        long,
-        value_name = "FILE",
-        conflicts_with = "quick",
-        help_heading = "Against a baseline"
-    )]
-    pub baseline: Option<PathBuf>,
-    #[command(flatten)]
-    pub report: ReportArgs,
 }
 
 /// Arguments of `bench`.
@@ -377,6 +384,22 @@ pub struct BenchArgs {
     /// A short run: one size per benchmark, batch mode only, shorter time limits.
     #[arg(long, help_heading = "What to run")]
     pub quick: bool,
+    /// NCCL across nodes: this process is one rank of a job, one per GPU (under Slurm, torchrun
+    /// or a Kubernetes Indexed Job); rank 0 writes the job's run
+    ///
+    /// The ranks meet as `check --nodes`' do and verify each collective across the job, then
+    /// time all-reduce, all-gather, reduce-scatter and broadcast at every size of nccl-tests'
+    /// sweep, the same samples on every rank; each sample is the slowest rank's. Rows are keyed
+    /// by the job's shape (`2n16r`: 2 nodes, 16 ranks), so that compare holds two jobs' runs
+    /// against each other.
+    #[arg(
+        long,
+        conflicts_with_all = ["from", "repeat", "filter", "lock_clocks"],
+        help_heading = "What to run"
+    )]
+    pub nodes: bool,
+    #[command(flatten)]
+    pub across: AcrossArgs,
     /// Run nothing: report the bench run saved in FILE (a JSON file `bench` wrote) in
     /// --format, its shares computed again as this stackbench computes them (a file without
     /// theoretical peaks gets those of the GPU it names), with the exit status that run had;
@@ -438,6 +461,10 @@ pub struct BenchArgs {
     /// The format of the report on standard output (the files are always JSON, CSV and Markdown).
     #[arg(long, value_enum, default_value_t = Format::Terminal, help_heading = "Output")]
     pub format: Format,
+    /// Write the report to this file (atomically) instead of standard output; `-` is standard
+    /// output.
+    #[arg(long, short, value_name = "FILE", help_heading = "Output")]
+    pub output: Option<PathBuf>,
 }
 
 /// Arguments of `compare`.

@@ -122,13 +122,13 @@ pub enum CheckSource {
 /// This process's rank of its job, from the scheduler's environment, with `--rendezvous` and
 /// `--join-within`; each rank waits for each other rank's report of a check up to `timeout`.
 fn world(
-    rendezvous: Option<&str>,
-    join_within: f64,
+    args: &crate::cli::AcrossArgs,
     timeout: std::time::Duration,
 ) -> Result<crate::cluster::WorldRequest, OptionsError> {
     use crate::cluster::world::{this_host, World};
     let world = World::from_env(|name| std::env::var(name).ok(), &this_host())?;
-    let rendezvous = match rendezvous {
+    let join_within = args.join_within;
+    let rendezvous = match args.rendezvous.as_deref() {
         Some(text) => {
             let (host, port) = (text.rsplit_once(':'))
                 .and_then(|(h, p)| Some((h.trim_matches(['[', ']']), p.parse::<u16>().ok()?)))
@@ -153,6 +153,7 @@ fn world(
         join_ms: (join_within * 1e3) as u64,
         step_ms: timeout.as_millis() as u64,
         token,
+        sweep: None,
     })
 }
 
@@ -173,11 +174,7 @@ pub fn check(
     let source = if args.quick {
         CheckSource::Quick(Box::new(options))
     } else if args.nodes {
-        let world = world(
-            args.rendezvous.as_deref(),
-            args.join_within,
-            options.timeout,
-        )?;
+        let world = world(&args.across, options.timeout)?;
         CheckSource::Nodes(Box::new(options), Box::new(world))
     } else {
         CheckSource::Run(Box::new(options))
@@ -238,6 +235,8 @@ pub struct BenchOutput {
     pub allow_skip: bool,
     /// `--from FILE`: report this saved run again instead of running.
     pub from: Option<PathBuf>,
+    /// `--nodes`: this process's rank of a job across nodes.
+    pub world: Option<Box<crate::cluster::WorldRequest>>,
 }
 
 /// `bench`'s options.
@@ -266,10 +265,14 @@ pub fn bench(
     let report = report(
         ReportArgs {
             format: args.format,
-            output: None,
+            output: args.output,
         },
         color,
     );
+    let world = match args.nodes {
+        true => Some(Box::new(world(&args.across, options.timeout)?)),
+        false => None,
+    };
     Ok((
         options,
         BenchOutput {
@@ -277,6 +280,7 @@ pub fn bench(
             report,
             allow_skip: args.allow_skip,
             from: args.from,
+            world,
         },
     ))
 }

@@ -140,7 +140,7 @@ fn a_busy_gpu_is_refused_naming_both_processes_and_nothing_is_written() {
 #[test]
 fn with_allow_busy_every_row_records_the_two_processes_before_and_after() {
     let report = read(busy_night());
-    assert_eq!(report["schema_minor"], 8);
+    assert_eq!(report["schema_minor"], 9);
     assert_eq!(report["allow_busy"], true);
     let rows = report["benchmarks"].as_array().unwrap();
     assert!(!rows.is_empty());

@@ -83,7 +83,7 @@ fn a_healthy_node_is_measured_on_every_gpu_keyed_by_device_and_claims_nothing() 
         String::from_utf8_lossy(&output.stderr)
     );
     assert!(report.get("findings").is_none(), "{}", report["findings"]);
-    assert_eq!(report["schema_minor"], 8);
+    assert_eq!(report["schema_minor"], 9);
     let listed = report["gpu"]["devices"].as_array().expect("NVML's GPUs");
     assert_eq!(listed.len() as u64, GPUS);
     let rows = gpu_rows(&report);

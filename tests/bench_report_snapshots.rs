@@ -38,7 +38,7 @@ fn gpu_parameters(size: u64, precision: &str, implementation: &str, mode: Mode) 
         precision: (!precision.is_empty()).then(|| precision.into()),
         implementation: Some(implementation.into()),
         mode: Some(mode),
-        arch: None,
+        ..Parameters::default()
     }
 }
 
@@ -330,6 +330,7 @@ fn report() -> BenchReport {
             .collect(),
         findings: Vec::new(),
         rerendered: None,
+        job: None,
         run_id: None,
     }
 }

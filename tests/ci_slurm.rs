@@ -412,6 +412,8 @@ struct NcclJob {
     log: String,
     report: serde_json::Value,
     stderr: String,
+    /// The names of the files the job left in its results directory.
+    files: Vec<String>,
 }
 
 impl NcclJob {
@@ -452,8 +454,15 @@ fn nccl_run(slurm: &LocalSlurm, program: &Path, args: &str) -> NcclJob {
 }
 
 /// [`nccl_run`] on `nodes` nodes of `tasks` tasks in all.
-fn nccl_run_on(
+fn nccl_run_on(slurm: &LocalSlurm, shape: (usize, usize), program: &Path, args: &str) -> NcclJob {
+    nccl_job(slurm, "check", shape, program, args)
+}
+
+/// ci/slurm-nccl.sbatch running `command --nodes` (check or bench) on `nodes` nodes of `tasks`
+/// tasks in all.
+fn nccl_job(
     slurm: &LocalSlurm,
+    command: &str,
     (nodes, tasks): (usize, usize),
     program: &Path,
     args: &str,
@@ -470,6 +479,7 @@ fn nccl_run_on(
         .arg(repo().join("ci/slurm-nccl.sbatch"))
         .env("STACKBENCH", program)
         .env("RESULTS", results.path())
+        .env("STACKBENCH_NODES_COMMAND", command)
         .env(
             "STACKBENCH_NODES_ARGS",
             format!("{} --timeout 60 {args}", on_simulator()),
@@ -486,11 +496,16 @@ fn nccl_run_on(
         .ok()
         .and_then(|text| serde_json::from_str(&text).ok())
         .unwrap_or_else(|| panic!("no report from rank 0; job log:\n{log}\n{stderr}"));
+    let files = std::fs::read_dir(results.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
     NcclJob {
         exit_code,
         log,
         report,
         stderr,
+        files,
     }
 }
 
@@ -810,4 +825,137 @@ fn a_rank_that_never_starts_ends_the_job_after_the_deadline_naming_its_node_and_
         );
     }
     assert_eq!(leftovers(), Vec::<String>::new());
+}
+
+/// `bench --nodes` (`--quick`) on 2 nodes of 2 GPUs: every collective at every size of the
+/// sweep measured across the 4 ranks and keyed by the job's shape. With sim2 without rdma-core
+/// the same rows fall to a socket's speed, the job's finding names sim2, and `compare` calls the
+/// largest rows slower.
+#[test]
+fn bench_across_two_nodes_sweeps_every_collective_and_compare_calls_the_fallback_slower() {
+    if !as_root(
+        "bench_across_two_nodes_sweeps_every_collective_and_compare_calls_the_fallback_slower",
+    ) {
+        return;
+    }
+    let _one = ONE_SLURM.lock().unwrap_or_else(|e| e.into_inner());
+    let slurm = LocalSlurm::start_with_gpus(2, 2, &[]);
+    let stackbench = common::stackbench_bin();
+    nccl_node(&slurm, 1, true, "");
+    nccl_node(&slurm, 2, true, "");
+    let healthy = nccl_job(&slurm, "bench", (2, 4), &stackbench, "--quick");
+    assert_eq!(
+        healthy.exit_code, "0:0",
+        "{}\n{}",
+        healthy.log, healthy.stderr
+    );
+    let rows = healthy.report["benchmarks"].as_array().unwrap();
+    // 4 collectives x 4 sizes (8 B to the simulator's 1 MiB, x64 a step), each over the 4 ranks.
+    assert_eq!(rows.len(), 16, "{:#}", healthy.report);
+    for row in rows {
+        assert_eq!(row["status"], "measured", "{row:#}");
+        assert!(row["id"].as_str().unwrap().ends_with("/2n4r"), "{row:#}");
+        assert_eq!(row["samples_ns"].as_array().unwrap().len(), 5, "{row:#}");
+        assert_eq!(
+            row["nccl"]["hosts"],
+            serde_json::json!(["sim1", "sim1", "sim2", "sim2"])
+        );
+        assert_eq!(row["nccl"]["devices"], serde_json::json!([0, 1, 0, 1]));
+        assert!(row["nccl"]["busbw_gbps"].as_f64().unwrap() > 0.0, "{row:#}");
+    }
+    let busbw = |job: &NcclJob, collective: &str| {
+        let rows = job.report["benchmarks"].as_array().unwrap();
+        let row = (rows.iter())
+            .find(|r| {
+                r["parameters"]["implementation"] == collective
+                    && r["parameters"]["size"] == 1 << 20
+            })
+            .unwrap_or_else(|| panic!("no {collective} at 1 MiB: {:#}", job.report));
+        row["nccl"]["busbw_gbps"].as_f64().unwrap()
+    };
+    let fast: Vec<f64> = COLLECTIVES.iter().map(|c| busbw(&healthy, c)).collect();
+    let job = &healthy.report["job"];
+    assert!(job.get("findings").is_none(), "{job:#}");
+    let transport = (job["checks"].as_array().unwrap().iter())
+        .find(|c| c["id"] == "nccl.transport")
+        .unwrap();
+    assert!(
+        transport["reason"]
+            .as_str()
+            .unwrap()
+            .contains("sim1 -> sim2 via NET/IB/0/GDRDMA"),
+        "{transport:#}"
+    );
+    // Rank 0 wrote the run's files beside the report, and the job log holds its Markdown.
+    assert!(
+        healthy
+            .files
+            .iter()
+            .any(|f| f.starts_with("bench-") && f.ends_with(".json")),
+        "{:?}",
+        healthy.files
+    );
+    assert!(
+        healthy
+            .log
+            .contains("2 nodes, 4 ranks: sim1 (ranks 0-1), sim2 (ranks 2-3)")
+            && healthy
+                .log
+                .contains("NCCL across 2 nodes, 4 ranks (sim1: GPUs 0, 1; sim2: GPUs 0, 1)"),
+        "{}",
+        healthy.log
+    );
+
+    nccl_node(&slurm, 2, false, "");
+    let fallback = nccl_job(&slurm, "bench", (2, 4), &stackbench, "--quick");
+    assert_eq!(
+        fallback.exit_code, "1:0",
+        "{}\n{}",
+        fallback.log, fallback.stderr
+    );
+    for (c, fast) in COLLECTIVES.iter().zip(&fast) {
+        let slow = busbw(&fallback, c);
+        // The simulated 25 GbE NIC moves 3.125 GB/s; one NDR HCA 50.
+        assert!(
+            slow < 3.2 && slow * 4.0 < *fast,
+            "{c}: {slow} GB/s over sockets, {fast} over IB"
+        );
+    }
+    let findings = fallback.report["job"]["findings"].as_array().unwrap();
+    assert!(
+        findings.iter().any(|f| f["cause"] == "nccl_net_fallback"
+            && f["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("sim2: NCCL uses sockets")),
+        "{findings:#?}"
+    );
+
+    // compare holds the two jobs' runs against each other, row by row.
+    let dir = slurm.dir.path();
+    let (old, new) = (dir.join("healthy.json"), dir.join("fallback.json"));
+    std::fs::write(&old, healthy.report.to_string()).unwrap();
+    std::fs::write(&new, fallback.report.to_string()).unwrap();
+    let compared = Command::new(&stackbench)
+        .args(["compare", "--format", "json"])
+        .arg(&old)
+        .arg(&new)
+        .output()
+        .expect("run stackbench compare");
+    assert_eq!(
+        compared.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&compared.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&compared.stdout).unwrap();
+    for c in COLLECTIVES {
+        let row = (report["benchmarks"].as_array().unwrap().iter())
+            .find(|r| {
+                let id = r["id"].as_str().unwrap();
+                id.contains(&format!("/{c}/1048576/")) && id.ends_with("/2n4r")
+            })
+            .unwrap_or_else(|| panic!("no {c} row: {report:#}"));
+        assert_eq!(row["verdict"], "slower", "{row:#}");
+    }
 }

@@ -62,7 +62,7 @@ fn with_repetitions(run: &Value, keep: &[usize], name: &str) -> PathBuf {
 fn a_repeated_run_keeps_each_repetition_apart() {
     let run = six_repetitions();
     assert_eq!(run["schema"], "stackbench.bench/v1");
-    assert_eq!(run["schema_minor"], 8);
+    assert_eq!(run["schema_minor"], 9);
     assert_eq!(run["repeat"], 6);
     let measured: Vec<&Value> = run["benchmarks"]
         .as_array()

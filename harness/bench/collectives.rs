@@ -100,7 +100,7 @@ pub fn run(
         if client.as_mut().is_ok_and(|c| !c.is_alive()) {
             client = start();
         }
-        describe(&mut result, &ranks);
+        describe(&mut result, &ranks, &[]);
         progress.update(&label, results.len() + 1, planned.len(), &result);
         results.push(result);
     }
@@ -108,9 +108,9 @@ pub fn run(
 }
 
 /// Gives an NCCL result (`nccl/...`, its collective the implementation) its nccl-tests
-/// figures over `devices`: count, type, reduction, root and bus factor, and the bandwidths of
-/// its median ([`refigure`]).
-fn describe(result: &mut BenchResult, devices: &[u32]) {
+/// figures over `devices` (of `hosts`, across nodes): count, type, reduction, root and bus
+/// factor, and the bandwidths of its median ([`refigure`]).
+pub fn describe(result: &mut BenchResult, devices: &[u32], hosts: &[String]) {
     let (Some(collective), Some(size)) = (collective(result), result.parameters.size) else {
         return;
     };
@@ -120,6 +120,7 @@ fn describe(result: &mut BenchResult, devices: &[u32]) {
     );
     result.nccl = Some(NcclFigures {
         devices: devices.to_vec(),
+        hosts: hosts.to_vec(),
         count: size / 4,
         datatype: "float".to_owned(),
         redop: if reduces { "sum" } else { "none" }.to_owned(),
@@ -169,6 +170,8 @@ pub struct NcclTable<'a> {
     pub combination: &'a str,
     /// The GPUs, in rank order.
     pub devices: &'a [u32],
+    /// Across nodes: each rank's node, in rank order; empty within one.
+    pub hosts: &'a [String],
     /// Each collective's rows in the order they ran (collective by collective, sizes rising).
     pub rows: Vec<&'a BenchResult>,
 }
@@ -184,13 +187,16 @@ pub fn tables(report: &BenchReport) -> Vec<NcclTable<'_>> {
             continue;
         }
         let same = |t: &&mut NcclTable| {
-            t.combination == result.combination && t.devices == figures.devices.as_slice()
+            t.combination == result.combination
+                && t.devices == figures.devices.as_slice()
+                && t.hosts == figures.hosts.as_slice()
         };
         match tables.iter_mut().find(same) {
             Some(table) => table.rows.push(result),
             None => tables.push(NcclTable {
                 combination: &result.combination,
                 devices: &figures.devices,
+                hosts: &figures.hosts,
                 rows: vec![result],
             }),
         }
@@ -231,7 +237,7 @@ mod tests {
     fn bandwidths_are_nccl_tests_algbw_and_busbw() {
         // 1 GiB all-reduced over 8 GPUs in 5 ms: algbw 214.7 GB/s, busbw x 2·7/8.
         let mut r = result("all_reduce", 1 << 30, 5e6);
-        describe(&mut r, &[0, 1, 2, 3, 4, 5, 6, 7]);
+        describe(&mut r, &[0, 1, 2, 3, 4, 5, 6, 7], &[]);
         let f = r.nccl.clone().unwrap();
         let algbw = (1u64 << 30) as f64 / 5e6;
         assert!((f.algbw_gbps.unwrap() - algbw).abs() < 1e-9);
@@ -241,12 +247,12 @@ mod tests {
         assert_eq!((f.redop.as_str(), f.root), ("sum", -1));
         // All-gather's bus factor is (n-1)/n; broadcast's 1, from root 0, reducing nothing.
         let mut gather = result("all_gather", 1 << 20, 1e4);
-        describe(&mut gather, &[0, 1, 2, 3]);
+        describe(&mut gather, &[0, 1, 2, 3], &[]);
         let f = gather.nccl.unwrap();
         assert!((f.busbw_gbps.unwrap() / f.algbw_gbps.unwrap() - 0.75).abs() < 1e-12);
         assert_eq!(f.redop, "none");
         let mut broadcast = result("broadcast", 8, 1e4);
-        describe(&mut broadcast, &[0, 1]);
+        describe(&mut broadcast, &[0, 1], &[]);
         let f = broadcast.nccl.unwrap();
         assert_eq!((f.root, f.bus_factor), (0, 1.0));
     }
@@ -261,10 +267,10 @@ mod tests {
                 ..result("broadcast", 8, 1e4)
             },
         ];
-        rows.iter_mut().for_each(|r| describe(r, &[0, 1]));
+        rows.iter_mut().for_each(|r| describe(r, &[0, 1], &[]));
         let mut other = result("all_gather", 8, 1e4);
         other.combination = "d".into();
-        describe(&mut other, &[0, 1]);
+        describe(&mut other, &[0, 1], &[]);
         rows.push(other);
         rows.push(result("copy", 8, 1e4));
         let report = BenchReport::of(false, rows);
@@ -285,13 +291,13 @@ mod tests {
             status: Status::Failed,
             ..result("reduce_scatter", 1 << 20, 1e4)
         };
-        describe(&mut failed, &[0, 1]);
+        describe(&mut failed, &[0, 1], &[]);
         let f = failed.nccl.unwrap();
         assert_eq!((f.algbw_gbps, f.busbw_gbps), (None, None));
         assert!(failed.throughput.is_none());
         let mut copy = result("all_reduce", 8, 1e4);
         copy.benchmark = "copy".into();
-        describe(&mut copy, &[0, 1]);
+        describe(&mut copy, &[0, 1], &[]);
         assert!(copy.nccl.is_none());
     }
 }

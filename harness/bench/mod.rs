@@ -11,6 +11,7 @@
 //! GPUs of one model side by side. A combination with NCCL then gets one pass over all the
 //! GPUs together ([`collectives`]).
 
+pub mod across;
 pub mod client;
 pub mod clocks;
 pub mod collectives;
@@ -251,6 +252,7 @@ pub fn bench(
         benchmarks,
         findings: Vec::new(),
         rerendered: None,
+        job: None,
     };
     report.findings = node::slow_devices(&report);
     Ok(report)

@@ -30,8 +30,9 @@ pub const BENCH_SCHEMA: &str = "stackbench.bench/v1";
 /// GPU's `uuid`, the lock's `target` (`tdp` or `default_applications`), `persistence_mode` and
 /// `held_below`, and reads its `sm_mhz` back once locked: a file without them locked at the
 /// default applications clock. 8 adds the run's `run_id`: a file without one is known by its
-/// host and start time.
-pub const BENCH_SCHEMA_MINOR: u32 = 8;
+/// host and start time. 9 adds `job` (`bench --nodes`), each NCCL row's `nccl.hosts` and its
+/// key's `parameters.job`: a file without them ran on one node.
+pub const BENCH_SCHEMA_MINOR: u32 = 9;
 
 /// Whether a number is zero (serde: left out when it is).
 fn is_zero(n: &u32) -> bool {
@@ -88,6 +89,36 @@ pub struct BenchReport {
     /// Set by `bench --from`: when and by which stackbench the run was rendered again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rerendered: Option<Rerendered>,
+    /// `bench --nodes`: the job across nodes its collectives ran in; absent for a node's run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job: Option<JobRun>,
+}
+
+/// A job across nodes as `bench --nodes` ran it: where its ranks were, the checks its figures
+/// stand on and what they found.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct JobRun {
+    /// Each rank's node, by rank.
+    pub hosts: Vec<String>,
+    /// `check --nodes`' results from the same workers: `nccl.init`, each collective's
+    /// verification, `nccl.transport` (every pair of nodes' transport), `nccl.node_pairs`.
+    pub checks: Vec<crate::check::model::CheckResult>,
+    /// What they found: `nccl_net_fallback`, `gdr_disabled`, `nccl_slow_node`, ...
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<crate::diagnose::finding::Finding>,
+}
+
+impl JobRun {
+    /// `2 nodes, 8 ranks: sim1 (ranks 0-3), sim2 (ranks 4-7)`.
+    pub fn placement(&self) -> String {
+        let nodes = crate::cluster::node_count(&self.hosts);
+        format!(
+            "{nodes} node{}, {} ranks: {}",
+            if nodes == 1 { "" } else { "s" },
+            self.hosts.len(),
+            crate::cluster::placement(&self.hosts)
+        )
+    }
 }
 
 /// A run rendered again from its file: its figures are the measuring run's, its theoretical
@@ -264,11 +295,15 @@ pub struct Parameters {
     /// The architecture compiled for (`sm_90`), for compile benchmarks.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub arch: Option<String>,
+    /// `bench --nodes`: the job's shape, `2n16r` (2 nodes, 16 ranks): a collective across
+    /// nodes is another benchmark than one within a node, or across another count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job: Option<String>,
 }
 
 impl Parameters {
     /// Each parameter given, in the order ids name them: implementation, precision, size,
-    /// architecture, mode.
+    /// architecture, mode, job.
     pub fn parts(&self) -> Vec<String> {
         let mut parts = Vec::new();
         parts.extend(self.implementation.clone());
@@ -276,6 +311,7 @@ impl Parameters {
         parts.extend(self.size.map(|s| s.to_string()));
         parts.extend(self.arch.clone());
         parts.extend(self.mode.map(|m| m.name().to_owned()));
+        parts.extend(self.job.clone());
         parts
     }
 }
@@ -465,6 +501,10 @@ pub struct BenchResult {
 pub struct NcclFigures {
     /// The GPUs it ran over, in rank order (rank `r` is `devices[r]`).
     pub devices: Vec<u32>,
+    /// Across nodes (`bench --nodes`): each rank's node, in rank order (rank `r` is GPU
+    /// `devices[r]` of `hosts[r]`). Empty within one node.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<String>,
     /// Elements of the size (`size / 4`), nccl-tests' `count`.
     pub count: u64,
     /// nccl-tests' `type`: `float`.
@@ -706,13 +746,18 @@ impl BenchReport {
         ]
     }
 
-    /// Whether the run exits 1: a benchmark failed, a GPU was the odd one out, or (unless
-    /// `allow_skip`) a benchmark was skipped that could have run on this host's shape.
+    /// Whether the run exits 1: a benchmark failed, a GPU was the odd one out, a job across
+    /// nodes found something or failed a check, or (unless `allow_skip`) a benchmark was
+    /// skipped that could have run on this host's shape.
     pub fn fails(&self, allow_skip: bool) -> bool {
         let [_, _, failed] = self.counts();
         let missed =
             (self.benchmarks.iter()).any(|b| b.status == Status::Skipped && !b.inapplicable);
-        failed > 0 || !self.findings.is_empty() || (missed && !allow_skip)
+        let job = (self.job.as_ref()).is_some_and(|j| {
+            !j.findings.is_empty()
+                || (j.checks.iter()).any(|c| c.status == crate::check::model::Status::Fail)
+        });
+        failed > 0 || !self.findings.is_empty() || job || (missed && !allow_skip)
     }
 
     /// Whether its GPU results are keyed by device: a run over several GPUs.
@@ -822,6 +867,7 @@ impl BenchReport {
             benchmarks,
             findings: Vec::new(),
             rerendered: None,
+            job: None,
         }
     }
 }
@@ -841,7 +887,7 @@ mod tests {
                 precision: Some("bf16".into()),
                 implementation: Some("cublas".into()),
                 mode: Some(Mode::Batch),
-                arch: None,
+                ..Parameters::default()
             },
         };
         assert_eq!(key.id(), "matmul/pip:venv-cu12/cublas/bf16/8192/batch");

@@ -133,7 +133,7 @@ pub fn gpu(combination: &str, depth: Depth, simulated: bool) -> Vec<Planned> {
                         precision: Some(Precision::F32.id().into()),
                         implementation: Some(Implementation::Nvrtc.name().into()),
                         mode: Some(mode),
-                        arch: None,
+                        ..Parameters::default()
                     },
                 ),
                 workload: Workload::VectorAdd { elements },
@@ -158,7 +158,7 @@ pub fn gpu(combination: &str, depth: Depth, simulated: bool) -> Vec<Planned> {
                             precision: Some(precision.id().into()),
                             implementation: Some(implementation.name().into()),
                             mode: Some(mode),
-                            arch: None,
+                            ..Parameters::default()
                         },
                     ),
                     workload: Workload::Matmul {
@@ -188,7 +188,7 @@ impl Depth {
     /// Each NCCL size is this many times the last (nccl-tests' `-f`): 4 for the full suite (15
     /// sizes from 8 B to 1 GiB on a GPU), 64 for `--quick` (6); on a simulated GPU 8 and 64, up
     /// to 16 MiB (8 and 5 sizes).
-    fn nccl_step(self, simulated: bool) -> usize {
+    pub fn nccl_step(self, simulated: bool) -> usize {
         match (self, simulated) {
             (Depth::Full, false) => 4,
             (Depth::Full, true) => 8,

@@ -25,6 +25,29 @@ pub struct WorldRequest {
     /// The job's rendezvous token ([`TOKEN_VAR`]), when it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token: Option<Token>,
+    /// `bench --nodes`: each collective timed at every size of a sweep; absent for `check`,
+    /// which times the largest size only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<Sweep>,
+}
+
+/// How `bench --nodes` times each collective: at every size from 8 B up, each size this many
+/// times the last (nccl-tests' `-f`), `samples` times. Every rank must run the same sweep: a
+/// collective completes only when every rank calls it, so the counts are fixed, never decided
+/// by a rank's own noise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sweep {
+    pub step: usize,
+    pub samples: u32,
+}
+
+/// One size of a sweep (nccl-tests' size, as `Shape::bytes` rounds it): its samples' times
+/// per run, ns, in the order taken; in rank 0's account of the job, each sample the slowest
+/// rank's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepSize {
+    pub bytes: usize,
+    pub samples_ns: Vec<f64>,
 }
 
 /// The variable that gives every rank of a job the same secret: rank 0 turns away a hello
@@ -58,6 +81,31 @@ impl std::fmt::Debug for Token {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Token(..)")
     }
+}
+
+/// Each node with its ranks, in the order of their first rank: `sim1 (ranks 0-3), sim2 (ranks
+/// 4-7)`; `hosts` is each rank's node, by rank.
+pub fn placement(hosts: &[String]) -> String {
+    let mut by_host: Vec<(&str, Vec<u32>)> = Vec::new();
+    for (rank, host) in hosts.iter().enumerate() {
+        match by_host.iter_mut().find(|(h, _)| h == host) {
+            Some((_, ranks)) => ranks.push(rank as u32),
+            None => by_host.push((host, vec![rank as u32])),
+        }
+    }
+    by_host
+        .iter()
+        .map(|(host, ranks)| format!("{host} (ranks {})", ranges(ranks)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// How many nodes `hosts` (each rank's node) name.
+pub fn node_count(hosts: &[String]) -> usize {
+    let mut nodes: Vec<&String> = hosts.iter().collect();
+    nodes.sort_unstable();
+    nodes.dedup();
+    nodes.len()
 }
 
 /// Ranks as runs: `0-3, 5, 7-8`.

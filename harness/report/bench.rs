@@ -224,9 +224,31 @@ pub const NCCL_HEADER: [&str; 12] = [
     "stopped by",
 ];
 
-/// The NCCL table's title: `NCCL over 8 GPUs (0, 1, 2, 3, 4, 5, 6, 7)` and how to read it.
+/// The NCCL table's title: `NCCL over 8 GPUs (0, 1, 2, 3, 4, 5, 6, 7)`, or across nodes
+/// `NCCL across 2 nodes, 8 ranks (sim1: GPUs 0, 1, 2, 3; ...)`, and how to read it.
 pub fn nccl_title(table: &NcclTable) -> String {
     let devices: Vec<String> = table.devices.iter().map(u32::to_string).collect();
+    if !table.hosts.is_empty() {
+        let mut nodes: Vec<(&str, Vec<String>)> = Vec::new();
+        for (host, device) in table.hosts.iter().zip(&devices) {
+            match nodes.iter_mut().find(|(h, _)| h == host) {
+                Some((_, gpus)) => gpus.push(device.clone()),
+                None => nodes.push((host, vec![device.clone()])),
+            }
+        }
+        let placement: Vec<String> = (nodes.iter())
+            .map(|(host, gpus)| format!("{host}: GPUs {}", gpus.join(", ")))
+            .collect();
+        return format!(
+            "NCCL across {} node{}, {} ranks ({}), as nccl-tests prints it (out-of-place): time \
+             the median of samples each the slowest rank's, from CUDA events on every rank's \
+             stream; algbw = size / time, busbw = algbw x the collective's bus factor",
+            nodes.len(),
+            if nodes.len() == 1 { "" } else { "s" },
+            table.hosts.len(),
+            placement.join("; ")
+        );
+    }
     format!(
         "NCCL over {} GPU{} ({}), as nccl-tests prints it (out-of-place): time the slowest GPU's \
          median, from CUDA events on every GPU's stream; algbw = size / time, busbw = algbw x \

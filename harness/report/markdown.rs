@@ -110,6 +110,9 @@ impl Exporter for Markdown {
         if let Some(line) = bench::conditions(report) {
             let _ = writeln!(out, "{}.\n", escape(&line));
         }
+        if let Some(job) = &report.job {
+            job_section(&mut out, job);
+        }
         if !report.findings.is_empty() {
             out.push_str("## Findings\n\n");
             for f in &report.findings {
@@ -515,22 +518,8 @@ fn check_node(out: &mut String, node: &crate::node::model::NodeReport, simulated
         );
     }
     if !node.findings.is_empty() {
-        out.push_str("### Node findings\n\n| severity | cause | what | fix |\n|---|---|---|---|\n");
-        for f in &node.findings {
-            let what = std::iter::once(f.message.as_str())
-                .chain(f.evidence.iter().map(String::as_str))
-                .map(escape)
-                .collect::<Vec<_>>()
-                .join("<br>");
-            let _ = writeln!(
-                out,
-                "| {} | `{}` | {what} | {} |",
-                f.severity.name(),
-                f.cause.code(),
-                escape(&f.fix)
-            );
-        }
-        out.push('\n');
+        out.push_str("### Node findings\n\n");
+        findings_table(out, &node.findings);
     }
     for note in &node.notes {
         let _ = writeln!(out, "Note: {}\n", escape(note));
@@ -538,6 +527,50 @@ fn check_node(out: &mut String, node: &crate::node::model::NodeReport, simulated
 }
 
 /// With `--load-untrusted`, the warning as the report's first line.
+/// Findings as a table: severity, cause, what (the message, then each piece of evidence), fix.
+fn findings_table(out: &mut String, findings: &[crate::diagnose::finding::Finding]) {
+    out.push_str("| severity | cause | what | fix |\n|---|---|---|---|\n");
+    for f in findings {
+        let what = std::iter::once(f.message.as_str())
+            .chain(f.evidence.iter().map(String::as_str))
+            .map(escape)
+            .collect::<Vec<_>>()
+            .join("<br>");
+        let _ = writeln!(
+            out,
+            "| {} | `{}` | {what} | {} |",
+            f.severity.name(),
+            f.cause.code(),
+            escape(&f.fix)
+        );
+    }
+    out.push('\n');
+}
+
+/// `bench --nodes`: where the job's ranks ran, the checks its figures stand on, and what they
+/// found.
+fn job_section(out: &mut String, job: &crate::bench::model::JobRun) {
+    let _ = writeln!(
+        out,
+        "## Across nodes\n\n{}.\n\n| check | status | result |\n|---|---|---|",
+        escape(&job.placement())
+    );
+    for c in &job.checks {
+        let _ = writeln!(
+            out,
+            "| `{}` | {} | {} |",
+            c.id,
+            c.status.name(),
+            escape(&c.reason)
+        );
+    }
+    out.push('\n');
+    if !job.findings.is_empty() {
+        out.push_str("### Job findings\n\n");
+        findings_table(out, &job.findings);
+    }
+}
+
 fn untrusted_line(load_untrusted: bool) -> String {
     match load_untrusted {
         true => format!("**{}**\n\n", super::LOAD_UNTRUSTED),

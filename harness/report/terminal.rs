@@ -186,6 +186,9 @@ impl Exporter for Terminal {
                 }
             );
         }
+        if let Some(job) = &report.job {
+            self.job(&mut out, job);
+        }
         for f in &report.findings {
             let line = format!("{}: {}", f.code, f.message);
             let _ = writeln!(out, "{}", self.paint(RED, &wrap(&line, "    ")));
@@ -855,6 +858,25 @@ impl Terminal {
     /// One finding: what, where, what else shares its cause and fix, the evidence (two lines
     /// unless verbose; none when `brief`), the fix. Paths inside its installation are shown
     /// relative to it.
+    /// `bench --nodes`: where the job's ranks ran, its checks that did not pass, and what
+    /// they found.
+    fn job(&self, out: &mut String, job: &crate::bench::model::JobRun) {
+        let line = format!("across nodes: {}", job.placement());
+        let _ = writeln!(out, "{}", wrap(&line, "     "));
+        for c in job.checks.iter().filter(|c| c.status != Status::Pass) {
+            let (word, colour) = status_cell(c.status);
+            let line = format!("  {} {}: {}", self.paint(colour, word), c.id, c.reason);
+            let _ = writeln!(out, "{}", wrap(&line, "      "));
+        }
+        for finding in &job.findings {
+            let colour = match finding.severity {
+                Severity::Error => RED,
+                _ => YELLOW,
+            };
+            self.finding(out, finding, colour, false);
+        }
+    }
+
     fn finding(&self, out: &mut String, f: &Finding, colour: &str, brief: bool) {
         let inside = f
             .installation

@@ -14,7 +14,7 @@ use crate::cluster::fabric::{self, Ceiling};
 use crate::cluster::findings::{MissingRank, PeerEdge, RankNet};
 use crate::cluster::pairs::{self, PairRun};
 use crate::cluster::rendezvous::{self, Hello, NotGathered, Root, START_GRACE};
-use crate::cluster::{ranges, WorldRequest};
+use crate::cluster::{placement, ranges, SweepSize, WorldRequest};
 use crate::nccl::api::{Nccl, UniqueId};
 use crate::nccl::member::{self, Member};
 use crate::nccl::{self, collective, log::DebugLog};
@@ -26,6 +26,12 @@ use std::time::{Duration, Instant};
 
 /// Runs of the largest size timed for bus bandwidth (nccl-tests' `-n`).
 const TIMED_RUNS: u64 = 5;
+
+/// `bench --nodes`: runs back to back in one sample on a GPU (nccl-tests' `-n`), and runs
+/// before a size's first sample (nccl-tests' `-w`). On the simulated driver one of each: its
+/// collectives have no clock to ramp and each run costs the host's CPU every rank's output.
+const SWEEP_RUNS: u64 = 20;
+const SWEEP_WARM_UP: u64 = 5;
 
 /// This rank's way to rank 0, or rank 0's to every other rank.
 enum Link {
@@ -44,6 +50,7 @@ struct Joined {
     sizes: Vec<usize>,
     /// On rank 0: what the links between the nodes allow, where sysfs says.
     ceiling: Option<Ceiling>,
+    simulated: bool,
 }
 
 /// One rank's verdict on a check, as it sends it to rank 0.
@@ -148,7 +155,8 @@ pub fn init(s: &mut Session, world: WorldRequest) -> Checked {
         .to_owned();
     let simulated = s.driver.as_ref().is_some_and(driver::is_simulated);
     let size = world.world.size as usize;
-    let sizes = collective::sizes(nccl::largest(simulated), nccl::STEP);
+    let step = world.sweep.map_or(nccl::STEP, |sweep| sweep.step);
+    let sizes = collective::sizes(nccl::largest(simulated), step);
     let capacity = (Collective::ALL.iter())
         .flat_map(|c| sizes.iter().map(|&b| c.shape(b, size).bytes))
         .max()
@@ -220,6 +228,7 @@ pub fn init(s: &mut Session, world: WorldRequest) -> Checked {
             hosts,
             sizes,
             ceiling,
+            simulated,
         });
     }
     Ok(outcome)
@@ -295,22 +304,6 @@ fn ports_by_host(all: &Verdicts, hosts: &[String]) -> Vec<(String, Vec<fabric::P
     nodes
 }
 
-/// `sim1 (ranks 0-3), sim2 (ranks 4-7)`.
-fn placement(hosts: &[String]) -> String {
-    let mut by_host: Vec<(&str, Vec<u32>)> = Vec::new();
-    for (rank, host) in hosts.iter().enumerate() {
-        match by_host.iter_mut().find(|(h, _)| h == host) {
-            Some((_, ranks)) => ranks.push(rank as u32),
-            None => by_host.push((host, vec![rank as u32])),
-        }
-    }
-    by_host
-        .iter()
-        .map(|(host, ranks)| format!("{host} (ranks {})", ranges(ranks)))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 fn joined(s: &mut Session) -> Result<&mut Joined, Outcome> {
     s.kept_mut::<Joined>()
         .ok_or_else(|| Outcome::fail("no communicator: nccl.init did not pass in this worker"))
@@ -335,27 +328,88 @@ pub fn verify(s: &mut Session, collective: Collective) -> Checked {
         }
     }
     let largest = *j.sizes.last().unwrap_or(&8);
+    // Every rank times every size whatever its own verification said: a rank that stopped
+    // calling would leave the others waiting in the collective.
     let timed = j.member.time_runs(collective, largest, TIMED_RUNS);
-    let mine = match (wrong, timed) {
-        (Some(wrong), _) => Outcome::fail(wrong),
-        (None, Err(e)) => Outcome::fail(e),
-        (None, Ok(ns)) => Outcome::pass(format!(
-            "FP32 results match the host bit for bit at {} sizes",
-            verified.len()
-        ))
-        .detail("sizes_bytes", json!(verified))
-        .detail("bytes", verified.last().copied().unwrap_or(0))
-        .detail("time_ns", ns / TIMED_RUNS as f64),
+    let swept = (j.world.sweep).map(|sweep| time_sweep(j, collective, sweep.samples));
+    let mine = match (wrong, timed, swept) {
+        (Some(wrong), _, _) => Outcome::fail(wrong),
+        (None, Err(e), _) | (None, _, Some(Err(e))) => Outcome::fail(e),
+        (None, Ok(ns), swept) => {
+            let pass = Outcome::pass(format!(
+                "FP32 results match the host bit for bit at {} sizes",
+                verified.len()
+            ))
+            .detail("sizes_bytes", json!(verified))
+            .detail("bytes", verified.last().copied().unwrap_or(0))
+            .detail("time_ns", ns / TIMED_RUNS as f64);
+            match swept {
+                Some(Ok(sweep)) => pass.detail("sweep", json!(sweep)),
+                _ => pass,
+            }
+        }
     };
     let (hosts, size) = (j.hosts.clone(), j.world.world.size as usize);
     let ceiling = j.ceiling.clone();
     let outcome = exchange(&mut j.link, &j.world, collective.id(), mine, |all| {
         all_pass(&all, &hosts, || {
-            let pass = bandwidth(collective, &all, &hosts, size);
-            against(pass, ceiling.as_ref())
+            let pass = against(bandwidth(collective, &all, &hosts, size), ceiling.as_ref());
+            match slowest_samples(&all) {
+                sweep if sweep.is_empty() => pass,
+                sweep => pass.detail("sweep", json!(sweep)),
+            }
         })
     });
     Ok(outcome)
+}
+
+/// `bench --nodes`: this rank's `samples` samples of `collective` at each size, after a
+/// warm-up, each the mean of its batch's runs from CUDA events on this rank's stream.
+fn time_sweep(j: &Joined, collective: Collective, samples: u32) -> Result<Vec<SweepSize>, String> {
+    let (warm_up, runs) = if j.simulated {
+        (1, 1)
+    } else {
+        (SWEEP_WARM_UP, SWEEP_RUNS)
+    };
+    (j.sizes.iter())
+        .map(|&bytes| {
+            j.member.time_runs(collective, bytes, warm_up)?;
+            let samples_ns = (0..samples)
+                .map(|_| Ok(j.member.time_runs(collective, bytes, runs)? / runs as f64))
+                .collect::<Result<_, String>>()?;
+            let bytes = j.member.shape(collective, bytes)?.bytes;
+            Ok(SweepSize { bytes, samples_ns })
+        })
+        .collect()
+}
+
+/// The job's sweep from every rank's: each sample the slowest rank's (a collective ends for
+/// the job when its last rank is done); empty when a rank sent none, or sent another shape.
+fn slowest_samples(all: &Verdicts) -> Vec<SweepSize> {
+    let sweeps: Option<Vec<Vec<SweepSize>>> = (all.iter())
+        .map(|(_, said)| {
+            let sweep = said.as_ref().ok()?.details.get("sweep")?;
+            serde_json::from_value(sweep.clone()).ok()
+        })
+        .collect();
+    let Some((first, rest)) = sweeps.as_deref().and_then(<[_]>::split_first) else {
+        return Vec::new();
+    };
+    let mut job = first.clone();
+    for sweep in rest {
+        let same = sweep.len() == job.len()
+            && (sweep.iter().zip(&job))
+                .all(|(a, b)| a.bytes == b.bytes && a.samples_ns.len() == b.samples_ns.len());
+        if !same {
+            return Vec::new();
+        }
+        for (size, theirs) in job.iter_mut().zip(sweep) {
+            for (ns, their) in size.samples_ns.iter_mut().zip(&theirs.samples_ns) {
+                *ns = ns.max(*their);
+            }
+        }
+    }
+    job
 }
 
 /// Rank 0's pass for a collective every rank verified: the bus bandwidth of the slowest rank's
@@ -770,6 +824,37 @@ mod tests {
             reason: "r".into(),
             details: serde_json::from_value(details).unwrap(),
         })
+    }
+
+    #[test]
+    fn the_job_s_sample_is_its_slowest_rank_s_and_a_rank_with_another_sweep_voids_it() {
+        let sweep = |samples: [[f64; 2]; 2]| {
+            json!({"sweep": [
+                {"bytes": 8, "samples_ns": samples[0]},
+                {"bytes": 512, "samples_ns": samples[1]},
+            ]})
+        };
+        let all: Verdicts = vec![
+            (0, said(Status::Pass, sweep([[1.0, 5.0], [7.0, 2.0]]))),
+            (1, said(Status::Pass, sweep([[3.0, 2.0], [4.0, 9.0]]))),
+        ];
+        let job = slowest_samples(&all);
+        let figures: Vec<(usize, Vec<f64>)> =
+            job.into_iter().map(|s| (s.bytes, s.samples_ns)).collect();
+        assert_eq!(figures, [(8, vec![3.0, 5.0]), (512, vec![7.0, 9.0])]);
+        // A rank that sent one sample fewer, or no sweep at all: no figure for the job.
+        let mut short = all.clone();
+        short[1] = (
+            1,
+            said(
+                Status::Pass,
+                json!({"sweep": [{"bytes": 8, "samples_ns": [3.0]}]}),
+            ),
+        );
+        assert!(slowest_samples(&short).is_empty());
+        let mut none = all;
+        none[1] = (1, said(Status::Pass, json!({})));
+        assert!(slowest_samples(&none).is_empty());
     }
 
     fn hosts() -> Vec<String> {

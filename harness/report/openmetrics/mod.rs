@@ -51,6 +51,7 @@ enum Metric {
     BenchMeasuredPeakRatio,
     BenchTheoreticalPeakRatio,
     BenchFindings,
+    BenchJobFindings,
     MergeNodeInfo,
     MergeMedianSeconds,
     MergeFleetMedianSeconds,
@@ -85,6 +86,7 @@ impl Family for Metric {
             Metric::BenchMeasuredPeakRatio => "stackbench_bench_measured_peak_ratio",
             Metric::BenchTheoreticalPeakRatio => "stackbench_bench_theoretical_peak_ratio",
             Metric::BenchFindings => "stackbench_bench_findings",
+            Metric::BenchJobFindings => "stackbench_bench_job_findings",
             Metric::MergeNodeInfo => "stackbench_merge_node_info",
             Metric::MergeMedianSeconds => "stackbench_merge_median_seconds",
             Metric::MergeFleetMedianSeconds => "stackbench_merge_fleet_median_seconds",
@@ -119,6 +121,7 @@ impl Family for Metric {
             Metric::BenchMeasuredPeakRatio => "A benchmark's rate as a share of the card's ceiling measured in the same run (device-to-device copy, best GEMM), 0-1.",
             Metric::BenchTheoreticalPeakRatio => "A benchmark's rate as a share of the card's theoretical peak, 0-1.",
             Metric::BenchFindings => "Findings about the run's GPUs together, by code (slow_device: slower than its same-model peers).",
+            Metric::BenchJobFindings => "bench --nodes: findings about the job across nodes (nccl_net_fallback, gdr_disabled, nccl_slow_node, ...), by cause code and severity.",
             Metric::MergeNodeInfo => "A node of the merged fleet, always 1: its GPU model, driver and whether it ran on the simulated GPU.",
             Metric::MergeMedianSeconds => "A node's median time for a benchmark, seconds.",
             Metric::MergeFleetMedianSeconds => "The median of the medians of every GPU of the row's model in the fleet, seconds.",
@@ -293,6 +296,9 @@ impl Exporter for Openmetrics {
                 .with("code", &f.code)
                 .and(&device(&report.gpu, Some(&f.device)));
             out.add(Metric::BenchFindings, &labels, 1.0);
+        }
+        if let Some(job) = &report.job {
+            findings(&mut out, Metric::BenchJobFindings, &host, &job.findings);
         }
         text(out)
     }
@@ -573,7 +579,8 @@ fn row(report: &BenchReport, b: &BenchResult) -> Labels {
         .maybe("precision", p.precision.as_deref())
         .with("size", p.size.map(|s| s.to_string()).unwrap_or_default())
         .maybe("mode", p.mode.map(bench::Mode::name))
-        .maybe("arch", p.arch.as_deref());
+        .maybe("arch", p.arch.as_deref())
+        .maybe("job", p.job.as_deref());
     match b.side {
         bench::Side::Gpu => labels.and(&device(&report.gpu, b.device.as_ref())),
         bench::Side::Cpu => labels,
@@ -624,7 +631,7 @@ mod tests {
     use std::collections::HashSet;
 
     /// Every family.
-    const ALL: [Metric; 27] = [
+    const ALL: [Metric; 28] = [
         Metric::RunInfo,
         Metric::GpuInfo,
         Metric::CombinationInfo,
@@ -644,6 +651,7 @@ mod tests {
         Metric::BenchMeasuredPeakRatio,
         Metric::BenchTheoreticalPeakRatio,
         Metric::BenchFindings,
+        Metric::BenchJobFindings,
         Metric::MergeNodeInfo,
         Metric::MergeMedianSeconds,
         Metric::MergeFleetMedianSeconds,
