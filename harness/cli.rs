@@ -374,6 +374,17 @@ pub struct AcrossArgs {
         help_heading = "Across nodes"
     )]
     pub join_within: f64,
+    /// The one network NCCL may use between nodes, on every rank (NCCL_NET): IB makes an
+    /// InfiniBand that does not start an error at init, not a silent fallback to sockets;
+    /// Socket measures the sockets' path. Default: NCCL's choice, or the job's NCCL_NET.
+    #[arg(
+        long,
+        value_name = "NETWORK",
+        value_parser = ["IB", "Socket"],
+        requires = "nodes",
+        help_heading = "Across nodes"
+    )]
+    pub net: Option<String>,
 }
 
 /// Arguments of `bench`.

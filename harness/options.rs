@@ -154,6 +154,7 @@ fn world(
         step_ms: timeout.as_millis() as u64,
         token,
         sweep: None,
+        net: args.net.clone(),
     })
 }
 

@@ -656,6 +656,22 @@ fn two_nodes_of_four_gpus_verify_every_collective_and_the_node_without_rdma_core
         fallback.log
     );
 
+    // The same, with NCCL_NET=IB on every rank (--net IB): NCCL tries no other network, and
+    // sim2's ranks fail ncclCommInitRank at once ("Failed to initialize any NET plugin"). sim1's
+    // wait in the bootstrap for ranks that never come, until the simulated root gives up
+    // (simgpu's CHECK_IN, 120 s; a real NCCL would wait on, and the worker's --timeout end it).
+    let forced = nccl_run(&slurm, &stackbench, "--net IB");
+    assert_eq!(forced.exit_code, "1:0", "{}\n{}", forced.log, forced.stderr);
+    let init = forced.check("nccl.init");
+    assert_eq!(init["status"], "fail", "{init:#}");
+    let named = forced.findings("nccl_net_unavailable");
+    assert_eq!(named.len(), 1, "{:#}", forced.report["node"]);
+    let message = named[0]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("sim2: NCCL_NET=IB, and that network does not start there (libibverbs.so.1 (rdma-core) could not be opened there)"),
+        "{message}"
+    );
+
     // GPUDirect RDMA off on sim1, and sim2 corrupting what it receives.
     nccl_node(&slurm, 1, true, "gdr = false\n");
     nccl_node(&slurm, 2, true, "[faults]\ncorrupt_receive = true\n");
@@ -904,6 +920,21 @@ fn bench_across_two_nodes_sweeps_every_collective_and_compare_calls_the_fallback
                 .contains("NCCL across 2 nodes, 4 ranks (sim1: GPUs 0, 1; sim2: GPUs 0, 1)"),
         "{}",
         healthy.log
+    );
+
+    // Sockets asked for (--net Socket): measured at a socket's speed, and no fallback named.
+    let sockets = nccl_job(&slurm, "bench", (2, 4), &stackbench, "--quick --net Socket");
+    assert_eq!(
+        sockets.exit_code, "0:0",
+        "{}\n{}",
+        sockets.log, sockets.stderr
+    );
+    assert!(busbw(&sockets, "all_reduce") < 3.2, "{:#}", sockets.report);
+    let job = &sockets.report["job"];
+    assert!(job.get("findings").is_none(), "{job:#}");
+    assert!(
+        job.to_string().contains("sim1 -> sim2 via NET/Socket/0"),
+        "{job:#}"
     );
 
     nccl_node(&slurm, 2, false, "");

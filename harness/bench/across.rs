@@ -224,6 +224,7 @@ mod tests {
             network: None,
             verbs: None,
             net: Vec::new(),
+            forced: None,
         }];
         assert_eq!(devices(&hosts, &said), [0, 5, 0, 1]);
     }

@@ -71,6 +71,8 @@ pub fn run(
         worker_search_path(pin.path(), combination),
     )];
     env.extend(nccl_log.iter().flat_map(LogDir::settings));
+    let net = request.world.as_ref().and_then(|w| w.net.clone());
+    env.extend(net.map(|net| ("NCCL_NET", OsString::from(net))));
     while run.results.len() < request.run.len() {
         let rest = CheckRequest {
             run: request.run[run.results.len()..].to_vec(),

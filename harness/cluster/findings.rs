@@ -30,6 +30,9 @@ pub struct RankNet {
     pub verbs: Option<String>,
     /// NCCL's lines about that network ([`crate::nccl::log::Seen::net`]).
     pub net: Vec<String>,
+    /// `NCCL_NET` as NCCL took it from the environment (`IB`, `Socket`), when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forced: Option<String>,
 }
 
 /// One ring edge between ranks, with their nodes (`nccl.transport`'s `edges`).
@@ -70,6 +73,10 @@ pub fn from_checks(combinations: &[crate::check::model::CombinationReport]) -> V
                 .unwrap_or_default();
             findings.extend(never_joined(&missing, &rendezvous));
         }
+        let failed: Vec<RankNet> = detail("nccl.init", "failed")
+            .and_then(|v| serde_json::from_value(v).ok())
+            .unwrap_or_default();
+        findings.extend(net_unavailable(&failed));
         let ranks: Vec<RankNet> = detail("nccl.transport", "ranks")
             .and_then(|v| serde_json::from_value(v).ok())
             .unwrap_or_default();
@@ -112,8 +119,11 @@ pub fn net_fallback(ranks: &[RankNet], edges: &[PeerEdge]) -> Vec<Finding> {
     }
     let mut findings = Vec::new();
     for (host, on) in &hosts {
+        // Sockets asked for (NCCL_NET=Socket) are no fallback.
+        let asked =
+            |r: &RankNet| (r.forced.as_deref()).is_some_and(|f| f.eq_ignore_ascii_case("Socket"));
         let sockets: Vec<&&RankNet> = (on.iter())
-            .filter(|r| r.network.as_deref() == Some("Socket"))
+            .filter(|r| r.network.as_deref() == Some("Socket") && !asked(r))
             .collect();
         let Some(first) = sockets.first() else {
             continue;
@@ -166,6 +176,52 @@ pub fn net_fallback(ranks: &[RankNet], edges: &[PeerEdge]) -> Vec<Finding> {
                     "{host}: NCCL uses sockets between nodes (NET/Socket): {cause}; the traffic of its rank(s) {} with {} moves at socket speed: {SOCKETS}",
                     rank_list(on),
                     others.join(", ")
+                ),
+                fix,
+            )
+            .evidence(evidence),
+        );
+    }
+    findings
+}
+
+/// `nccl_net_unavailable` for every node where `NCCL_NET` named a network that did not start:
+/// `failed` holds the ranks whose `ncclCommInitRank` failed, each with what its NCCL said.
+pub fn net_unavailable(failed: &[RankNet]) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for (host, on) in by_host(failed) {
+        let Some(first) = (on.iter()).find(|r| r.forced.is_some() && r.network.is_none()) else {
+            continue;
+        };
+        let forced = first.forced.as_deref().unwrap_or_default();
+        let ib = forced.eq_ignore_ascii_case("IB");
+        let why = match (ib, &first.verbs) {
+            (true, None) => "libibverbs.so.1 (rdma-core) could not be opened there".to_owned(),
+            (true, Some(path)) => {
+                format!("rdma-core loads there ({path}) but NCCL found no RDMA device it can use")
+            }
+            (false, _) => "NCCL has no network of that name there: the plugin that brings it (NCCL_NET_PLUGIN, libnccl-net*.so) did not load".to_owned(),
+        };
+        let mut evidence = vec![format!(
+            "rank {} on {host}: NCCL says \"NCCL_NET set by environment to {forced}.\"",
+            first.rank
+        )];
+        evidence.extend(
+            (first.net.iter())
+                .map(|line| format!("rank {} on {host}: NCCL says \"{line}\"", first.rank)),
+        );
+        let fix = if ib {
+            format!("on {host}, install rdma-core and its providers ({PACKAGES}) and check that `ibv_devinfo` lists an ACTIVE port; or unset NCCL_NET there, and NCCL falls back to sockets between nodes, an order of magnitude slower")
+        } else {
+            format!("on {host}, install the network plugin NCCL_NET={forced} needs where NCCL's loader finds it (or name it in NCCL_NET_PLUGIN), or unset NCCL_NET")
+        };
+        findings.push(
+            Finding::new(
+                Severity::Error,
+                Cause::NcclNetUnavailable,
+                format!(
+                    "{host}: NCCL_NET={forced}, and that network does not start there ({why}): NCCL tries no other, and ncclCommInitRank fails on its rank(s) {} with \"invalid usage\" (\"Failed to initialize any NET plugin\")",
+                    rank_list(&on)
                 ),
                 fix,
             )
@@ -262,7 +318,54 @@ mod tests {
             network: Some(network.into()),
             verbs: verbs.then(|| "/usr/lib/libibverbs.so.1".into()),
             net: net.iter().map(|s| (*s).to_owned()).collect(),
+            forced: None,
         }
+    }
+
+    #[test]
+    fn a_forced_network_that_does_not_start_names_its_node_and_sockets_asked_for_are_no_fallback() {
+        let failed = RankNet {
+            network: None,
+            forced: Some("IB".into()),
+            ..rank(2, "n2", "", false, &["Failed to open libibverbs.so[.1]"])
+        };
+        let found = net_unavailable(&[
+            failed.clone(),
+            RankNet {
+                rank: 3,
+                ..failed.clone()
+            },
+        ]);
+        let [f] = found.as_slice() else {
+            panic!("one finding: {found:?}")
+        };
+        assert_eq!(f.cause, Cause::NcclNetUnavailable);
+        assert!(
+            f.message.starts_with("n2: NCCL_NET=IB, and that network does not start there (libibverbs.so.1 (rdma-core) could not be opened there)")
+                && f.message.contains("rank(s) 2-3"),
+            "{}",
+            f.message
+        );
+        assert!(f.fix.contains("apt-get install libibverbs1"), "{}", f.fix);
+        // A rank that failed for another reason, NCCL_NET unset: not this finding.
+        let plain = RankNet {
+            forced: None,
+            ..failed
+        };
+        assert!(net_unavailable(&[plain]).is_empty());
+        // NCCL_NET=Socket on both nodes: sockets between them, asked for, named by no finding.
+        let asked = |r: u32, host: &str| RankNet {
+            forced: Some("Socket".into()),
+            ..rank(r, host, "Socket", false, &[])
+        };
+        let ranks = [
+            asked(0, "n1"),
+            asked(1, "n1"),
+            asked(2, "n2"),
+            asked(3, "n2"),
+        ];
+        let edges = [edge(1, 2, "NET/Socket/0"), edge(3, 0, "NET/Socket/0")];
+        assert!(net_fallback(&ranks, &edges).is_empty());
     }
 
     fn edge(from: u32, to: u32, via: &str) -> PeerEdge {

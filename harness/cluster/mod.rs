@@ -29,6 +29,9 @@ pub struct WorldRequest {
     /// which times the largest size only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep: Option<Sweep>,
+    /// `--net`: `NCCL_NET` for every rank's worker (`IB`, `Socket`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub net: Option<String>,
 }
 
 /// How `bench --nodes` times each collective: at every size from 8 B up, each size this many

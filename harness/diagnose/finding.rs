@@ -160,6 +160,10 @@ pub enum Cause {
     /// NCCL says GPUDirect RDMA is disabled for a node's HCA (no `nvidia_peermem`, no DMA-BUF):
     /// traffic between nodes is staged through host memory.
     GdrDisabled,
+    /// `NCCL_NET` names a network that does not start on a node (InfiniBand without
+    /// rdma-core, a plugin that is not there): NCCL tries no other, and every communicator
+    /// fails with "invalid usage" ("Failed to initialize any NET plugin").
+    NcclNetUnavailable,
     /// Ranks of a multi-node job that never joined its rendezvous before the deadline.
     NcclRankMissing,
     /// An RDMA port (`/sys/class/infiniband/*/ports/*`) that is not ACTIVE.

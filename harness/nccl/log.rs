@@ -168,6 +168,16 @@ pub struct Seen {
     pub net: Vec<String>,
 }
 
+impl Seen {
+    /// `NCCL_NET` as NCCL said it took it (`NCCL_NET set by environment to IB.`).
+    pub fn forced_net(&self) -> Option<String> {
+        (self.environment.iter()).find_map(|line| {
+            let value = line.strip_prefix("NCCL_NET set by environment to ")?;
+            Some(value.trim().trim_end_matches('.').to_owned())
+        })
+    }
+}
+
 /// Reads NCCL's debug lines; lines of any other shape are passed over.
 pub fn parse(text: &str) -> Seen {
     let mut seen = Seen::default();

@@ -195,15 +195,16 @@ pub fn init(s: &mut Session, world: WorldRequest) -> Checked {
             "{} joined the communicator on GPU {device}",
             who(&hosts, w.rank)
         )),
-        Err(e) => Outcome::fail(e.clone()),
+        Err(e) => not_joined(s, &world, e),
     }
     .detail(
         "ports",
         json!(fabric::active_ports(&crate::discover::Host::current())),
     );
-    let mut ceiling = None;
+    let (mut ceiling, mut failed) = (None, Vec::new());
     let outcome = exchange(&mut link, &world, "nccl.init", mine, |all| {
         ceiling = fabric::ceiling(&ports_by_host(&all, &hosts));
+        failed = failed_networks(&all);
         all_pass(&all, &hosts, || {
             Outcome::pass(format!(
                 "ncclCommInitRank made one communicator of {size} rank(s) on {}; {}",
@@ -219,6 +220,10 @@ pub fn init(s: &mut Session, world: WorldRequest) -> Checked {
     .detail("hosts", json!(hosts))
     .detail("rendezvous", at)
     .detail("buffer_bytes", capacity);
+    let outcome = match failed.is_empty() {
+        true => outcome,
+        false => outcome.detail("failed", json!(failed)),
+    };
     if let Ok(member) = joined {
         s.keep(Joined {
             nccl,
@@ -236,6 +241,19 @@ pub fn init(s: &mut Session, world: WorldRequest) -> Checked {
 
 /// Rank 0's side of the start: every rank joined before `deadline`, NCCL's unique id made, and
 /// sent to each with every rank's node; else a failure naming the ranks that never came.
+/// This rank's `nccl.init` when `ncclCommInitRank` failed: NCCL's last warning beside its
+/// error code, and what it said of its network (for `nccl_net_unavailable`).
+fn not_joined(s: &Session, world: &WorldRequest, error: &str) -> Outcome {
+    let Ok((me, seen)) = rank_net(s, world) else {
+        return Outcome::fail(error);
+    };
+    let reason = match seen.warnings.last() {
+        Some(warning) => format!("{error}; NCCL says \"{warning}\""),
+        None => error.to_owned(),
+    };
+    Outcome::fail(reason).detail("rank", json!(me))
+}
+
 fn gather(
     nccl: &Nccl,
     world: &WorldRequest,
@@ -287,6 +305,16 @@ fn gather(
 }
 
 /// Each node's active RDMA ports, as its first rank to report them saw them.
+/// The network of each rank whose `ncclCommInitRank` failed, as it said (`nccl_net_unavailable`
+/// reads them).
+fn failed_networks(all: &Verdicts) -> Vec<RankNet> {
+    (all.iter())
+        .filter_map(|(_, said)| said.as_ref().ok())
+        .filter(|said| !said.status.satisfies())
+        .filter_map(|said| serde_json::from_value(said.details.get("rank")?.clone()).ok())
+        .collect()
+}
+
 fn ports_by_host(all: &Verdicts, hosts: &[String]) -> Vec<(String, Vec<fabric::Port>)> {
     let mut nodes: Vec<(String, Vec<fabric::Port>)> = Vec::new();
     for (rank, said) in all {
@@ -672,10 +700,12 @@ fn pairs_verdict(
     outcome.detail("pairs", json!(runs)).detail("bytes", bytes)
 }
 
-/// `nccl.transport` across the job: every rank's ring edges and NCCL's word on the network
-/// between nodes; rank 0 answers with each pair of nodes' transports. A pair of nodes that moves
-/// data over sockets warns (the parent names the cause: `nccl_net_fallback`).
-pub fn transport(s: &mut Session) -> Checked {
+/// This rank's network as its NCCL said in its debug log so far, with the `libibverbs.so.1`
+/// mapped in this process; and all NCCL said.
+fn rank_net(
+    s: &Session,
+    world: &WorldRequest,
+) -> Result<(RankNet, crate::nccl::log::Seen), Outcome> {
     let seen = s
         .kept::<DebugLog>()
         .ok_or_else(|| Outcome::fail("the worker could not set up NCCL's debug log"))?
@@ -688,17 +718,27 @@ pub fn transport(s: &mut Session) -> Checked {
                 || m.name.file_name().is_some_and(|n| n == "libibverbs.so.1")
         })
         .map(|m| m.name.display().to_string());
-    let device = s.request.device;
-    let j = joined(s)?;
-    let w = &j.world.world;
+    let w = &world.world;
     let me = RankNet {
         rank: w.rank,
         host: w.host.clone(),
-        device,
+        device: s.request.device,
         network: seen.network.clone(),
         verbs,
         net: seen.net.clone(),
+        forced: seen.forced_net(),
     };
+    Ok((me, seen))
+}
+
+/// `nccl.transport` across the job: every rank's ring edges and NCCL's word on the network
+/// between nodes; rank 0 answers with each pair of nodes' transports. A pair of nodes that moves
+/// data over sockets warns (the parent names the cause: `nccl_net_fallback`).
+pub fn transport(s: &mut Session) -> Checked {
+    let world = joined(s)?.world.clone();
+    let (me, seen) = rank_net(s, &world)?;
+    let j = joined(s)?;
+    let w = &j.world.world;
     let mine = Outcome::pass(format!(
         "{} uses network {}",
         who(&j.hosts, w.rank),

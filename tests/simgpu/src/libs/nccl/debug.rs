@@ -76,6 +76,8 @@ pub struct Env {
     pub p2p_disable: Option<i64>,
     pub shm_disable: Option<i64>,
     pub p2p_direct_disable: Option<i64>,
+    /// `NCCL_NET`: the one network NCCL may use between nodes (`IB`, `Socket`), if set.
+    pub net: Option<String>,
 }
 
 impl Env {
@@ -117,6 +119,7 @@ impl Env {
             p2p_disable: number("NCCL_P2P_DISABLE"),
             shm_disable: number("NCCL_SHM_DISABLE"),
             p2p_direct_disable: number("NCCL_P2P_DIRECT_DISABLE"),
+            net: lookup("NCCL_NET").filter(|n| !n.is_empty()),
         }
     }
 
@@ -255,17 +258,19 @@ pub fn announce(device: usize) {
         if env.p2p_disable == Some(1) {
             info(ALL, device, "NCCL_P2P_DISABLE set by environment to 1");
         }
-        for (name, value) in [
+        let numbers = [
             ("NCCL_SHM_DISABLE", env.shm_disable),
             ("NCCL_P2P_DIRECT_DISABLE", env.p2p_direct_disable),
-        ] {
-            if let Some(value) = value {
-                info(
-                    ENV,
-                    device,
-                    &format!("{name} set by environment to {value}."),
-                );
-            }
+        ];
+        let set = (numbers.into_iter())
+            .filter_map(|(name, value)| Some((name, value?.to_string())))
+            .chain(env.net.clone().map(|net| ("NCCL_NET", net)));
+        for (name, value) in set {
+            info(
+                ENV,
+                device,
+                &format!("{name} set by environment to {value}."),
+            );
         }
     });
 }

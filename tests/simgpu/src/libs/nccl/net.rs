@@ -8,7 +8,12 @@
 //!   (`LD_LIBRARY_PATH` included), whose handle is kept, as NCCL keeps it. The HCAs are
 //!   `mlx5_0`, `mlx5_1`, ..., together `hcas x hca_gbps / 8` GB/s; GPUDirect RDMA as
 //!   `[network] gdr` says;
-//! - else sockets, over `lo` at the node's address, at `socket_gbs`.
+//! - else sockets, over `lo` at the node's address, at `socket_gbs`;
+//!
+//! unless `NCCL_NET` says which, as NCCL's does: `Socket` keeps the process off InfiniBand;
+//! `IB` where InfiniBand does not start, or a name NCCL has no network for, is a WARN ("Failed
+//! to initialize any NET plugin") and `ncclInvalidUsage` from every `ncclCommInitRank` of the
+//! process, with no fallback.
 //!
 //! An edge of the ring between two nodes ([`between`]) goes over InfiniBand when both ends use
 //! it, at the smaller of their rates, halved unless both have GPUDirect RDMA; else over sockets,
@@ -52,10 +57,15 @@ pub fn bootstrap(address: Ipv4Addr, device: usize) {
 }
 
 /// The process's network: chosen, with NCCL's INFO lines, at the first call.
-pub fn chosen(profile: &Profile, device: usize) -> Net {
-    static CHOSEN: OnceLock<Net> = OnceLock::new();
-    *CHOSEN.get_or_init(|| choose(profile, device))
+pub fn chosen(profile: &Profile, device: usize) -> Result<Net, NoNet> {
+    static CHOSEN: OnceLock<Result<Net, NoNet>> = OnceLock::new();
+    *CHOSEN.get_or_init(|| choose(profile, device, debug::env().net.as_deref()))
 }
+
+/// `NCCL_NET` named a network this process cannot use: NCCL initialises no other, and every
+/// communicator fails with `ncclInvalidUsage`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NoNet;
 
 /// Whether `libibverbs.so` or `libibverbs.so.1` loads, as NCCL tries them.
 fn verbs_load() -> bool {
@@ -67,10 +77,16 @@ fn verbs_load() -> bool {
     })
 }
 
-fn choose(profile: &Profile, device: usize) -> Net {
+/// The network of this process: InfiniBand where it works and `forced` (`NCCL_NET`, any case)
+/// does not say `Socket`, else sockets; [`NoNet`] when `forced` names one that does not work
+/// (or none NCCL has), after NCCL's WARN.
+fn choose(profile: &Profile, device: usize, forced: Option<&str>) -> Result<Net, NoNet> {
     let network = &profile.network;
     let line = |text: &str| debug::info(INIT | NET, device, text);
-    let ib = if network.hcas == 0 {
+    let is = |name: &str| forced.is_some_and(|f| f.eq_ignore_ascii_case(name));
+    let ib = if is("Socket") {
+        false
+    } else if network.hcas == 0 {
         line("NET/IB : No device found.");
         false
     } else if !verbs_load() {
@@ -79,6 +95,10 @@ fn choose(profile: &Profile, device: usize) -> Net {
     } else {
         true
     };
+    if forced.is_some() && !(is("Socket") || is("IB") && ib) {
+        debug::warn("net.cc:626", device, "Failed to initialize any NET plugin");
+        return Err(NoNet);
+    }
     let oob = interface(profile.node.address);
     if ib {
         let hcas: String = (0..network.hcas)
@@ -96,7 +116,7 @@ fn choose(profile: &Profile, device: usize) -> Net {
         line(&format!("NET/Socket : Using [0]{oob}"));
         line("Using network Socket");
     }
-    Net {
+    Ok(Net {
         ib,
         gdr: ib && network.gdr,
         ib_gbs: if ib {
@@ -105,7 +125,7 @@ fn choose(profile: &Profile, device: usize) -> Net {
             0.0
         },
         socket_gbs: network.socket_gbs,
-    }
+    })
 }
 
 /// The transport and rate, GB/s, between ranks `a` and `b` of different nodes.
@@ -169,6 +189,21 @@ pub fn ring(table: &[Info]) -> Option<Ring> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nccl_net_forces_sockets_and_a_forced_network_that_cannot_start_fails_init() {
+        let mut profile = Profile::default();
+        // No HCA: sockets, unless NCCL_NET insists on InfiniBand or names no network of NCCL's.
+        profile.network.hcas = 0;
+        let socket = choose(&profile, 0, None).unwrap();
+        assert!(!socket.ib);
+        assert!(!choose(&profile, 0, Some("socket")).unwrap().ib);
+        assert_eq!(choose(&profile, 0, Some("IB")), Err(NoNet));
+        assert_eq!(choose(&profile, 0, Some("gIB")), Err(NoNet));
+        // HCAs: NCCL_NET=Socket keeps NCCL off them, whatever rdma-core would have done.
+        profile.network.hcas = 2;
+        assert!(!choose(&profile, 0, Some("Socket")).unwrap().ib);
+    }
 
     fn rank(rank: u32, node: u8, ib: bool, gdr: bool) -> Info {
         let p2p = Transport::P2p {

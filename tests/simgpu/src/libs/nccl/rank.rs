@@ -101,7 +101,7 @@ pub unsafe extern "C" fn ncclCommInitRank(
         let device = current_device()?;
         net::bootstrap(profile.node.address, device);
         debug::announce(device);
-        let net = net::chosen(&profile, device);
+        let net = net::chosen(&profile, device).map_err(|net::NoNet| INVALID_USAGE)?;
         let raw = state().next_handle();
         let id = self::comm_id(&comm_id);
         init_line("ncclCommInitRank", raw, r, n, device, id, "START");
