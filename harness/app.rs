@@ -99,22 +99,25 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> anyhow::Result<ExitCode>
                     });
                     (report, None)
                 }
-                None => match &out.world {
-                    Some(world) => {
-                        let report = bench::across::run(&bench_options, &Host::current(), world)?;
-                        if world.world.rank != 0 {
-                            return Ok(rank_said("bench", world, report.fails(out.allow_skip)));
+                None => {
+                    let report = match &out.world {
+                        Some(world) => {
+                            let report =
+                                bench::across::run(&bench_options, &Host::current(), world)?;
+                            if world.world.rank != 0 {
+                                let failed = report.fails(out.allow_skip);
+                                return Ok(rank_said("bench", world, failed));
+                            }
+                            report
                         }
-                        let written = write_bench_files(&report, &out.results)?;
-                        (report, Some(written))
-                    }
-                    None => {
-                        let progress = crate::progress::Reporter::for_stderr();
-                        let report = bench::bench(&bench_options, &Host::current(), &progress)?;
-                        let written = write_bench_files(&report, &out.results)?;
-                        (report, Some(written))
-                    }
-                },
+                        None => {
+                            let progress = crate::progress::Reporter::for_stderr();
+                            bench::bench(&bench_options, &Host::current(), &progress)?
+                        }
+                    };
+                    let written = write_bench_files(&report, &out.results)?;
+                    (report, Some(written))
+                }
             };
             let bytes = report::exporter_for(&out.report).bench(&report)?;
             output::write(&out.report.destination, &bytes)?;

@@ -119,8 +119,9 @@ pub enum CheckSource {
     Nodes(Box<CheckOptions>, Box<crate::cluster::WorldRequest>),
 }
 
-/// This process's rank of its job, from the scheduler's environment, with `--rendezvous` and
-/// `--join-within`; each rank waits for each other rank's report of a check up to `timeout`.
+/// This process's rank of its job, from the scheduler's environment, with `--rendezvous`,
+/// `--join-within` and `--net`; each rank waits for each other rank's report of a check up to
+/// `timeout`.
 fn world(
     args: &crate::cli::AcrossArgs,
     timeout: std::time::Duration,

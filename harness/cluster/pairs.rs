@@ -54,8 +54,8 @@ pub struct PairRun {
     pub error: Option<String>,
 }
 
-/// What the pairs say, when any was measured.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// What the pairs say, when any was measured (rank 0's, in memory).
+#[derive(Debug, Clone, PartialEq)]
 pub struct Judged {
     /// The fastest pair, the measure of the others.
     pub fastest: PairRun,
