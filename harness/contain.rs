@@ -13,9 +13,16 @@
 //!   command ends, passes its status to the waiter and ends, which ends the namespace;
 //! - the *command*, which runs as it would anywhere else.
 //!
-//! Only a process with `CAP_SYS_ADMIN` may make the namespace (root, as stackbench runs on
-//! nodes); elsewhere the command runs as before, the run's subreaper and its kills still
-//! catching what it started unless stackbench is killed outright.
+//! The namespace comes with a mount namespace of its own, where the init mounts the PID
+//! namespace's `/proc`: in a PID namespace that reads the node's `/proc` (where `/proc/self` is
+//! not the pid `getpid` returns), CUDA's `cuInit` fails with `CUDA_ERROR_OPERATING_SYSTEM` (304),
+//! as `unshare --pid --fork` showed and `unshare --pid --fork --mount-proc` did not (an H200,
+//! driver 580.159.04, 2026-11-29).
+//!
+//! Only a process with `CAP_SYS_ADMIN` may make the namespaces (root, as stackbench runs on
+//! nodes), and only where it may mount a `/proc` (a container may forbid it); elsewhere the
+//! command runs as before, the run's subreaper and its kills still catching what it started
+//! unless stackbench is killed outright.
 
 use std::io;
 
@@ -27,7 +34,7 @@ use std::io;
 /// # Safety
 /// Only between fork and exec of a child.
 pub unsafe fn enter(descriptors: libc::c_int) -> io::Result<bool> {
-    if libc::unshare(libc::CLONE_NEWPID) != 0 {
+    if !own_mounts_with_proc() || libc::unshare(libc::CLONE_NEWPID) != 0 {
         return Ok(false);
     }
     default_handlers();
@@ -53,6 +60,9 @@ pub unsafe fn enter(descriptors: libc::c_int) -> io::Result<bool> {
 /// writes its wait status to `write` and ends, and the namespace with it.
 unsafe fn start(write: libc::c_int, descriptors: libc::c_int) -> io::Result<bool> {
     libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
+    // The namespace's own /proc, over the node's; the waiter's mount showed that one may be
+    // mounted here.
+    mount_proc();
     match libc::fork() {
         -1 => libc::_exit(127),
         // The status pipe closes when the command executes (O_CLOEXEC).
@@ -76,6 +86,32 @@ unsafe fn start(write: libc::c_int, descriptors: libc::c_int) -> io::Result<bool
             }
         }
     }
+}
+
+/// Moves this process into a mount namespace of its own whose mounts no longer propagate to the
+/// node's, and mounts a `/proc` there: false where any of it is refused (then the process keeps
+/// the node's view, or a private copy of it, unchanged).
+unsafe fn own_mounts_with_proc() -> bool {
+    libc::unshare(libc::CLONE_NEWNS) == 0
+        && libc::mount(
+            std::ptr::null(),
+            c"/".as_ptr(),
+            std::ptr::null(),
+            libc::MS_REC | libc::MS_PRIVATE,
+            std::ptr::null(),
+        ) == 0
+        && mount_proc()
+}
+
+/// Mounts a `/proc` showing the calling process's PID namespace.
+unsafe fn mount_proc() -> bool {
+    libc::mount(
+        c"proc".as_ptr(),
+        c"/proc".as_ptr(),
+        c"proc".as_ptr(),
+        libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+        std::ptr::null(),
+    ) == 0
 }
 
 /// The waiter: waits for the init, then ends as the command did (as the init did if it was

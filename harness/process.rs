@@ -512,6 +512,13 @@ mod tests {
         assert!(status.success());
         assert_eq!(pid.trim(), "2");
         assert_ne!(status_of("echo $$", Sight::Node).1.trim(), "2");
+        // Its /proc is its namespace's: /proc/self is the pid getpid returns (cuInit fails with
+        // CUDA_ERROR_OPERATING_SYSTEM where it is not). The shell's own `read` opens the file.
+        let (_, stat) = status_of(
+            "read -r pid rest < /proc/self/stat; echo $$ $pid",
+            Sight::Own,
+        );
+        assert_eq!(stat.trim(), "2 2");
         assert_eq!(status_of("exit 3", Sight::Own).0.code(), Some(3));
         // An abort ends it by its signal, as a crashing library's would (as a namespace's init
         // the command would ignore it, and go on).

@@ -69,12 +69,17 @@ pub(super) unsafe fn put<T>(out: *mut T, value: T) -> Result<(), Code> {
     Ok(())
 }
 
-/// `cuInit`: flags must be 0.
+/// `cuInit`: flags must be 0, and the process must see its own `/proc`: in a PID namespace that
+/// reads the node's (`unshare --pid --fork` without `--mount-proc`), a real driver (580.159.04
+/// on an H200) fails with `CUDA_ERROR_OPERATING_SYSTEM`, and so does this one.
 #[no_mangle]
 pub extern "C" fn cuInit(flags: c_uint) -> CUresult {
     call(|sim| {
         if flags != 0 {
             return Err(Code::INVALID_VALUE);
+        }
+        if !own_proc() {
+            return Err(Code::OPERATING_SYSTEM);
         }
         let profile = profile(sim)?;
         let mut inner = sim.driver.lock();
@@ -83,6 +88,16 @@ pub extern "C" fn cuInit(flags: c_uint) -> CUresult {
         }
         Ok(())
     })
+}
+
+/// Whether `/proc/self` is this process as `getpid` numbers it (a `/proc` of its PID namespace).
+fn own_proc() -> bool {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let listed = stat
+        .split(' ')
+        .next()
+        .and_then(|pid| pid.parse::<u32>().ok());
+    listed == Some(std::process::id())
 }
 
 /// `cuDriverGetVersion`: the profile's `cuda_version` as 1000 x major + 10 x minor.

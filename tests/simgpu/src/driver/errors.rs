@@ -29,6 +29,7 @@ impl Code {
     pub const ILLEGAL_ADDRESS: Code = Code(700);
     pub const MISALIGNED_ADDRESS: Code = Code(716);
     pub const LAUNCH_FAILED: Code = Code(719);
+    pub const OPERATING_SYSTEM: Code = Code(304);
     pub const NOT_SUPPORTED: Code = Code(801);
     pub const UNKNOWN: Code = Code(999);
 }
