@@ -3,7 +3,11 @@
 //! the benchmark `matmul/<combination>/cublas/fp8/...` both run a [`Fp8Gemm`].
 //!
 //! cuBLASLt's FP8 kernels take only the "TN" form: the first operand transposed, the second
-//! not, `CUBLAS_COMPUTE_32F` with FP32 scales, leading dimensions of 16-byte multiples. The
+//! not, `CUBLAS_COMPUTE_32F` with FP32 scales, leading dimensions of 16-byte multiples. Each
+//! scale has an allocation of its own and `D` is written out of place (`C` NULL, `beta` 0), as
+//! NVIDIA's sample and PyTorch's `scaled_gemm` call it: cuBLASLt 13.1 on an H200 (2026-11-29)
+//! answered `CUBLAS_STATUS_NOT_SUPPORTED` from `cublasLtMatmul`, after its heuristic had
+//! answered, to the same GEMM done in place with `B`'s scale 4 bytes into one buffer. The
 //! row-major `C = A B` (`A` `m x k`, `B` `k x n`) is the column-major `Cᵀ = Bᵀ Aᵀ`: the first
 //! operand is `B` stored transposed (`n` rows of `k`: the column-major `k x n` that `T`
 //! turns into `Bᵀ`), the second `A` as it is (the column-major `k x m` `Aᵀ`).
@@ -93,15 +97,16 @@ pub struct Shape {
 }
 
 /// A planned FP8 GEMM: its descriptors, the algorithm cuBLASLt's heuristic chose, the
-/// workspace, and the two scales in device memory (`A`'s, then `B`'s).
+/// workspace, and the two scales in device memory, each in an allocation of its own.
 pub struct Fp8Gemm {
     handle: ltsys::cublasLtHandle_t,
     desc: ltsys::cublasLtMatmulDesc_t,
-    /// The first operand (`B` transposed), the second (`A`), and `C` (also `D`).
-    layouts: [ltsys::cublasLtMatrixLayout_t; 3],
+    /// The first operand (`B` transposed), the second (`A`), `C` and `D`.
+    layouts: [ltsys::cublasLtMatrixLayout_t; 4],
     algo: ltsys::cublasLtMatmulAlgo_t,
     workspace: DeviceBuffer<u8>,
-    scales: DeviceBuffer<f32>,
+    /// `A`'s scale and `B`'s.
+    scales: [DeviceBuffer<f32>; 2],
 }
 
 impl Drop for Fp8Gemm {
@@ -123,7 +128,10 @@ impl Fp8Gemm {
     /// Plans the GEMM of `shape` with `A` scaled by `scale_a` and `B` by `scale_b`.
     pub fn plan(s: &Session, shape: Shape, scale_a: f32, scale_b: f32) -> Result<Fp8Gemm, Outcome> {
         let handle = kept_lt_handle(s)?;
-        let scales = DeviceBuffer::from_slice(&[scale_a, scale_b])?;
+        let scales = [
+            DeviceBuffer::from_slice(&[scale_a])?,
+            DeviceBuffer::from_slice(&[scale_b])?,
+        ];
         let desc = lt::create_matmul_desc(
             ltsys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
             cudaDataType::CUDA_R_32F,
@@ -138,7 +146,7 @@ impl Fp8Gemm {
         let mut gemm = Fp8Gemm {
             handle,
             desc,
-            layouts: [std::ptr::null_mut(); 3],
+            layouts: [std::ptr::null_mut(); 4],
             algo: ltsys::cublasLtMatmulAlgo_t { data: [0; 8] },
             workspace: DeviceBuffer::alloc(WORKSPACE)?,
             scales,
@@ -146,8 +154,10 @@ impl Fp8Gemm {
         gemm.layouts[0] = layout(e4m3, shape.k, shape.n, shape.ldbt)?;
         gemm.layouts[1] = layout(e4m3, shape.k, shape.m, shape.lda)?;
         gemm.layouts[2] = layout(cudaDataType::CUDA_R_16BF, shape.n, shape.m, shape.ldc)?;
-        let first_scale = gemm.scales.ptr() + 4; // B's: the first operand is Bᵀ
-        let second_scale = gemm.scales.ptr();
+        gemm.layouts[3] = layout(cudaDataType::CUDA_R_16BF, shape.n, shape.m, shape.ldc)?;
+        // The first operand is Bᵀ: its scale is B's.
+        let first_scale = gemm.scales[1].ptr();
+        let second_scale = gemm.scales[0].ptr();
         gemm.set(
             Attribute::CUBLASLT_MATMUL_DESC_TRANSA,
             cublasOperation_t::CUBLAS_OP_T,
@@ -161,9 +171,7 @@ impl Fp8Gemm {
             Attribute::CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
             second_scale,
         )?;
-        let [first, second, c] = gemm.layouts;
-        // C and D share a layout.
-        gemm.algo = match lt_heuristic(handle, desc, [first, second, c, c], WORKSPACE) {
+        gemm.algo = match lt_heuristic(handle, desc, gemm.layouts, WORKSPACE) {
             Ok(heuristic) => heuristic.algo,
             Err(refused) if refused.details.get("error_name") == Some(&NOT_SUPPORTED.into()) => {
                 return Err(Outcome::skip(
@@ -204,9 +212,9 @@ impl Fp8Gemm {
         stream: ltsys::cudaStream_t,
     ) -> Result<(), Outcome> {
         let (alpha, beta) = (1.0f32, 0.0f32);
-        let [first, second, c] = self.layouts;
-        // SAFETY: D = alpha op(Bᵀ stored) op(A stored) + beta C over buffers of the layouts'
-        // sizes, C = D in place, alpha and beta f32 on the host, the workspace the preference
+        let [first, second, c, d_layout] = self.layouts;
+        // SAFETY: D = alpha op(Bᵀ stored) op(A stored) over buffers of the layouts' sizes, C
+        // NULL (beta 0: not read), alpha and beta f32 on the host, the workspace the preference
         // allowed; the buffers outlive the GEMM (the caller waits on `stream` before dropping).
         unsafe {
             lt::matmul(
@@ -218,10 +226,10 @@ impl Fp8Gemm {
                 first,
                 a.as_ptr() as *const c_void,
                 second,
-                d.as_ptr() as *const c_void,
+                std::ptr::null(),
                 c,
                 d.as_ptr().cast(),
-                c,
+                d_layout,
                 &self.algo,
                 self.workspace.as_ptr().cast(),
                 WORKSPACE,

@@ -787,7 +787,7 @@ fn each_gemm_call_appends_its_arguments_to_the_trace() {
         desc,
         layouts,
         (1.0, 0.0),
-        [fa, fb, fd, fd],
+        [fa, fb, 0, fd],
     ));
     ok(cuCtxSynchronize());
     let text = std::fs::read_to_string(&path).unwrap();
@@ -1058,7 +1058,7 @@ fn an_fp8_matmul_applies_its_scales_to_e4m3_inputs_and_rounds_to_bf16() {
         desc,
         layouts,
         (1.0, 0.0),
-        [da, db, dd, dd],
+        [da, db, 0, dd],
     ));
     ok(cuCtxSynchronize());
     let got = bf16s(&download_bytes(dd, ldc * n * 2));
@@ -1108,7 +1108,7 @@ fn a_null_fp8_scale_pointer_is_a_scale_of_one() {
         desc,
         layouts,
         (1.0, 0.0),
-        [da, db, dd, dd],
+        [da, db, 0, dd],
     ));
     ok(cuCtxSynchronize());
     let want: Vec<f32> = tn_product(&a, &b, (m, n, k))
@@ -1188,7 +1188,7 @@ fn the_fp8_matmul_takes_only_what_cublaslt_takes_on_ada_and_hopper() {
             ("CUBLAS_STATUS_NOT_SUPPORTED".into(), 0),
             "{what}"
         );
-        let code = lt_matmul(handle, desc, layouts, (1.0, 0.0), [da, db, dd, dd]);
+        let code = lt_matmul(handle, desc, layouts, (1.0, 0.0), [da, db, 0, dd]);
         assert_eq!(status(code), "CUBLAS_STATUS_NOT_SUPPORTED", "{what}");
     };
     assert_eq!(
@@ -1230,26 +1230,35 @@ fn the_fp8_matmul_takes_only_what_cublaslt_takes_on_ada_and_hopper() {
     refused("D in FP32", tn, [la, lb, lc, layout(R_32F, m, n, m)]);
     let e4m3_c = layout(R_8F_E4M3, m, n, m);
     refused("C in E4M3", tn, [la, lb, e4m3_c, e4m3_c]);
-    // Addresses off alignment: A off 16 bytes, a scale off 4.
-    let code = lt_matmul(
-        handle,
-        tn,
-        [la, lb, lc, lc],
-        (1.0, 0.0),
-        [da + 8, db, dd, dd],
+    // Addresses off alignment (A off 16 bytes; a scale 4 bytes into its buffer, as a second
+    // scale beside the first), or D in place: none has a kernel. The same matmul answers.
+    let fp8_matmul = |desc, addresses| {
+        status(lt_matmul(
+            handle,
+            desc,
+            [la, lb, lc, lc],
+            (1.0, 0.0),
+            addresses,
+        ))
+    };
+    assert_eq!(
+        fp8_matmul(tn, [da + 8, db, 0, dd]),
+        "CUBLAS_STATUS_NOT_SUPPORTED"
     );
-    assert_eq!(status(code), "CUBLAS_STATUS_NOT_SUPPORTED");
+    assert_eq!(
+        fp8_matmul(tn, [da, db, dd, dd]),
+        "CUBLAS_STATUS_NOT_SUPPORTED"
+    );
+    assert_eq!(fp8_matmul(tn, [da, db, 0, dd]), "CUBLAS_STATUS_SUCCESS");
     let scales = alloc(16);
     let scaled = matmul_desc(COMPUTE_32F, R_32F, (T, N));
-    blas_ok(set(scaled, A_SCALE, scales + 2));
-    let code = lt_matmul(
-        handle,
-        scaled,
-        [la, lb, lc, lc],
-        (1.0, 0.0),
-        [da, db, dd, dd],
+    blas_ok(set(scaled, A_SCALE, scales + 4));
+    assert_eq!(
+        fp8_matmul(scaled, [da, db, 0, dd]),
+        "CUBLAS_STATUS_NOT_SUPPORTED"
     );
-    assert_eq!(status(code), "CUBLAS_STATUS_NOT_SUPPORTED");
+    blas_ok(set(scaled, A_SCALE, scales));
+    assert_eq!(fp8_matmul(scaled, [da, db, 0, dd]), "CUBLAS_STATUS_SUCCESS");
     // A scale pointer is 8 bytes; a scale on a matmul that takes none is invalid.
     assert_eq!(
         status(set(scaled, B_SCALE, 0u32)),
@@ -1286,7 +1295,7 @@ fn a_scale_outside_device_memory_faults_the_context_as_an_operand_would() {
         desc,
         layouts,
         (1.0, 0.0),
-        [da, db, dd, dd],
+        [da, db, 0, dd],
     ));
     assert_eq!(
         driver_support::name(cuCtxSynchronize()),
@@ -1307,7 +1316,7 @@ fn a_device_older_than_ada_has_no_fp8_matmul_and_keeps_its_fp32_one() {
         heuristic(handle, fp8, layouts),
         ("CUBLAS_STATUS_NOT_SUPPORTED".into(), 0)
     );
-    let code = lt_matmul(handle, fp8, layouts, (1.0, 0.0), [da, db, dd, dd]);
+    let code = lt_matmul(handle, fp8, layouts, (1.0, 0.0), [da, db, 0, dd]);
     assert_eq!(status(code), "CUBLAS_STATUS_NOT_SUPPORTED");
     // FP32 runs, and computes.
     let (a, b) = (values(m * k, 16), values(k * n, 17));
@@ -1353,7 +1362,7 @@ fn an_fp8_matmul_takes_2mnk_at_the_fp8_peak() {
         desc,
         layouts,
         (1.0, 0.0),
-        [da, db, dd, dd],
+        [da, db, 0, dd],
     ));
     ok(cuEventRecord(stop, null_mut()));
     ok(cuEventSynchronize(stop));
@@ -1387,7 +1396,7 @@ fn a_repeated_fp8_matmul_is_recomputed_once_its_scale_changes() {
         desc,
         layouts,
         (1.0, 0.0),
-        [da, db, dd, dd],
+        [da, db, 0, dd],
     ));
     ok(cuCtxSynchronize());
     assert_eq!(download(dd, m * n), product);
@@ -1399,7 +1408,7 @@ fn a_repeated_fp8_matmul_is_recomputed_once_its_scale_changes() {
         desc,
         layouts,
         (1.0, 0.0),
-        [da, db, dd, dd],
+        [da, db, 0, dd],
     ));
     ok(cuCtxSynchronize());
     let halved: Vec<f32> = product.iter().map(|x| x / 2.0).collect();

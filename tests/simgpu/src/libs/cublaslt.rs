@@ -571,15 +571,19 @@ pub unsafe extern "C" fn cublasLtMatmulAlgoGetHeuristic(
     })
 }
 
-/// An FP8 matmul's addresses as its kernels need them: the matrices 16-byte aligned, the scales
-/// and amax 4-byte; else `CUBLAS_STATUS_NOT_SUPPORTED` (no kernel takes them, as no kernel
-/// takes a leading dimension out of alignment).
-fn fp8_aligned(gemm: &Gemm) -> Result<(), Status> {
+/// An FP8 matmul's addresses as its kernels need them: the matrices, the scales and amax 16-byte
+/// aligned, and `D` out of place (`C` NULL or elsewhere); else `CUBLAS_STATUS_NOT_SUPPORTED`
+/// (no kernel takes them, as no kernel takes a leading dimension out of alignment). cuBLASLt
+/// 13.1 on an H200 answered that from `cublasLtMatmul`, after its heuristic had answered, to an
+/// FP8 matmul done in place with a scale 4 bytes into its buffer; which of the two it refused
+/// is not known, so this one refuses either.
+fn fp8_addresses(gemm: &Gemm) -> Result<(), Status> {
     let matrices = [gemm.a, gemm.b, gemm.c, gemm.d]
         .iter()
         .all(|o| o.address % 16 == 0);
-    let scales = gemm.scales.given().all(|p| p % 4 == 0);
-    (matrices && scales)
+    let scales = gemm.scales.given().all(|p| p % 16 == 0);
+    let out_of_place = gemm.c.address != gemm.d.address;
+    (matrices && scales && out_of_place)
         .then_some(())
         .ok_or(Status::NOT_SUPPORTED)
 }
@@ -643,7 +647,7 @@ pub unsafe extern "C" fn cublasLtMatmul(
         gemm.c.address = c as u64;
         gemm.d.address = d as u64;
         if gemm.a.element == Element::E4m3 {
-            fp8_aligned(&gemm)?;
+            fp8_addresses(&gemm)?;
         }
         gemm::submit(stream, gemm)
     }))
