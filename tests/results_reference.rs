@@ -5,7 +5,9 @@
 //! evidence for its own floor), a change of the copy, the vector add (64 Mi elements and up)
 //! and cuBLAS's f32 GEMM is called at the card's resolution, with no history on the host, from
 //! floors learned from the other committed boots, each one cited: 1% on the copy and the vector
-//! add, never `same`; 2% on cuBLAS's f32 GEMM, `slower`; 5% on all of them, `slower`.
+//! add, never `same`; 2% on cuBLAS's f32 GEMM, `slower`; 5% on all of them, `slower`. A run
+//! of a GPU model with fewer than two other boots committed (the H200's first, 2026-11-29) has
+//! no such evidence: its rows take the default floor, citing nothing.
 
 // Tests read the files they make and the checkout's own: std's readers are theirs (clippy.toml).
 #![allow(clippy::disallowed_methods)]
@@ -39,9 +41,26 @@ fn committed() -> Vec<(PathBuf, BenchReport)> {
     runs
 }
 
+/// The GPU model of a run: its devices' names.
+fn model(run: &BenchReport) -> Vec<&str> {
+    run.gpu.devices.iter().map(|d| d.name.as_str()).collect()
+}
+
+/// Whether two or more other boots of `run`'s GPU model are committed: the evidence of a
+/// reference floor for it.
+fn has_other_boots(run: &BenchReport, runs: &[(PathBuf, BenchReport)]) -> bool {
+    let boots: std::collections::BTreeSet<Option<&str>> = runs
+        .iter()
+        .filter(|(_, other)| model(other) == model(run))
+        .map(|(_, other)| other.host.boot_id.as_deref())
+        .filter(|boot| *boot != run.host.boot_id.as_deref())
+        .collect();
+    boots.len() >= 2
+}
+
 /// A GPU model and its stack: driver, and each combination's library versions.
 fn stack(run: &BenchReport) -> String {
-    let gpus: Vec<&str> = run.gpu.devices.iter().map(|d| d.name.as_str()).collect();
+    let gpus = model(run);
     let libraries: Vec<(String, Vec<String>)> = run
         .combinations
         .iter()
@@ -133,11 +152,21 @@ fn headline(id: &str) -> bool {
         || (id.starts_with("matmul/") && id.contains("/cublas/f32/"))
 }
 
-/// Each committed run against a copy of itself whose `rows` were made `factor` slower: the
-/// report, and the run's own file as a reference floor would cite it.
-fn slowed(factor: f64, rows: impl Fn(&str) -> bool) -> Vec<(String, CompareReport)> {
+/// Each committed run whose GPU model has other boots committed (`with_evidence`), or has not,
+/// against a copy of itself whose `rows` were made `factor` slower: the report, and the run's
+/// own file as a reference floor would cite it.
+fn slowed(
+    factor: f64,
+    rows: impl Fn(&str) -> bool,
+    with_evidence: bool,
+) -> Vec<(String, CompareReport)> {
     let dir = tempfile::tempdir().unwrap();
-    committed()
+    let runs = committed();
+    let picked: Vec<_> = (runs.iter())
+        .filter(|(_, run)| has_other_boots(run, &runs) == with_evidence)
+        .cloned()
+        .collect();
+    picked
         .into_iter()
         .map(|(path, run)| {
             let mut slower = run.clone();
@@ -196,7 +225,7 @@ fn sgemm(id: &str) -> bool {
 
 #[test]
 fn a_one_percent_slowdown_of_the_copy_and_the_vector_add_is_called_never_same() {
-    for (own, report) in slowed(1.01, memory) {
+    for (own, report) in slowed(1.01, memory, true) {
         let rows = judged(&own, &report, memory);
         assert_eq!(
             rows.len(),
@@ -218,7 +247,7 @@ fn a_one_percent_slowdown_of_the_copy_and_the_vector_add_is_called_never_same() 
 
 #[test]
 fn a_two_percent_slowdown_of_cublas_f32_is_slower() {
-    for (own, report) in slowed(1.02, sgemm) {
+    for (own, report) in slowed(1.02, sgemm, true) {
         let rows = judged(&own, &report, sgemm);
         assert_eq!(rows.len(), 2, "{own}: two combinations");
         for row in rows {
@@ -234,7 +263,7 @@ fn a_two_percent_slowdown_of_cublas_f32_is_slower() {
 
 #[test]
 fn a_five_percent_slowdown_of_the_headline_rows_is_slower_from_cited_real_floors() {
-    for (own, report) in slowed(1.05, headline) {
+    for (own, report) in slowed(1.05, headline, true) {
         let rows = judged(&own, &report, headline);
         assert!(rows.len() >= 6, "{own}: {} headline rows", rows.len());
         for row in rows {
@@ -253,17 +282,40 @@ fn a_five_percent_slowdown_of_the_headline_rows_is_slower_from_cited_real_floors
     }
 }
 
+#[test]
+fn a_gpu_model_first_committed_once_takes_the_default_floor_citing_nothing() {
+    let lone = slowed(1.05, headline, false);
+    assert!(!lone.is_empty(), "a GPU model committed once (the H200)");
+    for (own, report) in lone {
+        let rows: Vec<_> = (report.benchmarks.iter())
+            .filter(|row| headline(&row.id) && row.verdict.is_some())
+            .collect();
+        assert!(rows.len() >= 6, "{own}: {} headline rows", rows.len());
+        for row in rows {
+            let floor = row.floor.as_ref().expect("a floor");
+            assert_eq!(floor.source, FloorSource::Default, "{own} {}", row.id);
+            assert!(floor.cited.is_empty(), "{own} {}: {floor:?}", row.id);
+        }
+    }
+}
+
 /// Where the table of what the committed runs show sits in doc/statistics.md.
 const TABLE_START: &str =
     "<!-- table: tests/results_reference.rs, STACKBENCH_BLESS=1 writes it -->\n";
 const TABLE_END: &str = "<!-- end of table -->\n";
 
-/// The table doc/statistics.md shows of the committed runs, per GPU kind of `pip:torch`
-/// (`toolkit:cuda-13.0`'s in brackets where it differs): the spread of the boots' figures, and
-/// the floor, threshold and resolution that a run of a fourth card with no history of its own
-/// gets from all of them (the newest run, as another boot, against itself).
+/// The table doc/statistics.md shows of the committed runs of the GPU model with the most
+/// boots, per benchmark kind of `pip:torch` (`toolkit:cuda-13.0`'s in brackets where it
+/// differs): the spread of the boots' figures, and the floor, threshold and resolution that a
+/// run of another card of that model with no history of its own gets from all of them (the
+/// newest run, as another boot, against itself).
 fn reference_table() -> String {
-    let runs = committed();
+    let all = committed();
+    let most = (all.iter())
+        .max_by_key(|(_, run)| all.iter().filter(|(_, r)| model(r) == model(run)).count())
+        .map(|(_, run)| model(run))
+        .unwrap();
+    let runs: Vec<_> = (all.iter()).filter(|(_, run)| model(run) == most).collect();
     let dir = tempfile::tempdir().unwrap();
     let (_, newest) = runs.iter().max_by_key(|(_, r)| r.started.clone()).unwrap();
     let mut fourth = newest.clone();
