@@ -7,6 +7,7 @@
 
 mod common;
 
+use common::pid::PidCatcher;
 use common::*;
 use serde_json::Value;
 use std::fs;
@@ -143,25 +144,6 @@ fn running(pid: i32) -> bool {
     }
 }
 
-/// The pid a test library wrote to `file`, waiting briefly for it.
-fn pid_from(file: &Path) -> i32 {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        if let Some(pid) = fs::read_to_string(file)
-            .ok()
-            .and_then(|s| s.trim().parse().ok())
-        {
-            return pid;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{} was never written",
-            file.display()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 /// Kills process `pid` (one this test's library started) if it still runs.
 fn reap(pid: i32) {
     if running(pid) {
@@ -177,22 +159,21 @@ __attribute__((constructor)) static void boom(void) { raise(SIGSEGV); }
 int cufftGetVersion(int *version) { *version = 11000; return 0; }
 "#;
 
-/// Constructor that writes its pid to `PID_FILE` and waits forever.
-fn hang(pid_file: &Path) -> String {
+/// Constructor that says its pid to `catcher` and waits forever.
+fn hang(catcher: &PidCatcher) -> String {
     format!(
         r#"
-#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
+{}
 __attribute__((constructor)) static void wait_forever(void) {{
-    FILE *f = fopen("{}", "w");
-    char self[32] = {{0}};
-    /* The pid as the node numbers it: the worker may have a namespace of its own. */
-    readlink("/proc/self", self, sizeof self - 1);
-    if (f) {{ fputs(self, f); fclose(f); }}
+    say_pid();
     for (;;) pause();
 }}
 "#,
-        pid_file.display()
+        catcher.say_pid_c()
     )
 }
 
@@ -201,8 +182,8 @@ fn crashing_and_hanging_constructors_are_findings_and_the_rest_is_still_probed()
     let tree = Tree::new();
     let root = tree.root();
     let segfault = tree.build("libcufft.so.11", SEGFAULT);
-    let pid_file = tree.work("hung.pid");
-    let hung = tree.build("libcurand.so.10", &hang(&pid_file));
+    let catcher = PidCatcher::listen(&tree.work("hung.sock"));
+    let hung = tree.build("libcurand.so.10", &hang(&catcher));
     tree.link_real("libcudart.so.12", &real_cudart_path());
     // Probed after the hang, by a fresh worker.
     tree.link_real("libnvrtc.so.12", &real_nvrtc());
@@ -274,7 +255,7 @@ fn crashing_and_hanging_constructors_are_findings_and_the_rest_is_still_probed()
     );
 
     // The hung worker was killed, not left behind.
-    let pid = pid_from(&pid_file);
+    let pid = catcher.pid();
     let gone = !running(pid);
     reap(pid);
     assert!(gone, "the hung worker {pid} still runs after doctor exited");
@@ -391,37 +372,36 @@ __attribute__((constructor)) static void chat(void) {
 #[test]
 fn a_library_that_forks_leaves_no_process_behind() {
     let tree = Tree::new();
-    let pid_file = tree.work("grandchild.pid");
+    let catcher = PidCatcher::listen(&tree.work("grandchild.sock"));
     tree.build(
         "libcusolver.so.11",
         &format!(
             r#"
-#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
+{}
 __attribute__((constructor)) static void spawn(void) {{
     int ready[2];
     if (pipe(ready) != 0) return;
     if (fork() == 0) {{
-        FILE *f = fopen("{}", "w");
-        char self[32] = {{0}};
-        /* The pid as the node numbers it: the worker may have a namespace of its own. */
-        readlink("/proc/self", self, sizeof self - 1);
-        if (f) {{ fputs(self, f); fclose(f); }}
+        say_pid();
         char done = 1;
         write(ready[1], &done, 1);
         for (;;) pause();
     }}
-    /* The pid is written before the library's load goes on, however busy the machine. */
+    /* The pid is said before the library's load goes on, however busy the machine. */
     char done;
     read(ready[0], &done, 1);
 }}
 "#,
-            pid_file.display()
+            catcher.say_pid_c()
         ),
     );
     tree.link_real("libnvrtc.so.12", &real_nvrtc());
     let run = doctor(&tree.root(), &["--timeout", "2"]);
-    let pid = pid_from(&pid_file);
+    let pid = catcher.pid();
     let left = running(pid);
     reap(pid);
     assert_eq!(
@@ -495,14 +475,14 @@ __attribute__((constructor)) static void mark(void) {{
             marker.display()
         ),
     );
-    let pid_file = tree.work("hung.pid");
-    tree.build("libcurand.so.10", &hang(&pid_file));
+    let catcher = PidCatcher::listen(&tree.work("hung.sock"));
+    tree.build("libcurand.so.10", &hang(&catcher));
     tree.build("libcufft.so.11", SEGFAULT);
 
     // Static only: no constructor ran, so neither the hang nor the crash was reached.
     let run = doctor(&tree.root(), &["--no-load"]);
     assert!(!marker.exists(), "a constructor ran under --no-load");
-    assert!(!pid_file.exists(), "a constructor ran under --no-load");
+    assert!(!catcher.connected(), "a constructor ran under --no-load");
     assert_eq!(run.report["loaded"], false);
     assert_eq!(run.report["probes"], serde_json::json!([]));
     for cause in ["load_crashed", "load_hung", "load_failed"] {
@@ -514,5 +494,5 @@ __attribute__((constructor)) static void mark(void) {{
     assert!(marker.exists(), "the constructor did not run when loading");
     finding(&loaded.report, "load_hung", "libcurand.so.10");
     finding(&loaded.report, "load_crashed", "libcufft.so.11");
-    reap(pid_from(&pid_file));
+    reap(catcher.pid());
 }

@@ -10,6 +10,7 @@
 
 mod common;
 
+use common::pid::PidCatcher;
 use common::*;
 use std::fs;
 use std::os::unix::fs::{symlink, PermissionsExt};
@@ -384,11 +385,17 @@ fn root_never_opens_a_device_a_library_name_leads_to() {
 
 /// A library for `doctor` to probe whose constructor does `body` (C), in `dir`'s pip layout.
 fn probed_library(dir: &Path, body: &str) -> PathBuf {
+    probed_library_with(dir, "", body)
+}
+
+/// [`probed_library`] with C definitions (`defined`) before the constructor.
+fn probed_library_with(dir: &Path, defined: &str, body: &str) -> PathBuf {
     let lib = site(&dir.join("venv")).join("nvidia/cuda_runtime/lib");
     fs::create_dir_all(&lib).unwrap();
     let source = format!(
         "#include <fcntl.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\
-         #include <sys/ioctl.h>\n#include <unistd.h>\n\
+         #include <sys/ioctl.h>\n#include <sys/socket.h>\n#include <sys/un.h>\n\
+         #include <unistd.h>\n{defined}\n\
          __attribute__((constructor)) static void hostile(void) {{ {body} }}\n\
          int cudaRuntimeGetVersion(int *v) {{ *v = 12090; return 0; }}\n"
     );
@@ -451,34 +458,23 @@ fn gone(pid: i32) -> bool {
     false
 }
 
-/// A library that forks twice, the grandchild in a session of its own, which records its pid
-/// (as the node numbers it: the worker may be in a namespace of its own) and sleeps; the load
-/// goes on once the record is there, then does `then` (C). The venv, and where the pid will be.
-fn forking_away(then: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
+/// A library that forks twice, the grandchild in a session of its own, which says its pid to
+/// the returned catcher and sleeps; the load goes on once it has said it (a mark beside the
+/// catcher's socket), then does `then` (C). The venv, and the catcher.
+fn forking_away(then: &str) -> (tempfile::TempDir, PathBuf, PidCatcher) {
     let (dir, root, marks) = with_marks();
+    let catcher = PidCatcher::listen(&marks.join("pid.sock"));
     let body = format!(
-        "if (fork() == 0) {{ if (fork() == 0) {{ setsid(); char self[32] = {{0}};\
-           readlink(\"/proc/self\", self, sizeof self - 1);\
-           FILE *m = fopen(\"{0}/pid.new\", \"w\"); fputs(self, m); fclose(m);\
-           rename(\"{0}/pid.new\", \"{0}/pid\"); sleep(300); _exit(0); }} _exit(0); }}\
-         for (int i = 0; i < 1000 && access(\"{0}/pid\", F_OK) != 0; i++) usleep(10000);\
+        "if (fork() == 0) {{ if (fork() == 0) {{ setsid(); say_pid();\
+           FILE *m = fopen(\"{0}/said\", \"w\"); if (m) fclose(m);\
+           sleep(300); _exit(0); }} _exit(0); }}\
+         for (int i = 0; i < 1000 && access(\"{0}/said\", F_OK) != 0; i++) usleep(10000);\
          {then}",
         marks.display()
     );
-    let venv = probed_library(&root, &body);
+    let venv = probed_library_with(&root, &catcher.say_pid_c(), &body);
     give_away(&venv);
-    (dir, venv, marks.join("pid"))
-}
-
-/// The pid recorded at `record`, once it is there.
-fn recorded(record: &Path) -> i32 {
-    for _ in 0..600 {
-        if let Ok(pid) = fs::read_to_string(record) {
-            return pid.parse().unwrap();
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("the library never forked: no {}", record.display());
+    (dir, venv, catcher)
 }
 
 /// Asserts that process `pid`, forked away by a probed library, is gone (killing it if not).
@@ -496,14 +492,14 @@ fn assert_gone(pid: i32, after: &str) {
 
 #[test]
 fn a_library_that_forks_a_new_session_away_leaves_nothing_behind() {
-    let (_dir, venv, record) = forking_away("");
+    let (_dir, venv, catcher) = forking_away("");
     let output = Command::new(stackbench_bin())
         .args(["doctor", "--no-system", "--root"])
         .arg(&venv)
         .output()
         .unwrap();
     assert!(output.status.code().is_some_and(|c| c < 2), "{output:?}");
-    assert_gone(recorded(&record), "doctor");
+    assert_gone(catcher.pid(), "doctor");
 }
 
 #[test]
@@ -513,7 +509,7 @@ fn a_library_s_runaway_dies_with_a_run_killed_outright() {
         return;
     }
     // The load then hangs: doctor is mid-run when it is killed.
-    let (_dir, venv, record) = forking_away("sleep(300);");
+    let (_dir, venv, catcher) = forking_away("sleep(300);");
     let mut doctor = Command::new(stackbench_bin())
         .args(["doctor", "--no-system", "--root"])
         .arg(&venv)
@@ -521,7 +517,7 @@ fn a_library_s_runaway_dies_with_a_run_killed_outright() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let pid = recorded(&record);
+    let pid = catcher.pid();
     doctor.kill().unwrap();
     doctor.wait().unwrap();
     assert_gone(pid, "doctor killed with SIGKILL");

@@ -11,6 +11,7 @@
 
 pub mod fleet;
 pub mod image;
+pub mod pid;
 
 use std::path::{Path, PathBuf};
 
