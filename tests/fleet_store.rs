@@ -184,16 +184,16 @@ fn ingest_holds_each_run_once_and_duckdb_reads_the_store_as_it_is() {
         stdout_json(&output)
     };
     let first = ingest();
-    // Three bench runs and two check runs are committed; the doctor runs (written before doctor
-    // kept its start time), the comparisons of torch and the like are passed over with their
-    // reasons.
-    assert_eq!(first["added"], 5, "{first}");
+    // Four bench runs, three check runs and the H200's doctor run are committed; the H100s'
+    // doctor runs (written before doctor kept its start time), the comparisons of torch and the
+    // like are passed over with their reasons.
+    assert_eq!(first["added"], 8, "{first}");
     assert!(first["passed_over"]
         .as_array()
         .is_some_and(|p| !p.is_empty()));
     let again = ingest();
     assert_eq!(again["added"], 0, "{again}");
-    assert_eq!(again["already_stored"], 5, "{again}");
+    assert_eq!(again["already_stored"], 8, "{again}");
 
     let rows = Store::at(&store)
         .read(Columns::All)
@@ -203,7 +203,7 @@ fn ingest_holds_each_run_once_and_duckdb_reads_the_store_as_it_is() {
         .filter(|r| r.row_id == "copy/toolkit:cuda-13.0/driver/1073741824/batch")
         .filter_map(|r| r.figure)
         .collect();
-    assert_eq!(copy.len(), 3);
+    assert_eq!(copy.len(), 4);
 
     let python = common::ci_tool_venv_python();
     let query = format!(
@@ -228,7 +228,7 @@ fn ingest_holds_each_run_once_and_duckdb_reads_the_store_as_it_is() {
         .map(|r| stackbench::store::day(r.started_us))
         .collect();
     assert_eq!(fields[0], rows.len().to_string(), "{answer}");
-    assert_eq!(fields[1], "5", "{answer}");
+    assert_eq!(fields[1], "8", "{answer}");
     let sum: f64 = fields[2].parse().expect("a sum");
     assert!(
         (sum - copy.iter().sum::<f64>()).abs() < 1e-6 * sum,
