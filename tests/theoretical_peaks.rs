@@ -91,8 +91,9 @@ fn an_architecture_without_known_rates_has_no_compute_peak_and_says_why() {
         .is_some());
 }
 
-/// The real runs committed under `results/`, by their JSON files.
-fn committed_runs() -> Vec<std::path::PathBuf> {
+/// The real runs of GPU model `model` (`h100`, `h200`: as `ci/gpu-run` names it) committed under
+/// `results/`, by their JSON files.
+fn committed_runs(model: &str) -> Vec<std::path::PathBuf> {
     let results = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("results");
     let mut runs: Vec<_> = std::fs::read_dir(results)
         .unwrap()
@@ -100,7 +101,9 @@ fn committed_runs() -> Vec<std::path::PathBuf> {
         .map(|e| e.path())
         .filter(|p| {
             let name = p.file_name().unwrap().to_string_lossy();
-            name.starts_with("bench-") && name.ends_with(".json")
+            name.starts_with("bench-")
+                && name.contains(&format!("-{model}-"))
+                && name.ends_with(".json")
         })
         .collect();
     runs.sort();
@@ -110,7 +113,7 @@ fn committed_runs() -> Vec<std::path::PathBuf> {
 #[test]
 fn the_committed_h100_runs_read_against_the_h100_s_datasheet_and_no_cublas_row_is_its_own_ceiling()
 {
-    let runs = committed_runs();
+    let runs = committed_runs("h100");
     assert!(!runs.is_empty());
     for run in runs {
         let output = std::process::Command::new(common::stackbench_bin())
@@ -142,12 +145,39 @@ fn the_committed_h100_runs_read_against_the_h100_s_datasheet_and_no_cublas_row_i
     }
 }
 
+#[test]
+fn the_committed_h200_run_reads_against_the_h200_s_datasheet() {
+    let runs = committed_runs("h200");
+    assert!(!runs.is_empty());
+    for run in runs {
+        let output = std::process::Command::new(common::stackbench_bin())
+            .args(["bench", "--format", "json", "--from"])
+            .arg(&run)
+            .output()
+            .unwrap();
+        let report: serde_json::Value = serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|e| panic!("{}: {e}", run.display()));
+        for combination in report["combinations"].as_array().unwrap() {
+            let spec = &combination["spec"];
+            let basis = spec["basis"].as_str().unwrap();
+            assert!(basis.contains("H200 SXM datasheet"), "{basis}");
+            // HBM3e: 4.8 TB/s against the H100 SXM5's 3.35; the same tensor cores.
+            assert_eq!(
+                spec["memory_gbps"].as_f64().map(f64::round),
+                Some(4800.0),
+                "{spec}"
+            );
+            assert_eq!(spec["tflops"]["bf16"].as_f64().map(f64::round), Some(989.0));
+        }
+    }
+}
+
 /// The committed H100 runs measured at schema minor 3 (no clocks, no SM clock telemetry) and
 /// were rendered again by `bench --from` for their theoretical peaks: they say minor 3 and when
 /// and by which stackbench they were rendered again, and rendering one again keeps its minor.
 #[test]
 fn a_run_rendered_again_keeps_the_minor_it_was_measured_at_and_says_so() {
-    for run in committed_runs() {
+    for run in committed_runs("h100") {
         let saved: serde_json::Value =
             serde_json::from_slice(&std::fs::read(&run).unwrap()).unwrap();
         assert_eq!(saved["schema_minor"], 3, "{}", run.display());
@@ -173,7 +203,7 @@ fn a_run_rendered_again_keeps_the_minor_it_was_measured_at_and_says_so() {
 /// target's temporary directory for a person to look at.
 #[test]
 fn the_report_draws_the_h100_s_roofline_and_chromium_renders_it() {
-    let runs = committed_runs();
+    let runs = committed_runs("h100");
     let mut args = vec!["report".to_owned(), "--format".into(), "html".into()];
     args.extend(runs.iter().map(|p| p.display().to_string()));
     let output = std::process::Command::new(common::stackbench_bin())
