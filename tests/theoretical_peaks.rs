@@ -110,19 +110,23 @@ fn committed_runs(model: &str) -> Vec<std::path::PathBuf> {
     runs
 }
 
+/// A committed run rendered again by `bench --from`, as JSON.
+fn rendered_again(run: &std::path::Path) -> serde_json::Value {
+    let output = std::process::Command::new(common::stackbench_bin())
+        .args(["bench", "--format", "json", "--from"])
+        .arg(run)
+        .output()
+        .unwrap();
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{}: {e}", run.display()))
+}
+
 #[test]
 fn the_committed_h100_runs_read_against_the_h100_s_datasheet_and_no_cublas_row_is_its_own_ceiling()
 {
     let runs = committed_runs("h100");
     assert!(!runs.is_empty());
     for run in runs {
-        let output = std::process::Command::new(common::stackbench_bin())
-            .args(["bench", "--format", "json", "--from"])
-            .arg(&run)
-            .output()
-            .unwrap();
-        let report: serde_json::Value = serde_json::from_slice(&output.stdout)
-            .unwrap_or_else(|e| panic!("{}: {e}", run.display()));
+        let report = rendered_again(&run);
         for combination in report["combinations"].as_array().unwrap() {
             let spec = &combination["spec"];
             assert_eq!(spec["tflops"]["bf16"].as_f64().map(f64::round), Some(989.0));
@@ -150,13 +154,7 @@ fn the_committed_h200_run_reads_against_the_h200_s_datasheet() {
     let runs = committed_runs("h200");
     assert!(!runs.is_empty());
     for run in runs {
-        let output = std::process::Command::new(common::stackbench_bin())
-            .args(["bench", "--format", "json", "--from"])
-            .arg(&run)
-            .output()
-            .unwrap();
-        let report: serde_json::Value = serde_json::from_slice(&output.stdout)
-            .unwrap_or_else(|e| panic!("{}: {e}", run.display()));
+        let report = rendered_again(&run);
         for combination in report["combinations"].as_array().unwrap() {
             let spec = &combination["spec"];
             let basis = spec["basis"].as_str().unwrap();
@@ -186,12 +184,7 @@ fn a_run_rendered_again_keeps_the_minor_it_was_measured_at_and_says_so() {
         assert!(!measured_clocks, "{}", run.display());
         let by = saved["rerendered"]["by"].as_str().unwrap_or_default();
         assert!(by.starts_with("stackbench 0."), "{}: {by:?}", run.display());
-        let output = std::process::Command::new(common::stackbench_bin())
-            .args(["bench", "--format", "json", "--from"])
-            .arg(&run)
-            .output()
-            .unwrap();
-        let again: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        let again = rendered_again(&run);
         assert_eq!(again["schema_minor"], 3, "{}", run.display());
         assert!(again["rerendered"]["at"].is_string(), "{}", run.display());
         assert!(again["clocks_locked"].is_null());
