@@ -34,7 +34,7 @@ pub struct DoctorReport {
     /// Whether libraries were loaded (false with `--no-load`).
     pub loaded: bool,
     /// `--load-untrusted`: libraries were loaded whoever could write them, as ourselves.
-    #[serde(default, skip_serializing_if = "crate::check::model::is_false")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub load_untrusted: bool,
     pub findings: Vec<Finding>,
     /// What each installation's libraries did when loaded.

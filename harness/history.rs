@@ -4,7 +4,7 @@
 //! run's matrix; every run's counts. The HTML, Markdown and JSON views are in `report`.
 
 use crate::bench::model::{BenchReport, Side};
-use crate::check::model::{is_false, CheckReport, Status};
+use crate::check::model::{CheckReport, Status};
 use crate::compare::load::{self, LoadError, Run};
 use crate::roofline::Roofline;
 use serde::{Deserialize, Serialize};
@@ -57,7 +57,7 @@ pub struct RunEntry {
     /// What it found, counted: `measured 28`, `failed 0`; `pass 41`, `fail 2`; `error 1`.
     pub counts: Vec<(String, usize)>,
     /// It ran on stackbench's simulated driver (bench, check). Absent (false) otherwise.
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub simulated: bool,
 }
 
@@ -104,7 +104,7 @@ pub struct Point {
     /// The versions differ from the series' previous point (the first point's are new).
     pub versions_changed: bool,
     /// The figure is the simulated driver's, not a GPU's. Absent (false) otherwise.
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub simulated: bool,
     /// The run's measured repetitions (`bench --repeat`); absent for a run of one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -124,7 +124,7 @@ pub struct CheckMatrix {
     /// The run, as an index into `runs`.
     pub run: usize,
     /// The run was on the simulated driver. Absent (false) otherwise.
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub simulated: bool,
     pub combinations: Vec<String>,
     pub rows: Vec<MatrixRow>,

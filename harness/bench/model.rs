@@ -4,7 +4,6 @@
 //! from them, the noise from every sample. Fields are only ever added.
 
 use crate::bench::conditions::Conditions;
-use crate::check::model::is_false;
 use crate::devices::DeviceKey;
 use crate::gpu::GpuInfo;
 use crate::model::HostInfo;
@@ -63,7 +62,7 @@ pub struct BenchReport {
     pub gpu: GpuInfo,
     /// True when any combination ran on stackbench's simulated driver (`tests/simgpu`): its
     /// figures come from a model of a device profile, not from a GPU. Absent (false) otherwise.
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub simulated: bool,
     /// The architecture NVRTC compiled for (the device's, else `--target`, else `sm_90`).
     pub target: String,
@@ -72,11 +71,11 @@ pub struct BenchReport {
     /// `--quick`: fewer sizes, one mode, shorter limits.
     pub quick: bool,
     /// `--load-untrusted`: libraries were loaded whoever could write them, as ourselves.
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub load_untrusted: bool,
     /// `--allow-busy`: GPUs other programs computed on were measured anyway (each result's
     /// `conditions` names them). Absent (false) otherwise.
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub allow_busy: bool,
     /// `--lock-clocks`: the clocks each GPU was locked at while measuring. Absent when unlocked.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -183,7 +182,7 @@ pub struct CombinationRun {
     /// Why its GPU benchmarks could not run, when they could not (from the setup checks).
     pub gpu_unavailable: Option<String>,
     /// True when its driver was stackbench's simulated one. Absent (false) otherwise.
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub simulated: bool,
 }
 

@@ -22,14 +22,14 @@ pub struct CheckReport {
     pub gpu: GpuInfo,
     /// True when any combination ran on stackbench's simulated driver (`tests/simgpu`): its
     /// results say nothing of a real GPU. Absent (false) otherwise.
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub simulated: bool,
     /// `--target`, the architecture compiled for when there is no device (`sm_90`).
     pub target: Option<String>,
     /// `--driver-dir`, when the driver's libraries were taken from there.
     pub driver_dir: Option<PathBuf>,
     /// `--load-untrusted`: libraries were loaded whoever could write them, as ourselves.
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub load_untrusted: bool,
     pub combinations: Vec<CombinationReport>,
     /// The node: its GPUs' links and fabric, peer access, copy matrices and findings; absent
@@ -64,7 +64,7 @@ pub struct CombinationReport {
     pub duration_ms: f64,
     /// True when its driver was stackbench's simulated one (`driver.library` found
     /// `stackbenchSimulated`). Absent (false) otherwise.
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub simulated: bool,
     /// The user its workers ran as when not stackbench's own (`alice (uid 1000)`): the owner
     /// of its files, when stackbench runs as root.
@@ -77,12 +77,6 @@ pub struct CombinationReport {
     /// Search-path entries its workers were not given, and why (the trust rule).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub left_out: Vec<crate::trust::LeftOut>,
-}
-
-/// For `skip_serializing_if`: a flag is written only when set, so reports of real runs keep
-/// their shape.
-pub fn is_false(flag: &bool) -> bool {
-    !*flag
 }
 
 /// How a combination came to be checked.

@@ -2,7 +2,6 @@
 //! exporter renders. Fields are only ever added.
 
 use super::stats::{Floor, Ratio, Verdict};
-use crate::check::model::is_false;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
@@ -79,7 +78,7 @@ pub struct RunInfo {
     pub started: Option<String>,
     pub hostname: String,
     /// It ran on stackbench's simulated driver. Absent (false) otherwise.
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub simulated: bool,
 }
 
@@ -138,7 +137,7 @@ pub struct BenchmarkRow {
     /// One run's combination ran on the simulated driver and the other's on a GPU: its change
     /// sets a model's figure against a GPU's, so it is shown with a note and never counted as
     /// a regression. Absent (false) otherwise.
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub simulated_vs_real: bool,
     /// Each side's figure, ns: the geometric mean of its repetitions' medians (the median, for
     /// one repetition), which `ratio` sets against each other.
@@ -161,7 +160,7 @@ pub struct BenchmarkRow {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub floor: Option<Floor>,
     /// The floor, not the runs' own variation, set the interval (on either side).
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub floor_set: bool,
     /// Why an `unclear` row is unclear, and what would settle it.
     #[serde(default, skip_serializing_if = "Option::is_none")]

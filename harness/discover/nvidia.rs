@@ -117,7 +117,7 @@ pub struct DriverFacts {
     pub device_nodes: Vec<PathBuf>,
     /// WSL 2's GPU device (`/dev/dxg`): there the GPU is reached without an NVIDIA kernel
     /// module, through the Windows driver and `/usr/lib/wsl/lib`.
-    #[serde(default, skip_serializing_if = "crate::check::model::is_false")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub wsl_gpu: bool,
     /// NVIDIA's PCI functions as sysfs lists them (GPUs, NVSwitches and their other functions:
     /// vendor `0x10de`); `None` where sysfs lists no PCI function at all (not mounted, or
