@@ -318,7 +318,7 @@ fn rank_said(command: &str, world: &crate::cluster::WorldRequest, failed: bool) 
 }
 
 /// The check run saved in `path` as JSON, for `check --from`.
-fn saved_check(path: &std::path::Path) -> anyhow::Result<check::model::CheckReport> {
+fn saved_check(path: &std::path::Path) -> anyhow::Result<crate::schema::check::CheckReport> {
     match compare::load::read(path)? {
         compare::load::Run::Check(report) => Ok(report),
         other => anyhow::bail!(

@@ -4,9 +4,9 @@
 //! run's matrix; every run's counts. The HTML, Markdown and JSON views are in `report`.
 
 use crate::bench::model::{BenchReport, Side};
-use crate::check::model::{CheckReport, Status};
 use crate::compare::load::{self, LoadError, Run};
 use crate::roofline::Roofline;
+use crate::schema::check::{CheckReport, Status};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -130,7 +130,7 @@ pub struct CheckMatrix {
     pub rows: Vec<MatrixRow>,
     /// The run's node: its GPUs, copy matrices and findings, when it had GPUs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub node: Option<crate::node::model::NodeReport>,
+    pub node: Option<crate::schema::node::NodeReport>,
 }
 
 /// One check in every combination.

@@ -8,11 +8,11 @@
 //! peers. Two files of one hostname (nodes that share a host, or a rerun) are told apart by
 //! their directories.
 
-use crate::baseline::judge::Judgement;
 use crate::compare::load::{self, LoadError, Run};
-use crate::compare::stats::median;
 use crate::devices::DeviceKey;
+use crate::figures::median;
 use crate::node::outlier;
+use crate::schema::judgement::Judgement;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -274,7 +274,7 @@ fn node_rows(run: &Run, node: &Node) -> Vec<Row> {
                 failed_checks: c
                     .checks
                     .iter()
-                    .filter(|k| k.status == crate::check::model::Status::Fail)
+                    .filter(|k| k.status == crate::schema::check::Status::Fail)
                     .map(|k| k.id.clone())
                     .collect(),
                 ..row(&c.name, "checks")

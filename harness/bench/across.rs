@@ -14,10 +14,10 @@ use super::model::{
 };
 use super::plan::Depth;
 use super::{BenchError, BenchOptions};
-use crate::check::model::{CheckReport, CheckResult, CombinationReport, Status};
 use crate::cluster::{findings::RankNet, Sweep, SweepSize, WorldRequest};
 use crate::discover::Host;
 use crate::nccl::collective::{self, Collective};
+use crate::schema::check::{CheckReport, CheckResult, CombinationReport, Status};
 use serde::de::DeserializeOwned;
 
 /// Samples of each size: nccl-tests takes one (of `-n` runs); ten give `compare` a spread.

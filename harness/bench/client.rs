@@ -4,12 +4,12 @@
 
 use super::protocol::{Command, Reply, Setup};
 use crate::check::combination::Combination;
-use crate::check::model::{CheckResult, Status};
 use crate::check::pin;
 use crate::check::protocol::CheckRequest;
 use crate::check::runner::{died, last_words, run_as, worker_search_path};
 use crate::lifetime::Scratch;
 use crate::process::{kill_group, start_conversation, Collected, Worker};
+use crate::schema::check::{CheckResult, Status};
 use crate::trust::identity::as_user;
 use crate::trust::Decision;
 use std::io::Write;

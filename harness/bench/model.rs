@@ -101,7 +101,7 @@ pub struct JobRun {
     pub hosts: Vec<String>,
     /// `check --nodes`' results from the same workers: `nccl.init`, each collective's
     /// verification, `nccl.transport` (every pair of nodes' transport), `nccl.node_pairs`.
-    pub checks: Vec<crate::check::model::CheckResult>,
+    pub checks: Vec<crate::schema::check::CheckResult>,
     /// What they found: `nccl_net_fallback`, `gdr_disabled`, `nccl_slow_node`, ...
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub findings: Vec<crate::diagnose::finding::Finding>,
@@ -754,7 +754,7 @@ impl BenchReport {
             (self.benchmarks.iter()).any(|b| b.status == Status::Skipped && !b.inapplicable);
         let job = (self.job.as_ref()).is_some_and(|j| {
             !j.findings.is_empty()
-                || (j.checks.iter()).any(|c| c.status == crate::check::model::Status::Fail)
+                || (j.checks.iter()).any(|c| c.status == crate::schema::check::Status::Fail)
         });
         failed > 0 || !self.findings.is_empty() || job || (missed && !allow_skip)
     }

@@ -59,7 +59,7 @@ pub fn peers(report: &BenchReport) -> Vec<Peers<'_>> {
     for group in &mut groups {
         let costs: Vec<f64> = group.members.iter().filter_map(|r| median_ns(r)).collect();
         group.odd = outlier::outliers(&costs);
-        group.median_ns = outlier::median(&costs);
+        group.median_ns = crate::figures::median(&mut costs.clone());
     }
     groups
 }

@@ -5,10 +5,10 @@
 
 use super::model::{CuptiCheck, Mode, Telemetry, Verification};
 use super::stats::StopRule;
-use crate::check::model::CheckResult;
 use crate::check::protocol::CheckRequest;
 use crate::kernels::Kernel;
 use crate::nccl::collective::Collective;
+use crate::schema::check::CheckResult;
 use crate::tolerance::Precision;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 /// The median of `values`, `None` when there are none.
 fn median_of(mut values: Vec<f64>) -> Option<f64> {
-    (!values.is_empty()).then(|| crate::compare::stats::median(&mut values))
+    (!values.is_empty()).then(|| crate::figures::median(&mut values))
 }
 
 /// One repetition's record of `result`.

@@ -13,11 +13,11 @@ use super::shares::{pct_of_peak, pct_of_spec};
 use super::stats;
 use super::theoretical;
 use crate::check::combination::Combination;
-use crate::check::model::{CheckResult, Status as CheckStatus};
 use crate::check::protocol::{CheckRequest, Component};
 use crate::check::spec::{self, Side as CheckSide};
 use crate::compat::ComputeCapability;
 use crate::devices::DeviceKey;
+use crate::schema::check::{CheckResult, Status as CheckStatus};
 use crate::tolerance::Precision;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -139,7 +139,7 @@ pub fn run(
     let load = settings.cpu_side && settings.wants(&plan::load(name).id());
     let mut client = start(combination, settings);
     let setup = client.as_ref().map(|c| c.setup.clone()).unwrap_or_default();
-    let simulated = crate::check::model::CombinationReport::ran_simulated(&setup);
+    let simulated = crate::schema::check::CombinationReport::ran_simulated(&setup);
     let mut gpu_plan = plan::gpu(name, settings.depth, simulated);
     gpu_plan.retain(|p| settings.wants(&p.key.id()));
     let total = compile.len() + usize::from(load) + gpu_plan.len();
@@ -223,7 +223,7 @@ pub fn combination_run(
         spec: None,
         l2_bytes: None,
         gpu_unavailable,
-        simulated: crate::check::model::CombinationReport::ran_simulated(setup),
+        simulated: crate::schema::check::CombinationReport::ran_simulated(setup),
     }
 }
 
@@ -639,7 +639,7 @@ mod tests {
         let setup = vec![CheckResult {
             id: "driver.devices".into(),
             library: "driver".into(),
-            status: crate::check::model::Status::Pass,
+            status: crate::schema::check::Status::Pass,
             reason: String::new(),
             duration_ms: 1.0,
             details: [("devices".to_owned(), devices)].into_iter().collect(),

@@ -3,12 +3,12 @@
 //! model `doctor` uses), plus the ones `stackbench.toml` names.
 
 use super::config::UserCombination;
-use super::model::Origin;
 use super::protocol::{Component, ComponentFile};
 use crate::diagnose;
 use crate::discover;
 use crate::model::{Installation, Layout, Library, ScanReport};
 use crate::resolve::{self, Requester, SearchContext};
+use crate::schema::check::Origin;
 use crate::trust::{Decision, Policy};
 use std::path::{Path, PathBuf};
 

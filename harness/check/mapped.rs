@@ -4,12 +4,12 @@
 //! (`coverage.kernels`, `combination.isolated`).
 
 use super::combination::{canonical, Combination};
-use super::model::{CheckResult, LibraryUse};
 use super::worker::outcome::Outcome;
 use crate::catalog;
 use crate::compat::{self, ComputeCapability, KernelSupport};
 use crate::diagnose::file_name;
 use crate::probe::LoadedObject;
+use crate::schema::check::{CheckResult, LibraryUse};
 use crate::trust::Identity;
 use std::path::{Path, PathBuf};
 
@@ -279,7 +279,7 @@ pub fn read_targets(path: &Path, ran_as: Option<&Identity>) -> Option<(Vec<Strin
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::check::model::Status;
+    use crate::schema::check::Status;
 
     fn library(name: &str, inside: bool) -> LibraryUse {
         LibraryUse {

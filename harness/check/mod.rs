@@ -9,7 +9,6 @@
 pub mod combination;
 pub mod config;
 pub mod mapped;
-pub mod model;
 pub(crate) mod pin;
 pub mod protocol;
 pub mod quick;
@@ -24,8 +23,8 @@ use crate::discover::{self, Host};
 use crate::gpu::GpuInfo;
 use crate::model::HostInfo;
 use crate::resolve::SearchContext;
+use crate::schema::check::{CheckReport, CheckResult, CombinationReport, DriverUse, CHECK_SCHEMA};
 use combination::Combination;
-use model::{CheckReport, CheckResult, CombinationReport, DriverUse, CHECK_SCHEMA};
 use protocol::CheckRequest;
 use protocol::Component;
 use spec::Side;
@@ -210,7 +209,7 @@ pub fn check_nodes(
         Duration::from_millis(world.join_ms) + crate::cluster::rendezvous::START_GRACE;
     let mut report = run_checks_with(&options, host, Scope::Nodes, Some(world))?;
     let findings = crate::cluster::findings::from_checks(&report.combinations);
-    report.node = (!findings.is_empty()).then(|| crate::node::model::NodeReport {
+    report.node = (!findings.is_empty()).then(|| crate::schema::node::NodeReport {
         findings,
         ..Default::default()
     });
@@ -277,7 +276,7 @@ fn run_checks_with(
             &request,
             options.timeout,
         )
-        .unwrap_or_else(|why| crate::node::model::NodeReport {
+        .unwrap_or_else(|why| crate::schema::node::NodeReport {
             notes: vec![why],
             ..Default::default()
         })

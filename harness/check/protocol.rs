@@ -1,8 +1,8 @@
 //! What stackbench and a combination's worker (`stackbench __check`) say to each other: the
 //! request on the worker's stdin, and one JSON event per line on its protocol channel.
 
-use super::model::CheckResult;
 use crate::probe::LoadedObject;
+use crate::schema::check::CheckResult;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 

@@ -5,9 +5,9 @@
 //! not run, with a one-line reason that names the GPU and the cause.
 
 use super::combination::Combination;
-use super::model::{CheckReport, CheckResult, CombinationReport, Status};
 use super::protocol::Component;
 use super::spec::PER_DEVICE;
+use crate::schema::check::{CheckReport, CheckResult, CombinationReport, Status};
 use serde_json::Value;
 
 /// The checks `--quick` runs, in this order: the driver loads and initialises and lists every
@@ -288,9 +288,9 @@ fn device_faults(device: &Value) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::check::model::{DriverUse, Origin};
     use crate::check::spec::spec;
     use crate::check::worker::nvml::clocks::clock_event_names;
+    use crate::schema::check::{DriverUse, Origin};
     use serde_json::json;
 
     const UUID: &str = "GPU-6e2b3c4d-5e6f-7081-92a3-b4c5d6e7f809";

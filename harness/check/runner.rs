@@ -4,12 +4,12 @@
 //! on with the checks after it, told the results so far so that needs are decided alike.
 
 use super::combination::Combination;
-use super::model::{CheckResult, Status};
 use super::pin;
 use super::protocol::{CheckEvent, CheckRequest};
 use crate::nccl::{self, log::LogDir};
 use crate::probe::{decode, LoadedObject};
 use crate::process::{start_worker, Worker};
+use crate::schema::check::{CheckResult, Status};
 use crate::trust::identity::as_user;
 use crate::trust::{Decision, Identity, Launch, Refusal};
 use std::ffi::OsString;

@@ -2,7 +2,8 @@
 //! checks it needs. The order here is the order they run in; reports group them by library, in
 //! the order each library first appears.
 
-use super::model::{CheckResult, Status};
+use crate::schema::check::{CheckResult, Status};
+use std::collections::BTreeMap;
 
 /// Where a check runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -331,6 +332,23 @@ pub const PER_DEVICE: &[&str] = &[
 /// The check with this id.
 pub fn spec(id: &str) -> Option<&'static Spec> {
     SPECS.iter().find(|s| s.id == id)
+}
+
+impl CheckResult {
+    /// A result of check `id` (its library from the check list), with no duration or details.
+    pub fn new(id: &str, status: Status, reason: impl Into<String>) -> CheckResult {
+        let library =
+            spec(id).map_or_else(|| id.split('.').next().unwrap_or_default(), |s| s.library);
+        CheckResult {
+            id: id.to_owned(),
+            library: library.to_owned(),
+            status,
+            reason: reason.into(),
+            duration_ms: 0.0,
+            details: BTreeMap::new(),
+            device: None,
+        }
+    }
 }
 
 /// Whether a check can run given the results so far: `Err` with the skip's reason when a check

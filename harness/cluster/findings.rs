@@ -57,7 +57,7 @@ pub struct MissingRank {
 
 /// The findings of a `check --nodes` run, from its combinations' `nccl.init`,
 /// `nccl.transport`, `nccl.node_pairs` and collectives' details.
-pub fn from_checks(combinations: &[crate::check::model::CombinationReport]) -> Vec<Finding> {
+pub fn from_checks(combinations: &[crate::schema::check::CombinationReport]) -> Vec<Finding> {
     let mut findings = Vec::new();
     for combination in combinations {
         let detail = |id: &str, key: &str| {

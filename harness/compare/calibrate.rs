@@ -74,7 +74,7 @@ fn median_or_zero(mut values: Vec<f64>) -> f64 {
     if values.is_empty() {
         0.0
     } else {
-        stats::median(&mut values)
+        crate::figures::median(&mut values)
     }
 }
 

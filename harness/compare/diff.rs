@@ -6,10 +6,10 @@ use super::model::{BenchmarkRow, Change, CheckChange, CheckRow, Item};
 use super::reference::ReferenceRun;
 use super::stats::{self, Estimate, FloorSource, Ratio, Verdict};
 use crate::bench::model::{BenchReport, BenchResult, Status as BenchStatus};
-use crate::check::model::{CheckReport, Status};
 use crate::diagnose::finding::Finding;
 use crate::gpu::GpuInfo;
 use crate::model::{HostInfo, Installation};
+use crate::schema::check::{CheckReport, Status};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 

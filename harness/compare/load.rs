@@ -3,10 +3,10 @@
 //! another schema version.
 
 use crate::bench::model::{BenchReport, BENCH_SCHEMA};
-use crate::check::model::{CheckReport, CHECK_SCHEMA};
 use crate::doctor::{DoctorReport, DOCTOR_SCHEMA};
 use crate::gpu::GpuInfo;
 use crate::model::{HostInfo, ScanReport, SCAN_SCHEMA};
+use crate::schema::check::{CheckReport, CHECK_SCHEMA};
 use serde::de::DeserializeOwned;
 use std::path::{Path, PathBuf};
 

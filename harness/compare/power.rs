@@ -84,7 +84,7 @@ fn earlier(
         .map(|_| {
             bench(center, repeat, v, random)
                 .iter()
-                .map(|samples| super::stats::median(&mut samples.clone()).ln())
+                .map(|samples| crate::figures::median(&mut samples.clone()).ln())
                 .collect()
         })
         .collect()
@@ -272,7 +272,7 @@ fn driver_changes(change: f64, history: usize, v: Variation) -> (Vec<Verdict>, V
             let one = estimate(&slices(&old), &slices(&new), &floor).expect("positive samples");
             let figures = |compared: &[Vec<f64>], earlier: &[Vec<f64>]| {
                 let logs: Vec<f64> = (compared.iter())
-                    .map(|samples| super::stats::median(&mut samples.clone()).ln())
+                    .map(|samples| crate::figures::median(&mut samples.clone()).ln())
                     .collect();
                 std::iter::once(mean(&logs))
                     .chain(earlier.iter().map(|r| mean(r)))

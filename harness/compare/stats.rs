@@ -13,6 +13,7 @@
 //! narrower than it.
 
 use crate::bench::model::Side;
+use crate::figures::median;
 use serde::{Deserialize, Serialize};
 
 /// Level-one resamples (of repetitions) per comparison.
@@ -273,17 +274,6 @@ pub struct Estimate {
 /// The mean of `values`; `values` must not be empty.
 pub(crate) fn mean(values: &[f64]) -> f64 {
     values.iter().sum::<f64>() / values.len() as f64
-}
-
-/// The median of `values` (sorted in place); `values` must not be empty.
-pub(crate) fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    let n = values.len();
-    if n % 2 == 1 {
-        values[n / 2]
-    } else {
-        (values[n / 2 - 1] + values[n / 2]) / 2.0
-    }
 }
 
 /// Fewest nodes a side of a fleet comparison needs: its median's interval comes from the

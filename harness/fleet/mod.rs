@@ -9,6 +9,7 @@ pub mod nights;
 pub mod select;
 
 use crate::compare::stats::{self, Ratio, Verdict};
+use crate::figures::pct;
 use crate::store::rows::Row;
 use crate::store::{Columns, Store, StoreError};
 use select::Selector;
@@ -215,11 +216,6 @@ pub fn compare(options: &FleetOptions) -> Result<FleetReport, FleetError> {
     })
 }
 
-/// A ratio as a signed percentage change: `+1.50%`.
-pub fn pct(ratio: f64) -> String {
-    format!("{:+.2}%", 100.0 * (ratio - 1.0))
-}
-
 impl FleetReport {
     /// Whether the fleet found something: a slower benchmark, or a node beyond its group.
     pub fn has_findings(&self) -> bool {
@@ -290,7 +286,7 @@ pub fn node_costs<K: Ord>(
         .map(|(key, nodes)| {
             let nodes = nodes
                 .into_iter()
-                .map(|(node, mut logs)| (node, stats::median(&mut logs)))
+                .map(|(node, mut logs)| (node, crate::figures::median(&mut logs)))
                 .collect();
             (key, nodes)
         })
@@ -311,11 +307,11 @@ impl Spread {
         if values.len() < stats::MIN_NODES {
             return None;
         }
-        let centre = stats::median(&mut values.to_vec());
+        let centre = crate::figures::median(&mut values.to_vec());
         let mut deviations: Vec<f64> = values.iter().map(|v| (v - centre).abs()).collect();
         Some(Spread {
             centre,
-            sigma: 1.4826 * stats::median(&mut deviations),
+            sigma: 1.4826 * crate::figures::median(&mut deviations),
         })
     }
 
@@ -340,8 +336,8 @@ fn row(
 ) -> FleetRow {
     let (old, new) = (values(old_nodes), values(new_nodes));
     let ratio = stats::median_shift(&old, &new);
-    let old_median = stats::median(&mut old.clone());
-    let new_median = stats::median(&mut new.clone());
+    let old_median = crate::figures::median(&mut old.clone());
+    let new_median = crate::figures::median(&mut new.clone());
     FleetRow {
         id: id.to_owned(),
         old_nodes: old.len(),

@@ -6,9 +6,9 @@
 //! PCIe ACS / the IOMMU or a container without IPC.
 
 use super::log::{Edge, Seen};
-use crate::check::model::CombinationReport;
 use crate::diagnose::finding::{Cause, Finding, Severity};
-use crate::node::model::{NodePair, NodeReport};
+use crate::schema::check::CombinationReport;
+use crate::schema::node::{NodePair, NodeReport};
 
 /// The fallbacks of every combination whose `nccl.transport` recorded NCCL's log.
 pub fn from_checks(combinations: &[CombinationReport], node: &NodeReport) -> Vec<Finding> {
@@ -114,7 +114,7 @@ fn reachable(pair: &NodePair) -> bool {
 mod tests {
     use super::*;
     use crate::nccl::log::parse;
-    use crate::node::model::P2pStatus;
+    use crate::schema::node::P2pStatus;
 
     fn node(can_access: bool) -> NodeReport {
         NodeReport {

@@ -5,9 +5,9 @@
 //! is timed with CUDA events on its own stream (the median of the repetitions) and verified bit
 //! for bit once timed.
 
-use super::model::{Copy, Engine, NodeReport};
 use super::worker::call;
 use super::NodeRequest;
+use crate::schema::node::{Copy, Engine, NodeReport};
 use cudarc::driver::sys::{
     self, CUcontext, CUdevice, CUdevice_P2PAttribute, CUdevice_attribute, CUdeviceptr, CUevent,
     CUfunction, CUmodule, CUstream,
@@ -595,7 +595,7 @@ fn time(
     Ok(samples
         .iter()
         .zip(busy)
-        .map(|(s, ms)| (crate::node::outlier::median(s), ms))
+        .map(|(s, ms)| (crate::figures::median(&mut s.to_vec()), ms))
         .collect())
 }
 

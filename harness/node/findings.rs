@@ -4,9 +4,9 @@
 //! and one fix. A node of one GPU, or a PCIe-only node without NVLink, is never told about
 //! NVLinks.
 
-use super::model::{Engine, NodeDevice, NodePair, NodeReport};
 use super::outlier::{self, METHOD};
 use crate::diagnose::finding::{Cause, Finding, Severity};
+use crate::schema::node::{Engine, NodeDevice, NodePair, NodeReport};
 
 /// Every finding of `report`, in the order a person should read them.
 pub fn findings(report: &NodeReport) -> Vec<Finding> {

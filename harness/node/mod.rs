@@ -5,12 +5,11 @@
 
 pub mod copies;
 pub mod findings;
-pub mod model;
 pub mod outlier;
 pub mod worker;
 
+use crate::schema::node::{Engine, NodeReport};
 use crate::trust::Policy;
-use model::{Engine, NodeReport};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::time::Duration;
@@ -154,7 +153,7 @@ impl NodeReport {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::node::model::{Copy, Engine, NodeDevice};
+    use crate::schema::node::{Copy, Engine, NodeDevice};
 
     fn host_copy(src: Option<u32>, dst: Option<u32>) -> Copy {
         Copy {

@@ -41,9 +41,9 @@ pub fn outliers(figures: &[f64]) -> Vec<Outlier> {
     if valid.len() < MIN_PEERS {
         return Vec::new();
     }
-    let median = median(&valid);
-    let deviations: Vec<f64> = valid.iter().map(|f| (f - median).abs()).collect();
-    let sigma = 1.4826 * median_of(deviations);
+    let median = crate::figures::median(&mut valid.clone());
+    let mut deviations: Vec<f64> = valid.iter().map(|f| (f - median).abs()).collect();
+    let sigma = 1.4826 * crate::figures::median(&mut deviations);
     let bound = median * (1.0 + FLOOR).max(1.0 + DEVIATIONS * sigma / median);
     figures
         .iter()
@@ -54,21 +54,6 @@ pub fn outliers(figures: &[f64]) -> Vec<Outlier> {
             ratio: f / median,
         })
         .collect()
-}
-
-/// The median of `values` (not empty).
-pub fn median(values: &[f64]) -> f64 {
-    median_of(values.to_vec())
-}
-
-fn median_of(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    let mid = values.len() / 2;
-    if values.len() % 2 == 1 {
-        values[mid]
-    } else {
-        (values[mid - 1] + values[mid]) / 2.0
-    }
 }
 
 #[cfg(test)]

@@ -3,9 +3,9 @@
 //! [`NodeReport`] (without findings) as JSON on standard output.
 
 use super::copies;
-use super::model::{Fabric, NodeDevice, NodePair, NodeReport, NvLink, P2pStatus};
 use super::NodeRequest;
 use crate::probe::dl::Library;
+use crate::schema::node::{Fabric, NodeDevice, NodePair, NodeReport, NvLink, P2pStatus};
 use cudarc::driver::sys::{self, CUdevice_P2PAttribute, CUresult};
 use nvml_wrapper::enum_wrappers::device::{P2pCapabilitiesIndex, TopologyLevel};
 use nvml_wrapper::{Device, Nvml};

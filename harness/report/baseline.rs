@@ -3,11 +3,11 @@
 //! reports (their JSON carries every row, their OpenMetrics each row's ratio).
 
 use super::table::{Table, Tabular};
-use crate::baseline::judge::{Judgement, Standing};
 use crate::baseline::Baseline;
 use crate::cli::Format;
 use crate::error::OutputError;
-use crate::fleet::pct;
+use crate::figures::pct;
+use crate::schema::judgement::{Judgement, Standing};
 
 /// The baseline in `format`; JSON is the file `--baseline` reads.
 pub fn baseline(format: Format, baseline: &Baseline) -> Result<Vec<u8>, OutputError> {

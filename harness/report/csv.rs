@@ -5,13 +5,13 @@
 
 use super::{driver_version, Exporter};
 use crate::bench::model::{BenchReport, BenchResult};
-use crate::check::model::CheckReport;
 use crate::compare::model::CompareReport;
 use crate::diagnose::finding::Finding;
 use crate::doctor::DoctorReport;
 use crate::error::OutputError;
 use crate::merge::MergeReport;
 use crate::model::{Installation, Library, ScanReport};
+use crate::schema::check::CheckReport;
 
 pub struct Csv;
 

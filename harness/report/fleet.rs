@@ -5,7 +5,8 @@
 use super::table::{Table, Tabular};
 use crate::cli::Format;
 use crate::error::OutputError;
-use crate::fleet::{pct, FleetReport, FleetRow, Group};
+use crate::figures::pct;
+use crate::fleet::{FleetReport, FleetRow, Group};
 use crate::store::ingest::IngestReport;
 use std::fmt::Write;
 

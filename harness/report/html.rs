@@ -3,9 +3,9 @@
 
 use super::{count, history_counts, svg, version_mark, version_sets};
 use crate::bench::model::Side;
-use crate::check::model::Status;
 use crate::history::{Chart, CheckMatrix, History};
-use crate::node::model::{Engine, NodeReport};
+use crate::schema::check::Status;
+use crate::schema::node::{Engine, NodeReport};
 use std::fmt::Write;
 
 const STYLE: &str = "body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1100px;color:#222;padding:0 16px}\

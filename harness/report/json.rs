@@ -2,12 +2,12 @@
 
 use super::Exporter;
 use crate::bench::model::BenchReport;
-use crate::check::model::CheckReport;
 use crate::compare::model::CompareReport;
 use crate::doctor::DoctorReport;
 use crate::error::OutputError;
 use crate::merge::MergeReport;
 use crate::model::ScanReport;
+use crate::schema::check::CheckReport;
 use serde::Serialize;
 
 pub struct Json;

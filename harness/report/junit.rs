@@ -7,12 +7,12 @@
 
 use super::{driver_version, library_path, Exporter};
 use crate::bench::model::BenchReport;
-use crate::check::model::{CheckReport, CheckResult, CombinationReport, Status};
 use crate::compare::model::CompareReport;
 use crate::doctor::DoctorReport;
 use crate::error::OutputError;
 use crate::merge::MergeReport;
 use crate::model::ScanReport;
+use crate::schema::check::{CheckReport, CheckResult, CombinationReport, Status};
 use std::fmt::Write;
 
 /// The JUnit XML exporter (check reports only).

@@ -8,12 +8,12 @@ use super::{
     library_path, notices, Exporter,
 };
 use crate::bench::model::{BenchReport, Status as BenchStatus};
-use crate::check::model::{CheckReport, CombinationReport, Status};
 use crate::compare::model::CompareReport;
 use crate::doctor::DoctorReport;
 use crate::error::OutputError;
 use crate::merge::MergeReport;
 use crate::model::{HostInfo, Installation, Library, Problem, ScanReport};
+use crate::schema::check::{CheckReport, CombinationReport, Status};
 use std::fmt::Write;
 
 pub struct Markdown;
@@ -456,7 +456,7 @@ impl Exporter for Markdown {
 }
 
 /// A judgement against a baseline: its line, then the rows beyond their fleet.
-fn baseline(out: &mut String, judgement: &crate::baseline::judge::Judgement) {
+fn baseline(out: &mut String, judgement: &crate::schema::judgement::Judgement) {
     let _ = writeln!(
         out,
         "## Against the baseline\n\n{}.\n",
@@ -494,7 +494,7 @@ fn table(out: &mut String, header: &[String], rows: &[Vec<String>]) {
 }
 
 /// The node: a row per GPU, the copy matrices, the findings.
-fn check_node(out: &mut String, node: &crate::node::model::NodeReport, simulated: bool) {
+fn check_node(out: &mut String, node: &crate::schema::node::NodeReport, simulated: bool) {
     let label = if simulated { " (simulated)" } else { "" };
     // `check --nodes` probes no GPU: its node holds the job's findings alone.
     if !node.devices.is_empty() {

@@ -19,7 +19,6 @@ mod table;
 mod terminal;
 
 use crate::bench::model::BenchReport;
-use crate::check::model::{CheckReport, CombinationReport, LibraryUse, Status};
 use crate::cli::{Format, PageFormat};
 use crate::compare::model::CompareReport;
 use crate::doctor::DoctorReport;
@@ -28,6 +27,7 @@ use crate::gpu::GpuInfo;
 use crate::history::{Chart, History, RunEntry};
 use crate::merge::MergeReport;
 use crate::model::ScanReport;
+use crate::schema::check::{CheckReport, CombinationReport, LibraryUse, Status};
 use std::path::Path;
 
 /// Turns reports into the bytes of one format.
@@ -430,10 +430,10 @@ fn library_path(library: &LibraryUse) -> Option<&Path> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::check::model::{CheckResult, Origin, CHECK_SCHEMA};
     use crate::check::protocol::Component;
     use crate::check::worker::session::not_installed;
     use crate::model::HostInfo;
+    use crate::schema::check::{CheckResult, Origin, CHECK_SCHEMA};
     use rstest::rstest;
 
     /// `--load-untrusted` is the first line of every text report of check and bench, and of

@@ -2,7 +2,7 @@
 //! one row per GPU (links, fabric, host copies) and the copy matrices (rows the source GPU,
 //! columns the destination).
 
-use crate::node::model::{Engine, NodeReport};
+use crate::schema::node::{Engine, NodeReport};
 
 /// The GPU table's header.
 pub const GPU_HEADER: &[&str] = &[

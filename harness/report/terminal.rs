@@ -7,13 +7,13 @@ use super::{
     notices, Exporter, Notice,
 };
 use crate::bench::model::{BenchReport, Status as BenchStatus};
-use crate::check::model::{CheckReport, Status};
 use crate::compare::model::CompareReport;
 use crate::diagnose::finding::{Finding, Severity};
 use crate::doctor::DoctorReport;
 use crate::error::OutputError;
 use crate::merge::MergeReport;
 use crate::model::{Installation, Problem, ScanReport};
+use crate::schema::check::{CheckReport, Status};
 use std::fmt::Write;
 
 pub struct Terminal {
@@ -659,7 +659,7 @@ impl Terminal {
 
     /// The node: a row per GPU, the copy matrices, its findings and notes.
     /// A judgement against a baseline: its line, then the rows beyond their fleet.
-    fn baseline(&self, out: &mut String, judgement: &crate::baseline::judge::Judgement) {
+    fn baseline(&self, out: &mut String, judgement: &crate::schema::judgement::Judgement) {
         let colour = if judgement.slower().next().is_some() {
             RED
         } else {
@@ -674,7 +674,7 @@ impl Terminal {
         }
     }
 
-    fn node(&self, out: &mut String, node: &crate::node::model::NodeReport, simulated: bool) {
+    fn node(&self, out: &mut String, node: &crate::schema::node::NodeReport, simulated: bool) {
         let label = if simulated { " (SIMULATED)" } else { "" };
         // `check --nodes` probes no GPU: its node holds the job's findings alone.
         if !node.devices.is_empty() {

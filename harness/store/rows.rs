@@ -2,11 +2,11 @@
 //! each carrying its run's identity and environment, so that any query needs no other file.
 
 use crate::bench::model::{BenchReport, BenchResult, Status as BenchStatus};
-use crate::check::model::CheckReport;
 use crate::compare::load::Run;
 use crate::doctor::DoctorReport;
 use crate::gpu::{Gpu, GpuInfo};
-use crate::node::model::{Copy, Engine};
+use crate::schema::check::CheckReport;
+use crate::schema::node::{Copy, Engine};
 
 /// One row of the store.
 #[derive(Debug, Clone, Default, PartialEq)]

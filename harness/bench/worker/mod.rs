@@ -17,7 +17,6 @@ mod workloads;
 
 use super::model::{CuptiCheck, Mode, StopReason, Verification, BITS};
 use super::protocol::{Command, Limits, Measurement, Reply, Setup, Workload};
-use crate::check::model::CombinationReport;
 use crate::check::protocol::Component;
 use crate::check::worker::device::DeviceBuffer;
 use crate::check::worker::outcome::{Call, Outcome};
@@ -27,6 +26,7 @@ use crate::nccl::api::Nccl;
 use crate::nccl::clique::Clique;
 use crate::nccl::collective::Collective;
 use crate::probe::worker::{leave, plain_crashes, protocol_channel, send};
+use crate::schema::check::CombinationReport;
 use cudarc::driver::result as cu;
 use cudarc::driver::sys::CUdevice_attribute;
 use std::collections::HashSet;

@@ -252,8 +252,8 @@ fn judge(output: &[[f32; 2]], input: &[[f32; 2]]) -> Checked {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::check::model::Status;
     use crate::check::worker::fixtures::{fixture, DRIVER};
+    use crate::schema::check::Status;
     use proptest::prelude::*;
 
     fn close(got: &[[f64; 2]], want: &[[f64; 2]]) {

@@ -33,7 +33,6 @@ pub mod outcome;
 pub mod session;
 pub(crate) mod symbols;
 
-use super::model::CheckResult;
 use super::protocol::{CheckEvent, CheckRequest, Component};
 use super::spec::{self, Side, Spec};
 use crate::kernels::Kernel;
@@ -42,6 +41,7 @@ use crate::nccl::log::{self as nccl_log, DebugLog};
 use crate::probe::dl;
 use crate::probe::worker::{leave, plain_crashes, protocol_channel, read_request, send, Seen};
 use crate::probe::LoadStage;
+use crate::schema::check::CheckResult;
 use outcome::{Checked, Outcome};
 use session::Session;
 use std::collections::HashSet;

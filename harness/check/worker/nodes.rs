@@ -8,7 +8,6 @@
 use super::driver;
 use super::outcome::{Checked, Outcome};
 use super::session::Session;
-use crate::check::model::Status;
 use crate::check::protocol::Component;
 use crate::cluster::fabric::{self, Ceiling};
 use crate::cluster::findings::{MissingRank, PeerEdge, RankNet};
@@ -18,6 +17,7 @@ use crate::cluster::{placement, ranges, SweepSize, WorldRequest};
 use crate::nccl::api::{Nccl, UniqueId};
 use crate::nccl::member::{self, Member};
 use crate::nccl::{self, collective, log::DebugLog};
+use crate::schema::check::Status;
 use collective::Collective;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};

@@ -1,7 +1,7 @@
 //! What one check function returns, and the one way library errors become failures: the
 //! function called, the error's name and code, and the library's own text for it.
 
-use crate::check::model::Status;
+use crate::schema::check::Status;
 use crate::tolerance::{self, Comparison, Precision};
 use serde_json::Value;
 use std::collections::BTreeMap;

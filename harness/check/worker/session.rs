@@ -2,11 +2,11 @@
 //! the device and its context, and the kernels NVRTC compiled.
 
 use super::outcome::Outcome;
-use crate::check::model::CheckResult;
 use crate::check::protocol::{CheckRequest, Component};
 use crate::compat::{ComputeCapability, CudaVersion};
 use crate::kernels::Kernel;
 use crate::probe::dl::Library;
+use crate::schema::check::CheckResult;
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
 

@@ -27,8 +27,8 @@ pub fn missing(library: &str, name: &CStr, why: &str) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::check::model::Status;
     use crate::check::worker::fixtures::{fixture, DRIVER};
+    use crate::schema::check::Status;
 
     type DriverGetVersion = unsafe extern "C" fn(*mut std::ffi::c_int) -> std::ffi::c_int;
 

@@ -10,9 +10,7 @@
 mod exposition;
 
 use super::Exporter;
-use crate::baseline::judge::{Judgement, Standing};
 use crate::bench::model::{self as bench, BenchReport, BenchResult};
-use crate::check::model::{self as check, CheckReport};
 use crate::compare::model::CompareReport;
 use crate::devices::{dcgm_bus_id, DeviceKey};
 use crate::diagnose::finding::{Finding, Severity};
@@ -21,6 +19,8 @@ use crate::error::OutputError;
 use crate::gpu::{Gpu, GpuInfo};
 use crate::merge::MergeReport;
 use crate::model::{HostInfo, ScanReport};
+use crate::schema::check::{self as check, CheckReport};
+use crate::schema::judgement::{Judgement, Standing};
 use exposition::{Exposition, Family, Labels};
 use std::collections::BTreeMap;
 
@@ -626,8 +626,8 @@ fn bench_row(out: &mut Exposition<Metric>, labels: &Labels, b: &BenchResult) {
 mod tests {
     use super::*;
     use crate::bench::model::{Key, Parameters, Summary, Throughput};
-    use crate::check::model::{CheckResult, CombinationReport, CHECK_SCHEMA};
     use crate::diagnose::finding::Cause;
+    use crate::schema::check::{CheckResult, CombinationReport, CHECK_SCHEMA};
     use std::collections::HashSet;
 
     /// Every family.
@@ -982,7 +982,7 @@ mod tests {
     /// node_exporter refuses a series two files of its directory give.
     #[test]
     fn the_files_of_doctor_check_and_bench_of_one_node_share_no_series() {
-        let library = crate::check::model::LibraryUse {
+        let library = crate::schema::check::LibraryUse {
             component: "cudart".into(),
             name: "libcudart.so.13".into(),
             version: Some("13.0".into()),

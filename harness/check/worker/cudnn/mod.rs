@@ -366,8 +366,8 @@ pub fn conv_forward(s: &mut Session) -> Checked {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::check::model::Status;
     use crate::check::worker::fixtures::{fixture, DRIVER};
+    use crate::schema::check::Status;
     use rstest::rstest;
 
     #[test]

@@ -214,7 +214,7 @@ mod tests {
     use super::conflict::tests::injected;
     use super::record::KernelRecord;
     use super::*;
-    use crate::check::model::Status;
+    use crate::schema::check::Status;
     use rstest::rstest;
     use std::ffi::c_char;
 

@@ -271,7 +271,7 @@ fn listing(device: &DeviceHealth) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::check::model::Status;
+    use crate::schema::check::Status;
     use rstest::rstest;
 
     fn healthy() -> Readings {

@@ -119,7 +119,7 @@ fn disagreement(v: &Versions) -> Option<Outcome> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::check::model::Status;
+    use crate::schema::check::Status;
     use rstest::rstest;
 
     fn versions() -> Versions {

@@ -35,10 +35,10 @@ pub struct CheckReport {
     /// The node: its GPUs' links and fabric, peer access, copy matrices and findings; absent
     /// without a GPU.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub node: Option<crate::node::model::NodeReport>,
+    pub node: Option<crate::schema::node::NodeReport>,
     /// `--baseline`: the node's copies against its fleet's; absent without one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub baseline: Option<crate::baseline::judge::Judgement>,
+    pub baseline: Option<crate::schema::judgement::Judgement>,
 }
 
 /// One combination (a driver plus one installation's libraries) and its checks.
@@ -169,21 +169,6 @@ impl Status {
 }
 
 impl CheckResult {
-    /// A result of check `id` (its library from the check list), with no duration or details.
-    pub fn new(id: &str, status: Status, reason: impl Into<String>) -> CheckResult {
-        let library = super::spec::spec(id)
-            .map_or_else(|| id.split('.').next().unwrap_or_default(), |s| s.library);
-        CheckResult {
-            id: id.to_owned(),
-            library: library.to_owned(),
-            status,
-            reason: reason.into(),
-            duration_ms: 0.0,
-            details: BTreeMap::new(),
-            device: None,
-        }
-    }
-
     /// Its id, with the GPU it ran on in a run over several: `cublas.sgemm [GPU 3]`.
     pub fn label(&self) -> String {
         match &self.device {

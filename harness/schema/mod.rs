@@ -1,0 +1,7 @@
+//! The saved run types: what a run writes and every reader of runs reads back, with their
+//! schema tags. Writers (`check`, `bench`, `node`) and readers (`compare`, `store`, `merge`,
+//! `report`) share them; this layer imports nothing above the findings on host facts.
+
+pub mod check;
+pub mod judgement;
+pub mod node;
