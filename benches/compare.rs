@@ -5,12 +5,12 @@
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use stackbench::bench::model::{
-    BenchReport, BenchResult, CombinationRun, Repetition, Side, Status, BENCH_SCHEMA,
-    BENCH_SCHEMA_MINOR,
+    BenchReport, BenchResult, CombinationRun, Repetition, Side, Status,
 };
 use stackbench::bench::plan::{self, Depth};
 use stackbench::compare::stats::{self, Floor};
 use stackbench::compare::{self as comparing, CompareOptions, FailOn};
+use stackbench::schema::{BENCH_SCHEMA, BENCH_SCHEMA_MINOR};
 use std::path::Path;
 use std::time::Duration;
 

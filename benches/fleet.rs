@@ -66,7 +66,7 @@ fn store(c: &mut Criterion) {
     group.bench_function("report --store (HTML)", |b| {
         b.iter(|| {
             let history = fleet::nights::history(&fleet_store, None).expect("the nights");
-            stackbench::report::history(stackbench::cli::PageFormat::Html, &history)
+            stackbench::report::history(stackbench::report::format::PageFormat::Html, &history)
                 .expect("the page")
         })
     });

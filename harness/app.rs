@@ -22,7 +22,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> anyhow::Result<ExitCode>
         Ok(cli) => cli,
         Err(e) if e.kind() == clap::error::ErrorKind::DisplayVersion => {
             let text = crate::version::describe();
-            output::write(&options::Destination::Stdout, text.as_bytes())?;
+            output::write(&output::Destination::Stdout, text.as_bytes())?;
             return Ok(ExitCode::SUCCESS);
         }
         Err(e) => e.exit(),
@@ -202,7 +202,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> anyhow::Result<ExitCode>
                 let selector = match &args.select {
                     Some(text) => Some(
                         text.parse::<crate::fleet::select::Selector>()
-                            .map_err(crate::error::OptionsError::from)?,
+                            .map_err(options::OptionsError::from)?,
                     ),
                     None => None,
                 };
@@ -262,14 +262,14 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> anyhow::Result<ExitCode>
 /// with the line on standard error; exits 0 healthy, 1 unhealthy, 2 could not run.
 fn quick_check(
     options: &check::CheckOptions,
-    report_options: &options::ReportOptions,
+    report_options: &report::format::ReportOptions,
 ) -> anyhow::Result<ExitCode> {
     use check::quick::{judge, Verdict};
     let host = Host::current();
     let report = check::check_quick(options, &host)?;
     let visible = host.env.get("CUDA_VISIBLE_DEVICES").map(String::as_str);
     let health = judge(&report, visible);
-    let bytes = if report_options.format == crate::cli::Format::Terminal {
+    let bytes = if report_options.format == crate::report::format::Format::Terminal {
         format!("{}\n", health.line()).into_bytes()
     } else {
         eprintln!("check --quick: {}", health.line());
@@ -288,7 +288,7 @@ fn quick_check(
 fn nodes_check(
     options: &check::CheckOptions,
     world: &crate::cluster::WorldRequest,
-    report_options: &options::ReportOptions,
+    report_options: &report::format::ReportOptions,
 ) -> anyhow::Result<ExitCode> {
     let report = check::check_nodes(options, &Host::current(), world)?;
     if world.world.rank != 0 {
@@ -350,8 +350,8 @@ fn write_bench_files(
     use anyhow::Context;
     std::fs::create_dir_all(dir)
         .with_context(|| format!("cannot create the results directory {}", dir.display()))?;
-    let stem = bench::files::free_stem(dir, &bench::files::stem(report));
-    for (extension, format) in bench::files::FORMATS {
+    let stem = report::files::free_stem(dir, &report::files::stem(report));
+    for (extension, format) in report::files::FORMATS {
         let bytes = report::exporter(format, false).bench(report)?;
         output::write_atomically(&stem.with_extension(extension), &bytes)?;
     }

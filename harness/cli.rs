@@ -4,6 +4,7 @@
 //! its options are grouped under the headings of its guide page's "Options" section
 //! (doc/<command>.md, checked by tests/cli_help.rs), and its help ends with that page's path.
 
+use crate::report::format::{Format, PageFormat};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
@@ -655,32 +656,6 @@ pub struct HistoryArgs {
     #[arg(long, short, value_name = "FILE", help_heading = "Output")]
     pub output: Option<PathBuf>,
 }
-/// Formats of `report`'s page.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum PageFormat {
-    /// One self-contained page with inline SVG charts.
-    Html,
-    /// The same tables without the charts (pull requests, `$GITHUB_STEP_SUMMARY`).
-    Markdown,
-    /// The gathered history, `stackbench.history/v1`.
-    Json,
-}
-
-/// Report formats.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Format {
-    /// Aligned tables for people, grouped by installation.
-    Terminal,
-    Json,
-    Csv,
-    Markdown,
-    /// JUnit XML, one testsuite per combination (`check` only).
-    Junit,
-    /// Prometheus text for node_exporter's textfile collector (`doctor`, `check`, `bench`,
-    /// `merge`): gauges with dcgm-exporter's GPU labels, for a fleet's dashboards and alerts.
-    Openmetrics,
-}
-
 /// When to use colour.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ColorChoice {

@@ -12,14 +12,12 @@ use crate::gpu::{self, GpuInfo};
 use crate::model::{HostInfo, Installation, Library, Problem, ScanReport, SearchRoot};
 use crate::probe::{self, ProbeRequest};
 use crate::resolve::SearchContext;
+use crate::schema::DOCTOR_SCHEMA;
 use crate::toolchain::BuildFacts;
 use crate::trust::{Decision, Policy};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-
-/// Schema tag of the doctor report.
-pub const DOCTOR_SCHEMA: &str = "stackbench.doctor/v1";
 
 /// What `doctor` found: findings first, then everything the scan saw.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -7,17 +7,15 @@ use crate::bench::model::{BenchReport, Side};
 use crate::compare::load::{self, LoadError, Run};
 use crate::roofline::Roofline;
 use crate::schema::check::{CheckReport, Status};
+use crate::schema::HISTORY_SCHEMA;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
-/// Schema tag of the history.
-pub const HISTORY_SCHEMA: &str = "stackbench.history/v1";
-
 /// Schemas of stackbench's own files that are made from runs rather than being runs.
 const DERIVED: [&str; 3] = [
-    crate::compare::model::COMPARE_SCHEMA,
-    crate::merge::MERGE_SCHEMA,
+    crate::schema::COMPARE_SCHEMA,
+    crate::schema::MERGE_SCHEMA,
     HISTORY_SCHEMA,
 ];
 

@@ -13,12 +13,10 @@ use crate::devices::DeviceKey;
 use crate::figures::median;
 use crate::node::outlier;
 use crate::schema::judgement::Judgement;
+use crate::schema::MERGE_SCHEMA;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-
-/// Schema tag of the merged table.
-pub const MERGE_SCHEMA: &str = "stackbench.merge/v1";
 
 /// The fleet's results in one table.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -5,9 +5,6 @@
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
-/// Schema tag of the scan report.
-pub const SCAN_SCHEMA: &str = "stackbench.scan/v1";
-
 /// Everything one scan found on a host.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ScanReport {

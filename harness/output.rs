@@ -2,9 +2,15 @@
 //! sees half a report and an earlier one is never lost to a failed write.
 
 use crate::error::OutputError;
-use crate::options::Destination;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// Where a report goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Destination {
+    Stdout,
+    File(PathBuf),
+}
 
 /// Writes `bytes` to the destination.
 pub fn write(destination: &Destination, bytes: &[u8]) -> Result<(), OutputError> {

@@ -6,6 +6,7 @@ use crate::discover::{self, layout, metadata, Discovery, Found, Host};
 use crate::elf::{self, ElfError, ElfInfo};
 use crate::model::*;
 use crate::pe::{self, PeError, PeInfo};
+use crate::schema::SCAN_SCHEMA;
 use crate::symlink::{self, Chain};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};

@@ -10,11 +10,12 @@
 
 use stackbench::bench::model::*;
 use stackbench::bench::{shares, theoretical};
-use stackbench::cli::Format;
 use stackbench::error::OutputError;
 use stackbench::gpu::{Gpu, GpuInfo};
 use stackbench::model::HostInfo;
 use stackbench::report::exporter;
+use stackbench::report::format::Format;
+use stackbench::schema::BENCH_SCHEMA;
 use std::collections::BTreeMap;
 
 const CU12: &str = "pip:venv-cu12";

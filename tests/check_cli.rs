@@ -47,7 +47,8 @@ fn check_report(output: &Output) -> Value {
         )
     });
     assert_eq!(value["schema"], "stackbench.check/v1");
-    if let Err(e) = serde_json::from_value::<stackbench::check::model::CheckReport>(value.clone()) {
+    if let Err(e) = serde_json::from_value::<stackbench::schema::check::CheckReport>(value.clone())
+    {
         panic!("check's JSON does not read back as a CheckReport: {e}");
     }
     value

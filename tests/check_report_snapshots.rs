@@ -20,12 +20,13 @@
 #![allow(clippy::disallowed_methods)]
 
 use serde_json::json;
-use stackbench::check::model::*;
 use stackbench::check::spec::SPECS;
-use stackbench::cli::Format;
 use stackbench::gpu::{Gpu, GpuInfo};
 use stackbench::model::{HostInfo, Layout};
 use stackbench::report::exporter;
+use stackbench::report::format::Format;
+use stackbench::schema::check::*;
+use stackbench::schema::CHECK_SCHEMA;
 use std::collections::BTreeMap;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};

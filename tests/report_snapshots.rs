@@ -4,9 +4,10 @@
 //! does. Review a change with `INSTA_UPDATE=always cargo test --test report_snapshots` and a
 //! diff of `tests/snapshots/`.
 
-use stackbench::cli::Format;
 use stackbench::model::*;
 use stackbench::report::exporter;
+use stackbench::report::format::Format;
+use stackbench::schema::SCAN_SCHEMA;
 use std::path::PathBuf;
 
 fn strings(items: &[&str]) -> Vec<String> {

@@ -17,8 +17,9 @@ use stackbench::bench::client::Client;
 use stackbench::bench::plan::Depth;
 use stackbench::bench::protocol::{Command, Reply, Workload};
 use stackbench::bench::{self, model::Verification, suite, BenchOptions};
-use stackbench::check::{combination::Combination, model::CombinationReport, Selection};
+use stackbench::check::{combination::Combination, Selection};
 use stackbench::discover::{Host, Options};
+use stackbench::schema::check::CombinationReport;
 use std::path::PathBuf;
 use std::time::Duration;
 

@@ -9,14 +9,12 @@ pub mod judge;
 
 use crate::fleet::select::Selector;
 use crate::fleet::{node_costs, Node, Spread};
+use crate::schema::BASELINE_SCHEMA;
 use crate::store::rows::{self, Row};
 use crate::store::{Columns, Store, StoreError};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-
-/// Schema tag of a baseline.
-pub const BASELINE_SCHEMA: &str = "stackbench.baseline/v1";
 
 /// A fleet's expectations, the file `check --baseline` and `merge --baseline` read.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

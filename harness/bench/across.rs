@@ -10,7 +10,7 @@
 use super::collectives;
 use super::model::{
     BenchReport, BenchResult, CombinationRun, JobRun, Key, LibraryVersion, Parameters, Side,
-    StopReason, Verification, BENCH_SCHEMA, BENCH_SCHEMA_MINOR, BITS,
+    StopReason, Verification, BITS,
 };
 use super::plan::Depth;
 use super::{BenchError, BenchOptions};
@@ -18,6 +18,7 @@ use crate::cluster::{findings::RankNet, Sweep, SweepSize, WorldRequest};
 use crate::discover::Host;
 use crate::nccl::collective::{self, Collective};
 use crate::schema::check::{CheckReport, CheckResult, CombinationReport, Status};
+use crate::schema::{BENCH_SCHEMA, BENCH_SCHEMA_MINOR};
 use serde::de::DeserializeOwned;
 
 /// Samples of each size: nccl-tests takes one (of `-n` runs); ten give `compare` a spread.

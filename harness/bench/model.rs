@@ -11,28 +11,6 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-/// Schema tag of the bench report.
-pub const BENCH_SCHEMA: &str = "stackbench.bench/v1";
-
-/// The minor version of [`BENCH_SCHEMA`] this stackbench writes: 1 adds `repeat` and each
-/// benchmark's `repetitions` (files without them, minor 0, are one repetition each); 2 adds
-/// each GPU benchmark's `device` in runs over several GPUs and the run's `findings` (files
-/// without them ran on one GPU, or found nothing). The NCCL benchmarks' `nccl` figures came
-/// later within 2: a file without them has no NCCL rows. 3 adds each result's `conditions`
-/// (its GPU's state before and after the run) and the run's `allow_busy`: a file without them
-/// did not read its GPUs' state. 4 adds the run's `clocks_locked` and each result's
-/// `telemetry.sm_clock_mhz_mean`: a file without them measured unlocked, and cannot be judged
-/// in cycles. 5 adds each combination's `spec` and each result's `pct_of_spec`. 6 adds
-/// `rerendered`: a run `bench --from` renders again keeps the minor of the run that measured
-/// it (its derived figures are computed anew; what it never measured stays absent) and says
-/// when, and by which stackbench, it was rendered again. 7 adds to each of `clocks_locked` its
-/// GPU's `uuid`, the lock's `target` (`tdp` or `default_applications`), `persistence_mode` and
-/// `held_below`, and reads its `sm_mhz` back once locked: a file without them locked at the
-/// default applications clock. 8 adds the run's `run_id`: a file without one is known by its
-/// host and start time. 9 adds `job` (`bench --nodes`), each NCCL row's `nccl.hosts` and its
-/// key's `parameters.job`: a file without them ran on one node.
-pub const BENCH_SCHEMA_MINOR: u32 = 9;
-
 /// Whether a number is zero (serde: left out when it is).
 fn is_zero(n: &u32) -> bool {
     *n == 0
@@ -42,7 +20,7 @@ fn is_zero(n: &u32) -> bool {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct BenchReport {
     pub schema: String,
-    /// The schema's minor version ([`BENCH_SCHEMA_MINOR`]); absent (0) in files written before
+    /// The schema's minor version ([`crate::schema::BENCH_SCHEMA_MINOR`]); absent (0) in files written before
     /// repetitions were kept apart.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub schema_minor: u32,
@@ -838,8 +816,8 @@ impl BenchReport {
     /// driver or not), no GPU, host `h`, nothing else set.
     pub(crate) fn of(simulated: bool, benchmarks: Vec<BenchResult>) -> BenchReport {
         BenchReport {
-            schema: BENCH_SCHEMA.into(),
-            schema_minor: BENCH_SCHEMA_MINOR,
+            schema: crate::schema::BENCH_SCHEMA.into(),
+            schema_minor: crate::schema::BENCH_SCHEMA_MINOR,
             run_id: None,
             repeat: 1,
             started: String::new(),

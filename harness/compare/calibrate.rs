@@ -8,12 +8,10 @@ use super::floor::History;
 use super::load::{self, LoadError, Run};
 use super::stats::{self, Verdict};
 use crate::bench::model::{BenchReport, Side, Status};
+use crate::schema::CALIBRATION_SCHEMA;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-
-/// Schema tag of a calibration.
-pub const CALIBRATION_SCHEMA: &str = "stackbench.calibration/v1";
 
 /// What A/A runs say of each benchmark on this host.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

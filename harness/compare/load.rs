@@ -2,11 +2,15 @@
 //! with a clear error for a file that is missing, empty, truncated, from another tool or of
 //! another schema version.
 
-use crate::bench::model::{BenchReport, BENCH_SCHEMA};
-use crate::doctor::{DoctorReport, DOCTOR_SCHEMA};
+use crate::bench::model::BenchReport;
+use crate::doctor::DoctorReport;
 use crate::gpu::GpuInfo;
-use crate::model::{HostInfo, ScanReport, SCAN_SCHEMA};
-use crate::schema::check::{CheckReport, CHECK_SCHEMA};
+use crate::model::{HostInfo, ScanReport};
+use crate::schema::check::CheckReport;
+use crate::schema::BENCH_SCHEMA;
+use crate::schema::CHECK_SCHEMA;
+use crate::schema::DOCTOR_SCHEMA;
+use crate::schema::SCAN_SCHEMA;
 use serde::de::DeserializeOwned;
 use std::path::{Path, PathBuf};
 

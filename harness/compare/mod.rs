@@ -15,8 +15,9 @@ mod power;
 pub mod reference;
 pub mod stats;
 
+use crate::schema::COMPARE_SCHEMA;
 use load::{LoadError, Run};
-use model::{CompareReport, RunInfo, COMPARE_SCHEMA};
+use model::{CompareReport, RunInfo};
 use serde::{Deserialize, Serialize};
 use stats::Verdict;
 use std::path::{Path, PathBuf};

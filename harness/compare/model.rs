@@ -5,9 +5,6 @@ use super::stats::{Floor, Ratio, Verdict};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
-/// Schema tag of the comparison.
-pub const COMPARE_SCHEMA: &str = "stackbench.compare/v1";
-
 /// Two runs of one kind, set side by side.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct CompareReport {

@@ -10,15 +10,13 @@ pub mod select;
 
 use crate::compare::stats::{self, Ratio, Verdict};
 use crate::figures::pct;
+use crate::schema::FLEET_SCHEMA;
 use crate::store::rows::Row;
 use crate::store::{Columns, Store, StoreError};
 use select::Selector;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-
-/// Schema tag of the fleet comparison.
-pub const FLEET_SCHEMA: &str = "stackbench.fleet/v1";
 
 /// A node's figure further from its group's median than this many robust standard deviations
 /// (1.4826 × the median absolute deviation) marks it, where it is also beyond twice the

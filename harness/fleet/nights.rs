@@ -5,7 +5,8 @@
 
 use super::select::Selector;
 use crate::bench::model::Side;
-use crate::history::{Chart, History, Point, RunEntry, Series, HISTORY_SCHEMA};
+use crate::history::{Chart, History, Point, RunEntry, Series};
+use crate::schema::HISTORY_SCHEMA;
 use crate::store::rows::Row;
 use crate::store::{Columns, Store, StoreError};
 use std::collections::{BTreeMap, BTreeSet};

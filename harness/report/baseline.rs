@@ -2,9 +2,9 @@
 //! node judged against one, the section `check` and `merge` add to their terminal and Markdown
 //! reports (their JSON carries every row, their OpenMetrics each row's ratio).
 
+use super::format::Format;
 use super::table::{Table, Tabular};
 use crate::baseline::Baseline;
-use crate::cli::Format;
 use crate::error::OutputError;
 use crate::figures::pct;
 use crate::schema::judgement::{Judgement, Standing};

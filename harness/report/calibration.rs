@@ -1,9 +1,9 @@
 //! `compare --calibrate` in every format that suits a table: terminal, Markdown, CSV and JSON.
 
+use super::format::ReportOptions;
 use super::table::{Table, Tabular};
 use crate::compare::calibrate::{CalibrationReport, CalibrationRow};
 use crate::error::OutputError;
-use crate::options::ReportOptions;
 
 /// A fraction as a percentage with one decimal.
 fn pct(fraction: f64) -> String {

@@ -2,8 +2,8 @@
 //! the fleet each benchmark's two distributions drawn on one axis and the nodes beyond their
 //! group; CSV is the table alone, JSON the report.
 
+use super::format::Format;
 use super::table::{Table, Tabular};
-use crate::cli::Format;
 use crate::error::OutputError;
 use crate::figures::pct;
 use crate::fleet::{FleetReport, FleetRow, Group};

@@ -6,7 +6,9 @@ mod bench;
 mod calibration;
 mod compare;
 mod csv;
+pub mod files;
 mod fleet;
+pub mod format;
 mod html;
 mod json;
 mod junit;
@@ -19,7 +21,6 @@ mod table;
 mod terminal;
 
 use crate::bench::model::BenchReport;
-use crate::cli::{Format, PageFormat};
 use crate::compare::model::CompareReport;
 use crate::doctor::DoctorReport;
 use crate::error::OutputError;
@@ -28,6 +29,7 @@ use crate::history::{Chart, History, RunEntry};
 use crate::merge::MergeReport;
 use crate::model::ScanReport;
 use crate::schema::check::{CheckReport, CombinationReport, LibraryUse, Status};
+use format::{Format, PageFormat, ReportOptions};
 use std::path::Path;
 
 /// Turns reports into the bytes of one format.
@@ -48,16 +50,16 @@ pub trait Exporter {
 
 /// The exporter for a format; `color` matters to the terminal report only.
 pub fn exporter(format: Format, color: bool) -> Box<dyn Exporter> {
-    exporter_for(&crate::options::ReportOptions {
+    exporter_for(&ReportOptions {
         format,
-        destination: crate::options::Destination::Stdout,
+        destination: crate::output::Destination::Stdout,
         color,
         verbose: false,
     })
 }
 
 /// The exporter the options ask for; colour and verbosity matter to the terminal report only.
-pub fn exporter_for(options: &crate::options::ReportOptions) -> Box<dyn Exporter> {
+pub fn exporter_for(options: &ReportOptions) -> Box<dyn Exporter> {
     match options.format {
         Format::Terminal => Box::new(terminal::Terminal {
             color: options.color,
@@ -433,7 +435,8 @@ mod tests {
     use crate::check::protocol::Component;
     use crate::check::worker::session::not_installed;
     use crate::model::HostInfo;
-    use crate::schema::check::{CheckResult, Origin, CHECK_SCHEMA};
+    use crate::schema::check::{CheckResult, Origin};
+    use crate::schema::CHECK_SCHEMA;
     use rstest::rstest;
 
     /// `--load-untrusted` is the first line of every text report of check and bench, and of

@@ -2,7 +2,7 @@
 //! a headline, notes below), Markdown, CSV, and the report's own JSON. JUnit and OpenMetrics
 //! have no place for such a table and say which formats do.
 
-use crate::cli::Format;
+use super::format::Format;
 use crate::error::OutputError;
 use serde::Serialize;
 use std::fmt::Write;

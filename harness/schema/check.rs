@@ -8,9 +8,6 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-/// Schema tag of the check report.
-pub const CHECK_SCHEMA: &str = "stackbench.check/v1";
-
 /// Everything one `stackbench check` run found.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct CheckReport {

@@ -5,11 +5,9 @@
 
 use super::{rows, Store, StoreError};
 use crate::compare::load::{self, Run};
+use crate::schema::INGEST_SCHEMA;
 use serde::Serialize;
 use std::path::PathBuf;
-
-/// Schema tag of the ingest report.
-pub const INGEST_SCHEMA: &str = "stackbench.ingest/v1";
 
 /// What an ingest did.
 #[derive(Debug, Clone, Serialize, PartialEq)]

@@ -1,14 +1,15 @@
 //! Where a bench run's files go: `bench-<host>-<gpu>-<date>` in the results directory, in
 //! JSON (canonical), CSV and Markdown; a second run the same day gets `-2`, never overwriting.
 
-use super::model::BenchReport;
+use super::format::Format;
+use crate::bench::model::BenchReport;
 use std::path::{Path, PathBuf};
 
 /// The extensions written, with the format of each.
-pub const FORMATS: [(&str, crate::cli::Format); 3] = [
-    ("json", crate::cli::Format::Json),
-    ("csv", crate::cli::Format::Csv),
-    ("md", crate::cli::Format::Markdown),
+pub const FORMATS: [(&str, Format); 3] = [
+    ("json", Format::Json),
+    ("csv", Format::Csv),
+    ("md", Format::Markdown),
 ];
 
 /// Lower-case letters, digits and dashes only.
