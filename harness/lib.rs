@@ -30,6 +30,7 @@ pub mod doctor;
 pub mod e4m3;
 pub mod elf;
 pub mod error;
+pub mod exit;
 pub mod figures;
 pub mod fleet;
 pub mod gpu;

@@ -6,16 +6,15 @@
 use super::combination::Combination;
 use super::pin;
 use super::protocol::{CheckEvent, CheckRequest};
+use crate::exit::{died, last_words};
 use crate::nccl::{self, log::LogDir};
-use crate::probe::{decode, LoadedObject};
+use crate::probe::LoadedObject;
 use crate::process::{start_worker, Worker};
 use crate::schema::check::{CheckResult, Status};
 use crate::trust::identity::as_user;
 use crate::trust::{Decision, Identity, Launch, Refusal};
 use std::ffi::OsString;
-use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::ExitStatus;
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
@@ -269,29 +268,6 @@ fn one_worker(
     stop
 }
 
-/// The last three non-blank lines a worker wrote to standard error, joined: what it said before it died.
-pub(crate) fn last_words(said: &str) -> String {
-    let lines: Vec<&str> = said.lines().filter(|l| !l.trim().is_empty()).collect();
-    lines[lines.len().saturating_sub(3)..].join(" | ")
-}
-
-/// How a worker ended, for people: `killed by SIGSEGV`, `exited with status 3`.
-pub(crate) fn died(status: Option<ExitStatus>) -> String {
-    match status {
-        Some(status) => match (status.signal(), status.code()) {
-            (Some(signal), _) => format!(
-                "killed by {}",
-                decode::signal_name(signal)
-                    .map(str::to_owned)
-                    .unwrap_or_else(|| format!("signal {signal}"))
-            ),
-            (None, Some(code)) => format!("exited with status {code}"),
-            (None, None) => "ended".to_owned(),
-        },
-        None => "its status could not be read".to_owned(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -309,15 +285,6 @@ mod tests {
         assert_eq!(
             worker_search_path(Path::new("/pin"), &combination()),
             OsString::from("/pin:/d:/a:/b")
-        );
-    }
-
-    #[test]
-    fn deaths_read_well() {
-        assert_eq!(died(Some(ExitStatus::from_raw(11))), "killed by SIGSEGV");
-        assert_eq!(
-            died(Some(ExitStatus::from_raw(3 << 8))),
-            "exited with status 3"
         );
     }
 

@@ -53,45 +53,6 @@ pub fn triple_value(major: i64, minor: i64, patch: i64) -> i64 {
     major * 10000 + minor * 100 + patch
 }
 
-/// The name of a signal number (11 -> "SIGSEGV"), for the signals a library can die from.
-pub fn signal_name(signal: i32) -> Option<&'static str> {
-    let name = match signal {
-        libc::SIGHUP => "SIGHUP",
-        libc::SIGINT => "SIGINT",
-        libc::SIGQUIT => "SIGQUIT",
-        libc::SIGILL => "SIGILL",
-        libc::SIGTRAP => "SIGTRAP",
-        libc::SIGABRT => "SIGABRT",
-        libc::SIGBUS => "SIGBUS",
-        libc::SIGFPE => "SIGFPE",
-        libc::SIGKILL => "SIGKILL",
-        libc::SIGUSR1 => "SIGUSR1",
-        libc::SIGSEGV => "SIGSEGV",
-        libc::SIGUSR2 => "SIGUSR2",
-        libc::SIGPIPE => "SIGPIPE",
-        libc::SIGALRM => "SIGALRM",
-        libc::SIGTERM => "SIGTERM",
-        libc::SIGSTKFLT => "SIGSTKFLT",
-        libc::SIGCHLD => "SIGCHLD",
-        libc::SIGCONT => "SIGCONT",
-        libc::SIGSTOP => "SIGSTOP",
-        libc::SIGTSTP => "SIGTSTP",
-        libc::SIGTTIN => "SIGTTIN",
-        libc::SIGTTOU => "SIGTTOU",
-        libc::SIGURG => "SIGURG",
-        libc::SIGXCPU => "SIGXCPU",
-        libc::SIGXFSZ => "SIGXFSZ",
-        libc::SIGVTALRM => "SIGVTALRM",
-        libc::SIGPROF => "SIGPROF",
-        libc::SIGWINCH => "SIGWINCH",
-        libc::SIGIO => "SIGIO",
-        libc::SIGPWR => "SIGPWR",
-        libc::SIGSYS => "SIGSYS",
-        _ => return None,
-    };
-    Some(name)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -147,16 +108,5 @@ mod tests {
         assert_eq!(major_minor_value(12, 9), 12090);
         assert_eq!(cuda_version(major_minor_value(11, 2)), "11.2");
         assert_eq!(triple_value(11, 11, 3), 111103);
-    }
-
-    #[rstest]
-    #[case(11, Some("SIGSEGV"))]
-    #[case(6, Some("SIGABRT"))]
-    #[case(9, Some("SIGKILL"))]
-    #[case(7, Some("SIGBUS"))]
-    #[case(0, None)]
-    #[case(64, None)]
-    fn signals(#[case] signal: i32, #[case] name: Option<&str>) {
-        assert_eq!(signal_name(signal), name);
     }
 }

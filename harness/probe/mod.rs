@@ -427,7 +427,7 @@ fn died(status: Option<ExitStatus>) -> LoadOutcome {
     let signal = status.and_then(|s| s.signal());
     LoadOutcome::Crashed {
         signal,
-        signal_name: signal.and_then(decode::signal_name).map(str::to_owned),
+        signal_name: signal.and_then(crate::exit::signal_name).map(str::to_owned),
         exit_code: status.and_then(|s| s.code()),
     }
 }

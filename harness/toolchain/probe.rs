@@ -245,7 +245,7 @@ fn run_step(mut command: Command, user: Option<&Identity>) -> Result<(), (String
         .join("\n");
     match status {
         Some(s) if s.success() => Ok(()),
-        Some(s) => Err((crate::check::runner::died(Some(s)), output)),
+        Some(s) => Err((crate::exit::died(Some(s)), output)),
         None => Err((
             format!("timed out after {} s", STEP_TIMEOUT.as_secs()),
             output,
