@@ -10,7 +10,7 @@ use stackbench::bench::model::{
 use stackbench::bench::plan::{self, Depth};
 use stackbench::compare::stats::{self, Floor};
 use stackbench::compare::{self as comparing, CompareOptions, FailOn};
-use stackbench::schema::{BENCH_SCHEMA, BENCH_SCHEMA_MINOR};
+use stackbench::tags::{BENCH_SCHEMA, BENCH_SCHEMA_MINOR};
 use std::path::Path;
 use std::time::Duration;
 

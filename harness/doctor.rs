@@ -12,7 +12,7 @@ use crate::gpu::{self, GpuInfo};
 use crate::model::{HostInfo, Installation, Library, Problem, ScanReport, SearchRoot};
 use crate::probe::{self, ProbeRequest};
 use crate::resolve::SearchContext;
-use crate::schema::DOCTOR_SCHEMA;
+use crate::tags::DOCTOR_SCHEMA;
 use crate::toolchain::BuildFacts;
 use crate::trust::{Decision, Policy};
 use serde::{Deserialize, Serialize};

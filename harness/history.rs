@@ -7,15 +7,15 @@ use crate::bench::model::{BenchReport, Side};
 use crate::compare::load::{self, LoadError, Run};
 use crate::roofline::Roofline;
 use crate::schema::check::{CheckReport, Status};
-use crate::schema::HISTORY_SCHEMA;
+use crate::tags::HISTORY_SCHEMA;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 /// Schemas of stackbench's own files that are made from runs rather than being runs.
 const DERIVED: [&str; 3] = [
-    crate::schema::COMPARE_SCHEMA,
-    crate::schema::MERGE_SCHEMA,
+    crate::tags::COMPARE_SCHEMA,
+    crate::tags::MERGE_SCHEMA,
     HISTORY_SCHEMA,
 ];
 

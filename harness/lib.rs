@@ -57,6 +57,7 @@ pub mod scan;
 pub mod schema;
 pub mod store;
 pub mod symlink;
+pub mod tags;
 pub mod timestamp;
 pub mod tolerance;
 pub mod toolchain;

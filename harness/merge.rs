@@ -13,7 +13,7 @@ use crate::devices::DeviceKey;
 use crate::figures::median;
 use crate::node::outlier;
 use crate::schema::judgement::Judgement;
-use crate::schema::MERGE_SCHEMA;
+use crate::tags::MERGE_SCHEMA;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

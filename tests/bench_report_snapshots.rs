@@ -15,7 +15,7 @@ use stackbench::gpu::{Gpu, GpuInfo};
 use stackbench::model::HostInfo;
 use stackbench::report::exporter;
 use stackbench::report::format::Format;
-use stackbench::schema::BENCH_SCHEMA;
+use stackbench::tags::BENCH_SCHEMA;
 use std::collections::BTreeMap;
 
 const CU12: &str = "pip:venv-cu12";

@@ -26,7 +26,7 @@ use stackbench::model::{HostInfo, Layout};
 use stackbench::report::exporter;
 use stackbench::report::format::Format;
 use stackbench::schema::check::*;
-use stackbench::schema::CHECK_SCHEMA;
+use stackbench::tags::CHECK_SCHEMA;
 use std::collections::BTreeMap;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};

@@ -52,7 +52,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ),
     (
         "process",
-        &["worker", "process", "contain", "lifetime", "trust"],
+        &["exit", "process", "contain", "lifetime", "trust"],
     ),
     (
         "ground",
@@ -63,6 +63,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "run_id",
             "error",
             "figures",
+            "tags",
         ],
     ),
 ];

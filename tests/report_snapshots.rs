@@ -7,7 +7,7 @@
 use stackbench::model::*;
 use stackbench::report::exporter;
 use stackbench::report::format::Format;
-use stackbench::schema::SCAN_SCHEMA;
+use stackbench::tags::SCAN_SCHEMA;
 use std::path::PathBuf;
 
 fn strings(items: &[&str]) -> Vec<String> {

@@ -116,7 +116,7 @@ fn lacking(baseline: &Baseline, key: &Key) -> String {
 mod tests {
     use super::*;
     use crate::baseline::Entry;
-    use crate::schema::BASELINE_SCHEMA;
+    use crate::tags::BASELINE_SCHEMA;
 
     /// A baseline of H100s on driver 570 with one entry per `(kind, unit, expected)`, each of
     /// 100 nodes 0.1% apart, at the default threshold.

@@ -9,9 +9,9 @@ pub mod judge;
 
 use crate::fleet::select::Selector;
 use crate::fleet::{node_costs, Node, Spread};
-use crate::schema::BASELINE_SCHEMA;
 use crate::store::rows::{self, Row};
 use crate::store::{Columns, Store, StoreError};
+use crate::tags::BASELINE_SCHEMA;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

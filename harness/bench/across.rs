@@ -18,7 +18,7 @@ use crate::cluster::{findings::RankNet, Sweep, SweepSize, WorldRequest};
 use crate::discover::Host;
 use crate::nccl::collective::{self, Collective};
 use crate::schema::check::{CheckReport, CheckResult, CombinationReport, Status};
-use crate::schema::{BENCH_SCHEMA, BENCH_SCHEMA_MINOR};
+use crate::tags::{BENCH_SCHEMA, BENCH_SCHEMA_MINOR};
 use serde::de::DeserializeOwned;
 
 /// Samples of each size: nccl-tests takes one (of `-n` runs); ten give `compare` a spread.

@@ -30,7 +30,7 @@ pub mod worker;
 use crate::check::{self, CheckError};
 use crate::compat::ComputeCapability;
 use crate::discover::Host;
-use crate::schema::{BENCH_SCHEMA, BENCH_SCHEMA_MINOR};
+use crate::tags::{BENCH_SCHEMA, BENCH_SCHEMA_MINOR};
 use model::{BenchReport, BenchResult};
 use plan::Depth;
 use std::path::PathBuf;

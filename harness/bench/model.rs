@@ -20,7 +20,7 @@ fn is_zero(n: &u32) -> bool {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct BenchReport {
     pub schema: String,
-    /// The schema's minor version ([`crate::schema::BENCH_SCHEMA_MINOR`]); absent (0) in files written before
+    /// The schema's minor version ([`crate::tags::BENCH_SCHEMA_MINOR`]); absent (0) in files written before
     /// repetitions were kept apart.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub schema_minor: u32,
@@ -816,8 +816,8 @@ impl BenchReport {
     /// driver or not), no GPU, host `h`, nothing else set.
     pub(crate) fn of(simulated: bool, benchmarks: Vec<BenchResult>) -> BenchReport {
         BenchReport {
-            schema: crate::schema::BENCH_SCHEMA.into(),
-            schema_minor: crate::schema::BENCH_SCHEMA_MINOR,
+            schema: crate::tags::BENCH_SCHEMA.into(),
+            schema_minor: crate::tags::BENCH_SCHEMA_MINOR,
             run_id: None,
             repeat: 1,
             started: String::new(),

@@ -24,7 +24,7 @@ use crate::gpu::GpuInfo;
 use crate::model::HostInfo;
 use crate::resolve::SearchContext;
 use crate::schema::check::{CheckReport, CheckResult, CombinationReport, DriverUse};
-use crate::schema::CHECK_SCHEMA;
+use crate::tags::CHECK_SCHEMA;
 use combination::Combination;
 use protocol::CheckRequest;
 use protocol::Component;

@@ -8,7 +8,7 @@ use super::floor::History;
 use super::load::{self, LoadError, Run};
 use super::stats::{self, Verdict};
 use crate::bench::model::{BenchReport, Side, Status};
-use crate::schema::CALIBRATION_SCHEMA;
+use crate::tags::CALIBRATION_SCHEMA;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -7,10 +7,10 @@ use crate::doctor::DoctorReport;
 use crate::gpu::GpuInfo;
 use crate::model::{HostInfo, ScanReport};
 use crate::schema::check::CheckReport;
-use crate::schema::BENCH_SCHEMA;
-use crate::schema::CHECK_SCHEMA;
-use crate::schema::DOCTOR_SCHEMA;
-use crate::schema::SCAN_SCHEMA;
+use crate::tags::BENCH_SCHEMA;
+use crate::tags::CHECK_SCHEMA;
+use crate::tags::DOCTOR_SCHEMA;
+use crate::tags::SCAN_SCHEMA;
 use serde::de::DeserializeOwned;
 use std::path::{Path, PathBuf};
 

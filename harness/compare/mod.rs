@@ -15,7 +15,7 @@ mod power;
 pub mod reference;
 pub mod stats;
 
-use crate::schema::COMPARE_SCHEMA;
+use crate::tags::COMPARE_SCHEMA;
 use load::{LoadError, Run};
 use model::{CompareReport, RunInfo};
 use serde::{Deserialize, Serialize};

@@ -10,9 +10,9 @@ pub mod select;
 
 use crate::compare::stats::{self, Ratio, Verdict};
 use crate::figures::pct;
-use crate::schema::FLEET_SCHEMA;
 use crate::store::rows::Row;
 use crate::store::{Columns, Store, StoreError};
+use crate::tags::FLEET_SCHEMA;
 use select::Selector;
 use serde::Serialize;
 use std::collections::BTreeMap;

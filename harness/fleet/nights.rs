@@ -6,9 +6,9 @@
 use super::select::Selector;
 use crate::bench::model::Side;
 use crate::history::{Chart, History, Point, RunEntry, Series};
-use crate::schema::HISTORY_SCHEMA;
 use crate::store::rows::Row;
 use crate::store::{Columns, Store, StoreError};
+use crate::tags::HISTORY_SCHEMA;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The nights of the bench rows `selector` takes (all, without one) from `store`.

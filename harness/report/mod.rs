@@ -436,7 +436,7 @@ mod tests {
     use crate::check::worker::session::not_installed;
     use crate::model::HostInfo;
     use crate::schema::check::{CheckResult, Origin};
-    use crate::schema::CHECK_SCHEMA;
+    use crate::tags::CHECK_SCHEMA;
     use rstest::rstest;
 
     /// `--load-untrusted` is the first line of every text report of check and bench, and of

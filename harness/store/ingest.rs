@@ -5,7 +5,7 @@
 
 use super::{rows, Store, StoreError};
 use crate::compare::load::{self, Run};
-use crate::schema::INGEST_SCHEMA;
+use crate::tags::INGEST_SCHEMA;
 use serde::Serialize;
 use std::path::PathBuf;
 

@@ -317,10 +317,10 @@ pub fn doctor_report(stdout: &[u8]) -> serde_json::Value {
     });
     assert_eq!(
         value["schema"],
-        stackbench::schema::DOCTOR_SCHEMA,
+        stackbench::tags::DOCTOR_SCHEMA,
         "schema tag"
     );
-    assert_eq!(stackbench::schema::DOCTOR_SCHEMA, "stackbench.doctor/v1");
+    assert_eq!(stackbench::tags::DOCTOR_SCHEMA, "stackbench.doctor/v1");
     if let Err(e) = serde_json::from_value::<stackbench::doctor::DoctorReport>(value.clone()) {
         panic!("doctor's JSON does not read back as a DoctorReport: {e}");
     }

@@ -628,7 +628,7 @@ mod tests {
     use crate::bench::model::{Key, Parameters, Summary, Throughput};
     use crate::diagnose::finding::Cause;
     use crate::schema::check::{CheckResult, CombinationReport};
-    use crate::schema::CHECK_SCHEMA;
+    use crate::tags::CHECK_SCHEMA;
     use std::collections::HashSet;
 
     /// Every family.
@@ -862,7 +862,7 @@ mod tests {
     /// A doctor report of host `node-1` that found nothing.
     fn doctor_report() -> DoctorReport {
         serde_json::from_value(serde_json::json!({
-            "schema": crate::schema::DOCTOR_SCHEMA,
+            "schema": crate::tags::DOCTOR_SCHEMA,
             "host": host("node-1"),
             "gpu": GpuInfo::none("no NVML"),
             "loaded": true,
@@ -1123,7 +1123,7 @@ mod tests {
     #[test]
     fn a_scan_is_refused_with_the_formats_that_have_it() {
         let scan: ScanReport = serde_json::from_value(serde_json::json!({
-            "schema": crate::schema::SCAN_SCHEMA,
+            "schema": crate::tags::SCAN_SCHEMA,
             "host": host("h"),
             "searched": [],
             "installations": [],
