@@ -113,6 +113,7 @@ pages! {
     ci_slurm => "doc/ci-slurm.md",
     ci_kubernetes => "doc/ci-kubernetes.md",
     install => "doc/install.md",
+    architecture => "doc/architecture.md",
 }
 
 fn repo() -> PathBuf {
