@@ -8,6 +8,9 @@
 //! nvbench's standard, and NVRTC compilation and library loading on the CPU; `compare` sets two
 //! runs side by side, `merge` sets a fleet's runs in one table, and `history` gathers every
 //! run for a page of them over time; `report` renders every report in each format.
+//!
+//! The modules stand in layers, and an import only points down them: doc/architecture.md
+//! draws them, and `tests/layering.rs` holds them.
 
 // Unit tests make and read their own files; the host's are read through `hostfs` (clippy.toml).
 #![cfg_attr(test, allow(clippy::disallowed_methods))]

@@ -1,7 +1,7 @@
-//! The saved run types: what a run writes and every reader of runs reads back, with their
-//! schema tags. Writers (`check`, `bench`, `node`) and readers (`compare`, `store`, `merge`,
-//! `report`) share them; this layer imports nothing above the findings on host facts.
-//! Their tags are in `tags`, at the ground: the scan and doctor reports carry one too.
+//! The saved run types: what a run writes and every reader of runs reads back. Writers
+//! (`check`, `node`) and readers (`compare`, `store`, `merge`, `report`) share them; this layer
+//! imports nothing above the findings on host facts. Their schema tags are in `tags`, at the
+//! ground, since the scan and doctor reports carry one too.
 
 pub mod check;
 pub mod judgement;
