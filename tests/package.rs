@@ -237,16 +237,29 @@ impl Planted {
         Planted(path)
     }
 
-    /// Runs it with `args`, chrooted into `root`.
+    /// Runs it with `args`, chrooted into `root`. A copy just written can be "busy" for a
+    /// moment: a child that another test thread forked while the copy was open for writing
+    /// holds that descriptor until it executes, and exec refuses the file meanwhile (ETXTBSY,
+    /// chroot's exit 126); that is retried, a bounded number of times.
     fn run_in(&self, root: &Path, args: &[&str]) -> Output {
         let inside = Path::new("/").join(self.0.strip_prefix(root).unwrap());
-        run(Command::new("chroot")
-            .arg(root)
-            .arg(inside)
-            .args(args)
-            .env_clear()
-            .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
-            .env("HOME", "/root"))
+        let mut tries = 0;
+        loop {
+            let out = run(Command::new("chroot")
+                .arg(root)
+                .arg(&inside)
+                .args(args)
+                .env_clear()
+                .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
+                .env("HOME", "/root"));
+            tries += 1;
+            let busy =
+                out.status.code() == Some(126) && text(&out.stderr).contains("Text file busy");
+            if !busy || tries == 20 {
+                return out;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
     }
 }
 
