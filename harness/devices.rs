@@ -6,7 +6,7 @@
 //! first). Every per-device result records the UUID and bus id the worker itself saw, so a
 //! result is keyed right whatever the numbering.
 
-use crate::gpu::GpuInfo;
+use crate::gpu::{normal_bus_id, GpuInfo};
 use serde::{Deserialize, Serialize};
 
 /// What the workers are told about device numbering.
@@ -123,28 +123,6 @@ fn available(gpu: &GpuInfo, known: bool) -> String {
     listed.join(", ")
 }
 
-/// A PCI bus id as `cuDeviceGetPCIBusId` writes it (`0000:17:00.0`), from NVML's
-/// `00000000:17:00.0`, any case, or a short `17:00.0`; `None` for what is not one.
-pub fn normal_bus_id(text: &str) -> Option<String> {
-    let text = text.trim().to_ascii_lowercase();
-    let mut parts: Vec<&str> = text.split(':').collect();
-    if parts.len() == 2 {
-        parts.insert(0, "0");
-    }
-    let [domain, bus, rest] = parts[..] else {
-        return None;
-    };
-    let (device, function) = rest.split_once('.')?;
-    let hex = |s: &str, max: u32| u32::from_str_radix(s, 16).ok().filter(|v| *v <= max);
-    Some(format!(
-        "{:04x}:{:02x}:{:02x}.{:x}",
-        hex(domain, 0xffff_ffff)?,
-        hex(bus, 0xff)?,
-        hex(device, 0x1f)?,
-        hex(function, 7)?
-    ))
-}
-
 /// A PCI bus id as dcgm-exporter and NVML label it (`00000000:1B:00.0`), from any form
 /// [`normal_bus_id`] reads, so that our series join dcgm-exporter's; what is not a bus id is
 /// kept, upper-cased.
@@ -220,16 +198,5 @@ mod tests {
             DeviceChoice::one(5).resolve(&GpuInfo::none("no NVML")),
             Ok(vec![5])
         );
-    }
-
-    #[test]
-    fn bus_ids_in_every_spelling_are_one() {
-        assert_eq!(
-            normal_bus_id("00000000:17:00.0").as_deref(),
-            Some("0000:17:00.0")
-        );
-        assert_eq!(normal_bus_id("17:00.0").as_deref(), Some("0000:17:00.0"));
-        assert_eq!(normal_bus_id("GPU-1234"), None);
-        assert_eq!(normal_bus_id("0000:1ff:00.0"), None);
     }
 }

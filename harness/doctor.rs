@@ -143,7 +143,7 @@ pub fn doctor(options: &DoctorOptions, host: &Host) -> DoctorReport {
             let mut search = SearchContext::host();
             search.ld_library_path = ld_library_path
                 .as_deref()
-                .map(crate::resolve::split_search_path)
+                .map(crate::search_path::split_search_path)
                 .unwrap_or_default();
             search
         }
@@ -295,7 +295,7 @@ fn search_below(host: &Host, ld_library_path: Option<&str>) -> SearchContext {
     let mut search = SearchContext::native(|dir| host.is_dir(dir));
     search.root = Some(host.sysroot.clone());
     search.ld_library_path = ld_library_path
-        .map(crate::resolve::split_search_path)
+        .map(crate::search_path::split_search_path)
         .unwrap_or_default()
         .into_iter()
         .map(|e| match e.starts_with('/') {

@@ -141,7 +141,7 @@ pub fn report_from_nvml() -> std::process::ExitCode {
                         pci_bus_id: device
                             .pci_info()
                             .ok()
-                            .and_then(|p| crate::devices::normal_bus_id(&p.bus_id)),
+                            .and_then(|p| normal_bus_id(&p.bus_id)),
                         memory_bytes: device.memory_info().ok().map(|m| m.total),
                         memory_clock_mhz: device.max_clock_info(Clock::Memory).ok(),
                     })
@@ -162,5 +162,43 @@ pub fn report_from_nvml() -> std::process::ExitCode {
             std::process::ExitCode::SUCCESS
         }
         Err(_) => std::process::ExitCode::from(2),
+    }
+}
+
+/// A PCI bus id as `cuDeviceGetPCIBusId` writes it (`0000:17:00.0`), from NVML's
+/// `00000000:17:00.0`, any case, or a short `17:00.0`; `None` for what is not one.
+pub fn normal_bus_id(text: &str) -> Option<String> {
+    let text = text.trim().to_ascii_lowercase();
+    let mut parts: Vec<&str> = text.split(':').collect();
+    if parts.len() == 2 {
+        parts.insert(0, "0");
+    }
+    let [domain, bus, rest] = parts[..] else {
+        return None;
+    };
+    let (device, function) = rest.split_once('.')?;
+    let hex = |s: &str, max: u32| u32::from_str_radix(s, 16).ok().filter(|v| *v <= max);
+    Some(format!(
+        "{:04x}:{:02x}:{:02x}.{:x}",
+        hex(domain, 0xffff_ffff)?,
+        hex(bus, 0xff)?,
+        hex(device, 0x1f)?,
+        hex(function, 7)?
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bus_ids_in_every_spelling_are_one() {
+        assert_eq!(
+            normal_bus_id("00000000:17:00.0").as_deref(),
+            Some("0000:17:00.0")
+        );
+        assert_eq!(normal_bus_id("17:00.0").as_deref(), Some("0000:17:00.0"));
+        assert_eq!(normal_bus_id("GPU-1234"), None);
+        assert_eq!(normal_bus_id("0000:1ff:00.0"), None);
     }
 }

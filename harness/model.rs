@@ -232,7 +232,7 @@ impl Foreign<'_> {
     /// What the scan says of them, naming the machines of both sides.
     pub fn describe(&self) -> String {
         let machines = self.machines.join(" and ");
-        let host = crate::elf::OWN_MACHINE;
+        let host = crate::machine::OWN_MACHINE;
         if self.whole {
             format!(
                 "its {} libraries are built for {machines} and this host is {host}: no program here can load them",
@@ -285,17 +285,17 @@ impl Installation {
 impl Library {
     /// Whether this program could load it: an ELF of its own class and machine.
     pub fn loads_here(&self) -> bool {
-        self.elf_class.as_deref() == Some(crate::elf::OWN_CLASS)
-            && self.machine.as_deref() == Some(crate::elf::OWN_MACHINE)
+        self.elf_class.as_deref() == Some(crate::machine::OWN_CLASS)
+            && self.machine.as_deref() == Some(crate::machine::OWN_MACHINE)
     }
 
     /// The machine of an ELF library built for another machine than this host's
-    /// ([`crate::elf::runs_here`]); `None` for this host's libraries and for DLLs.
+    /// ([`crate::machine::runs_here`]); `None` for this host's libraries and for DLLs.
     pub fn foreign_machine(&self) -> Option<&str> {
         self.elf_class.as_ref()?;
         self.machine
             .as_deref()
-            .filter(|m| !crate::elf::runs_here(m))
+            .filter(|m| !crate::machine::runs_here(m))
     }
 
     /// `ELF64`, `PE32+`, ...: the binary's format and word size, when it was read.

@@ -14,6 +14,7 @@
 use crate::discover::inside;
 use crate::discover::ldcache::{self, CacheEntry};
 use crate::model::VersionNeed;
+use crate::search_path::{split_search_path, X86_64_DEFAULT_DIRS};
 use serde::{Deserialize, Serialize};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -42,18 +43,6 @@ pub struct SearchContext {
     /// ([`crate::discover::inside`]), so nothing outside it is opened.
     pub root: Option<PathBuf>,
 }
-
-/// The default directories of [`SearchContext::host`] on x86-64: Debian's multiarch directories
-/// and the lib64 ones of other distributions (a glibc build knows only its own; the others are
-/// simply missing).
-pub const X86_64_DEFAULT_DIRS: &[&str] = &[
-    "/lib/x86_64-linux-gnu",
-    "/usr/lib/x86_64-linux-gnu",
-    "/lib64",
-    "/usr/lib64",
-    "/lib",
-    "/usr/lib",
-];
 
 /// What the loader knows about one machine: how its libraries look and how ldconfig tags them.
 struct Abi {
@@ -115,15 +104,6 @@ fn abi(machine: &str) -> Option<&'static Abi> {
     ABIS.iter().find(|a| a.machine == machine)
 }
 
-/// Splits a search-path variable the way glibc splits LD_LIBRARY_PATH: on `:` and `;`, keeping
-/// empty entries. An empty or unset variable is no entries at all (glibc ignores it).
-pub fn split_search_path(value: &str) -> Vec<String> {
-    if value.is_empty() {
-        return Vec::new();
-    }
-    value.split([':', ';']).map(str::to_owned).collect()
-}
-
 impl SearchContext {
     /// A context with nothing on any path, for `class`/`machine`: `$LIB` in Debian's multiarch
     /// form (`lib/x86_64-linux-gnu`), `$PLATFORM` as the kernel names the machine.
@@ -164,8 +144,8 @@ impl SearchContext {
     /// `$LIB` as this distribution's glibc expands it (the multiarch directory when
     /// `/lib/<triple>` exists, else `lib64` for 64-bit, else `lib`). Nothing on any path yet.
     pub fn native(is_dir: impl Fn(&Path) -> bool) -> Self {
-        let machine = crate::elf::OWN_MACHINE;
-        let class = crate::elf::OWN_CLASS;
+        let machine = crate::machine::OWN_MACHINE;
+        let class = crate::machine::OWN_CLASS;
         let mut ctx = SearchContext::bare(class, machine);
         let multiarch = abi(machine).map(|a| a.multiarch);
         ctx.default_dirs = match multiarch {

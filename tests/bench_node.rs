@@ -15,7 +15,7 @@ mod common;
 
 use common::{isolated_stackbench, on_simulator, stdout_json};
 use serde_json::Value;
-use stackbench::devices::normal_bus_id;
+use stackbench::gpu::normal_bus_id;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 

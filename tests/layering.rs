@@ -45,6 +45,8 @@ const LAYERS: &[(&str, &[&str])] = &[
             "compat",
             "catalog",
             "symlink",
+            "machine",
+            "search_path",
             "kernels",
             "tolerance",
             "e4m3",

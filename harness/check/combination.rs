@@ -170,7 +170,7 @@ impl Combination {
     /// one).
     fn with_files(self, libraries: &[&Library], search: &SearchContext) -> Combination {
         let mut ctx = search.clone();
-        ctx.ld_library_path = resolve::split_search_path(&self.search_path);
+        ctx.ld_library_path = crate::search_path::split_search_path(&self.search_path);
         let program = Requester::default();
         let find = |name: &str| resolve::resolve(name, &program, &ctx).found;
         let components = Component::ALL

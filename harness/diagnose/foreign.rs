@@ -16,7 +16,7 @@ pub fn check(ctx: &Context) -> Vec<Finding> {
         .iter()
         .filter_map(|installation| {
             let foreign = installation.foreign()?;
-            let host = crate::elf::OWN_MACHINE;
+            let host = crate::machine::OWN_MACHINE;
             let machines = foreign.machines.join(" and ");
             let example = (foreign.libraries.first())
                 .and_then(|l| l.soname.clone())

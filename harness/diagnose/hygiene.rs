@@ -50,7 +50,7 @@ pub fn check(ctx: &Context) -> Vec<Finding> {
 /// `user` is root (every program root runs with it would run another user's code as root), a
 /// warning otherwise; world-writable ones of an ordinary user are the hygiene warning above.
 fn untrusted_entries(value: &str, user: &trust::Identity) -> Vec<Finding> {
-    resolve::split_search_path(value)
+    crate::search_path::split_search_path(value)
         .into_iter()
         .filter(|entry| entry.starts_with('/'))
         .filter_map(|entry| {

@@ -33,7 +33,7 @@ use crate::discover::nvidia::DriverFacts;
 use crate::elf;
 use crate::model::{Installation, Library, ScanReport};
 use crate::probe::LoadReport;
-use crate::resolve::{self, Requester, SearchContext};
+use crate::resolve::{Requester, SearchContext};
 use finding::{Cause, Finding, Severity};
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
@@ -77,7 +77,7 @@ pub struct Skipped {
 pub enum Skip {
     /// A toolkit's `stubs/` copy, for the linker only (CUDA 13's crash in their constructors).
     Stub,
-    /// Built for another machine ([`crate::elf::runs_here`]).
+    /// Built for another machine ([`crate::machine::runs_here`]).
     ForeignArchitecture { machine: String },
     /// This machine's other word size (`ELF32` beside `ELF64`): for the other programs.
     OtherClass { class: String },
@@ -118,7 +118,7 @@ impl Skip {
                 format!(
                     "{class}, for {}-bit programs; doctor's workers are {}-bit",
                     bits(class),
-                    bits(crate::elf::OWN_CLASS)
+                    bits(crate::machine::OWN_CLASS)
                 ),
                 "nothing to do unless a program of that word size needs it: run that program with LD_DEBUG=libs to see what it loads".into(),
             )),
@@ -248,7 +248,7 @@ impl<'a> Context<'a> {
     pub fn search_for(&self, installation: &Installation) -> SearchContext {
         let mut search = self.search.clone();
         search.ld_library_path =
-            resolve::split_search_path(&search_path(installation, self.ld_library_path));
+            crate::search_path::split_search_path(&search_path(installation, self.ld_library_path));
         search
     }
 

@@ -357,7 +357,7 @@ pub fn search_plan(options: &Options, host: &Host) -> (Vec<(SearchRoot, Limits)>
         return (plan, problems);
     }
     if let Some(value) = host.env.get("LD_LIBRARY_PATH") {
-        for entry in crate::resolve::split_search_path(value)
+        for entry in crate::search_path::split_search_path(value)
             .into_iter()
             .filter(|e| !e.is_empty())
         {
@@ -388,7 +388,7 @@ pub fn search_plan(options: &Options, host: &Host) -> (Vec<(SearchRoot, Limits)>
     for dir in ldconf::directories(&host.place(&host.ld_so_conf), &host.sysroot) {
         add(dir, Source::LdSoConf, FLAT);
     }
-    for dir in crate::resolve::X86_64_DEFAULT_DIRS {
+    for dir in crate::search_path::X86_64_DEFAULT_DIRS {
         add(host.place(dir), Source::SystemDefault, FLAT);
     }
     for var in CUDA_ROOT_VARS {

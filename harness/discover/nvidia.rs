@@ -303,7 +303,7 @@ pub fn loader_dirs(host: &Host) -> Vec<(PathBuf, String)> {
         }
     };
     if let Some(value) = host.env.get("LD_LIBRARY_PATH") {
-        for entry in crate::resolve::split_search_path(value) {
+        for entry in crate::search_path::split_search_path(value) {
             add(PathBuf::from(entry), "LD_LIBRARY_PATH");
         }
     }
@@ -321,7 +321,7 @@ pub fn loader_dirs(host: &Host) -> Vec<(PathBuf, String)> {
             }
         }
     }
-    for dir in crate::resolve::X86_64_DEFAULT_DIRS {
+    for dir in crate::search_path::X86_64_DEFAULT_DIRS {
         add(PathBuf::from(dir), "default directory");
     }
     dirs

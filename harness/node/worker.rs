@@ -64,7 +64,7 @@ fn nvml_facts(nvml: &Nvml, indices: &[u32], report: &mut NodeReport) {
             node.name = device.name().unwrap_or_default();
             node.uuid = device.uuid().ok();
             node.pci_bus_id =
-                (device.pci_info().ok()).and_then(|p| crate::devices::normal_bus_id(&p.bus_id));
+                (device.pci_info().ok()).and_then(|p| crate::gpu::normal_bus_id(&p.bus_id));
             node.numa_node = node.pci_bus_id.as_deref().and_then(sysfs_numa_node);
             node.nvlinks = nvlinks(device);
             node.fabric = fabric(device);
@@ -112,7 +112,7 @@ fn nvlinks(device: &Device) -> Vec<NvLink> {
             active,
             version: wrapper.version().ok(),
             remote_pci_bus_id: (wrapper.remote_pci_info().ok())
-                .and_then(|p| crate::devices::normal_bus_id(&p.bus_id)),
+                .and_then(|p| crate::gpu::normal_bus_id(&p.bus_id)),
         });
     }
     links

@@ -50,7 +50,7 @@ pub fn read(host: &Host, installations: &[Installation]) -> BuildFacts {
         Ok(c) => (Some(c), None),
         Err(why) => (None, Some(why)),
     };
-    let system_libcuda = crate::resolve::X86_64_DEFAULT_DIRS
+    let system_libcuda = crate::search_path::X86_64_DEFAULT_DIRS
         .iter()
         .map(|d| host.place(d).join("libcuda.so"))
         .find(|p| host.is_file(p));

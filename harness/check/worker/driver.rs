@@ -6,7 +6,7 @@ use super::outcome::{Call, Checked, Outcome};
 use super::session::{Gpu, Session};
 use crate::compat::{self, ComputeCapability, CudaVersion, DriverVerdict};
 use crate::diagnose::driver::is_under;
-use crate::elf::OWN_CLASS;
+use crate::machine::OWN_CLASS;
 use crate::probe::{calls, dl::Library};
 use cudarc::driver::result::{self as cu, device};
 use cudarc::driver::sys::CUdevice_attribute;
@@ -271,7 +271,7 @@ fn pci_bus_id(dev: cudarc::driver::sys::CUdevice) -> Option<String> {
     }
     // SAFETY: the driver wrote a NUL-terminated string into `text` (32 bytes hold any bus id).
     let text = unsafe { std::ffi::CStr::from_ptr(text.as_ptr()) };
-    crate::devices::normal_bus_id(&text.to_string_lossy())
+    crate::gpu::normal_bus_id(&text.to_string_lossy())
 }
 
 /// A UUID as `nvidia-smi -L` shows it: `GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`.
