@@ -31,6 +31,9 @@ fn check_output(args: &[&str]) -> Output {
     isolated_stackbench(home.path())
         .arg("check")
         .args(args)
+        // A run that never ends is killed, and its empty report fails the test, rather than
+        // the test waiting forever.
+        .timeout(std::time::Duration::from_secs(600))
         .output()
         .expect("run stackbench check")
 }
@@ -663,6 +666,12 @@ int cuGetErrorString(int error, const char **text) {
     assert_eq!(launch["details"]["error_code"], 222);
 }
 
+/// A hang that writes the check worker's own `start` event for the check it hangs in to every
+/// descriptor it inherited, five times a second: it moves no deadline.
+const START_FLOOD: &str = r#"char line[] = "{\"event\":\"start\",\"id\":\"cublas.load\"}\n";
+    for (;;) { for (int fd = 1; fd < 64; fd++) (void)!write(fd, line, sizeof line - 1); usleep(200000); }
+    return 0;"#;
+
 /// A user combination of CUDA 12.9's real runtime, NVRTC and cuDNN with a cuBLAS built here that
 /// crashes or hangs when asked its version: the bad library costs only its own checks, and the
 /// fresh worker after it sets up again what later checks need (cudnn.versions needs the
@@ -670,6 +679,7 @@ int cuGetErrorString(int error, const char **text) {
 #[rstest]
 #[case::crash("raise(SIGSEGV); return 0;", &[], "the worker died during this check: killed by SIGSEGV")]
 #[case::hang("for (;;) pause(); return 0;", &["--timeout", "2"], "no answer within 2 s")]
+#[case::start_flood(START_FLOOD, &["--timeout", "2"], "no answer within 2 s")]
 fn a_library_that_crashes_or_hangs_costs_only_its_check(
     #[case] body: &str,
     #[case] extra: &[&str],
@@ -708,6 +718,11 @@ fn a_library_that_crashes_or_hangs_costs_only_its_check(
     assert_eq!(load["status"], "fail", "{load}");
     let text = load["reason"].as_str().unwrap();
     assert!(text.contains(reason), "{load}");
+    if extra.contains(&"--timeout") {
+        // Timed from the worker's own start: a start the library repeats restarts no clock,
+        // so the check ran its whole timeout, however busy the machine.
+        assert!(load["duration_ms"].as_f64() >= Some(2000.0), "{load}");
+    }
     if body.contains("SIGSEGV") {
         assert!(text.contains("its last words: about to fail"), "{load}");
     }

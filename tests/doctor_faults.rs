@@ -338,6 +338,59 @@ fn constructors_that_exit_or_abort_are_load_crashed() {
     assert_eq!(nvrtc["outcome"]["kind"], "loaded", "{nvrtc}");
 }
 
+/// A constructor that writes the probe worker's own `start` event for every index to every
+/// descriptor it inherited, five times a second, forever.
+const START_FLOOD: &str = r#"
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+__attribute__((constructor)) static void flood(void) {
+    char line[96];
+    for (;;) {
+        for (int index = 0; index < 8; index++) {
+            int n = snprintf(line, sizeof line, "{\"event\":\"start\",\"index\":%d,\"path\":\"/x\"}\n", index);
+            for (int fd = 1; fd < 64; fd++) (void)!write(fd, line, n);
+        }
+        usleep(200000);
+    }
+}
+"#;
+
+/// A library that says "starting" again and again moves no deadline: it is cut off at its
+/// own timeout, and the library after it is still probed.
+#[test]
+fn a_library_repeating_the_workers_start_event_is_cut_off_at_its_timeout() {
+    let tree = Tree::new();
+    tree.build("libcurand.so.10", START_FLOOD);
+    tree.link_real("libnvrtc.so.12", &real_nvrtc());
+    let home = tempfile::tempdir().expect("temporary HOME");
+    let started = Instant::now();
+    // Far above what the run needs on a loaded 2-core machine (two 2 s timeouts and one real
+    // library), so it holds however busy the machine is; a deadline the flood moves never ends.
+    let output = isolated_stackbench(home.path())
+        .args(["doctor", "--no-system", "--root"])
+        .arg(tree.root())
+        .args(["--timeout", "2", "--format", "json"])
+        .timeout(Duration::from_secs(120))
+        .output()
+        .expect("run stackbench doctor");
+    let took = started.elapsed();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.code().is_some(),
+        "doctor did not end: killed after {took:?}; stderr: {stderr}"
+    );
+    let report = doctor_report(&output.stdout);
+    let hung = &finding(&report, "load_hung", "libcurand.so.10");
+    assert_eq!(hung["severity"], "error", "{hung}");
+    // Timed from the worker's own start: a start the library repeats restarts no clock, so it
+    // ran its whole timeout, however busy the machine.
+    let load = probe_load(&report, "libcurand.so.10");
+    assert!(load["millis"].as_u64() >= Some(2000), "{load}");
+    let nvrtc = probe_load(&report, "libnvrtc.so.12");
+    assert_eq!(api_value(nvrtc, "nvrtcVersion"), 12090);
+}
+
 #[test]
 fn a_library_writing_to_stdout_does_not_break_the_workers_protocol() {
     let tree = Tree::new();

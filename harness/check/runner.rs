@@ -200,17 +200,26 @@ fn one_worker(
             Some((_, since)) => *since + timeout,
             None => last + IDLE_TIMEOUT,
         };
+        // A library can write events of its own to the pipe it inherits: only the next check
+        // starts, once, and only it is done, so each event moves the worker one step on and no
+        // deadline moves back (a worker lasts at most each check's timeout and each wait
+        // before one).
+        let expected = request.run.get(run.results.len() - settled_before);
         match events.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-            Ok(CheckEvent::Start { id }) => current = Some((id, Instant::now())),
+            Ok(CheckEvent::Start { id }) => {
+                if current.is_none() && expected == Some(&id) {
+                    current = Some((id, Instant::now()));
+                }
+            }
             Ok(CheckEvent::Mapped { id, objects }) => {
                 run.mapped
                     .extend(objects.into_iter().map(|o| (id.clone(), o)));
             }
             Ok(CheckEvent::Done { result }) => {
-                let expected = request.run.get(run.results.len() - settled_before);
-                if expected == Some(&result.id) {
-                    run.results.push(result);
+                if expected != Some(&result.id) {
+                    continue;
                 }
+                run.results.push(result);
                 current = None;
                 last = Instant::now();
                 if run.results.len() - settled_before == request.run.len() {

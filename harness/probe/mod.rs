@@ -276,10 +276,16 @@ fn run_batch(request: &ProbeRequest, worker: &Path, batch: &[PathBuf]) -> Batch 
             Some((_, since)) => since + request.timeout,
             None => last + IDLE_TIMEOUT.max(request.timeout),
         };
+        // A library's constructor can write events of its own to the pipe it inherits: only
+        // the next library starts, once, and only it is done, so each event moves the worker
+        // one step on and no deadline moves back (a worker lasts at most each library's
+        // timeout and each wait before one).
         match events.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
             Ok(WorkerEvent::Start { index, .. }) => {
-                current = Some((index, Instant::now()));
-                last = Instant::now();
+                if current.is_none() && index == settled.len() {
+                    current = Some((index, Instant::now()));
+                    last = Instant::now();
+                }
             }
             Ok(WorkerEvent::Done {
                 index,
@@ -288,13 +294,14 @@ fn run_batch(request: &ProbeRequest, worker: &Path, batch: &[PathBuf]) -> Batch 
                 api,
                 millis,
             }) => {
-                if let Some(path) = batch.get(index).filter(|_| index == settled.len()) {
-                    settled.push(LoadReport {
-                        loaded,
-                        api,
-                        ..empty_report(path.clone(), outcome, millis)
-                    });
-                }
+                let Some(path) = batch.get(index).filter(|_| index == settled.len()) else {
+                    continue;
+                };
+                settled.push(LoadReport {
+                    loaded,
+                    api,
+                    ..empty_report(path.clone(), outcome, millis)
+                });
                 current = None;
                 last = Instant::now();
                 if settled.len() == batch.len() {
