@@ -49,6 +49,7 @@ pub struct CommandReport {
     pub error_lines: Vec<String>,
     /// The `-I` directories of the compiler lines in its output (a build's), in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(with = "crate::pathname::list")]
     pub include_dirs: Vec<PathBuf>,
     /// The dynamically linked programs it ran (the loader's `initialize program:`), in order:
     /// a build's compilers and tools.
@@ -65,11 +66,14 @@ pub struct CommandLibrary {
     /// The name it asked for (`libcudart.so.12`, or a path).
     pub name: String,
     /// The file the loader mapped; none when every candidate failed.
+    #[serde(default, with = "crate::pathname::option")]
     pub found: Option<PathBuf>,
     /// The files the loader tried, in order.
+    #[serde(with = "crate::pathname::list")]
     pub tried: Vec<PathBuf>,
     /// The installation the file belongs to (filled in by `doctor`).
     #[serde(default)]
+    #[serde(with = "crate::pathname::option")]
     pub installation: Option<PathBuf>,
 }
 

@@ -53,6 +53,7 @@ pub struct DoctorReport {
     pub cargo_search_path: Vec<String>,
     /// With `--sysroot`: the directory read as the host's `/`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(with = "crate::pathname::option")]
     pub sysroot: Option<PathBuf>,
     /// With `--sysroot`: the driver's own files as read there (kernel module, driver libraries
     /// in the loader's order, GPUs, NVSwitches, Fabric Manager).

@@ -41,6 +41,7 @@ pub struct History {
 /// One run.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct RunEntry {
+    #[serde(with = "crate::pathname")]
     pub path: PathBuf,
     /// `bench`, `check`, `doctor` or `scan`.
     pub kind: String,
@@ -62,6 +63,7 @@ pub struct RunEntry {
 /// A file that is not in the history, and why.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct PassedOver {
+    #[serde(with = "crate::pathname")]
     pub path: PathBuf,
     pub reason: String,
 }

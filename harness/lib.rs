@@ -49,6 +49,7 @@ pub mod nccl;
 pub mod node;
 pub mod options;
 pub mod output;
+pub mod pathname;
 pub mod pe;
 pub mod probe;
 pub mod process;

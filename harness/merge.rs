@@ -47,6 +47,7 @@ pub const ONE_NODE_BASELINE_NOTE: &str =
 /// One node's run.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Node {
+    #[serde(with = "crate::pathname")]
     pub path: PathBuf,
     pub hostname: String,
     pub gpu: Option<String>,

@@ -33,6 +33,7 @@ pub struct HostInfo {
 /// A directory the scan searched and the reason it was searched.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Hash)]
 pub struct SearchRoot {
+    #[serde(with = "crate::pathname")]
     pub path: PathBuf,
     pub source: Source,
 }
@@ -81,6 +82,7 @@ pub enum Layout {
 /// One CUDA installation: a root, its layout and the libraries in it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Installation {
+    #[serde(with = "crate::pathname")]
     pub root: PathBuf,
     pub layout: Layout,
     /// The CUDA version this installation provides or was built for (`12.9`, `11.8`).
@@ -105,12 +107,16 @@ pub struct Library {
     pub name: String,
     pub soname: Option<String>,
     /// The path as found (often a symlink).
+    #[serde(with = "crate::pathname")]
     pub path: PathBuf,
     /// The file the path finally points to.
+    #[serde(with = "crate::pathname")]
     pub real_path: PathBuf,
     /// Every link from `path` to `real_path`, in order, `path` first.
+    #[serde(with = "crate::pathname::list")]
     pub symlink_chain: Vec<PathBuf>,
     /// Other names in the same directory for the same file (`libcudart.so` beside `libcudart.so.12`).
+    #[serde(with = "crate::pathname::list")]
     pub aliases: Vec<PathBuf>,
     pub version: Option<String>,
     pub version_source: Option<VersionSource>,
@@ -188,6 +194,7 @@ pub enum VersionSource {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Problem {
     pub kind: ProblemKind,
+    #[serde(with = "crate::pathname")]
     pub path: PathBuf,
     pub message: String,
 }

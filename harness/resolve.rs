@@ -254,6 +254,7 @@ pub enum AttemptResult {
 /// One path the loader tried.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Attempt {
+    #[serde(with = "crate::pathname")]
     pub path: PathBuf,
     pub via: SearchStep,
     #[serde(flatten)]
@@ -265,8 +266,10 @@ pub struct Attempt {
 pub struct Resolution {
     pub name: String,
     /// The accepted path, as tried.
+    #[serde(default, with = "crate::pathname::option")]
     pub found: Option<PathBuf>,
     /// The accepted path with every symlink resolved.
+    #[serde(default, with = "crate::pathname::option")]
     pub real: Option<PathBuf>,
     /// Every candidate, in the order the loader tries them.
     pub attempts: Vec<Attempt>,

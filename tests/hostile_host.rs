@@ -301,6 +301,120 @@ fn doctor_on_a_hostile_tree_names_every_hostile_file_and_neither_hangs_nor_swell
     assert!(libraries >= 4, "{libraries} real runtimes read");
 }
 
+/// A tree (`host` in a fresh directory) holding a real CUDA runtime in `lib` below it: the
+/// directory, the tree, and the runtime's directory.
+fn one_runtime_at(lib: &std::ffi::OsStr) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = open_tempdir();
+    let root = dir.path().canonicalize().unwrap().join("host");
+    let lib = root.join(lib);
+    fs::create_dir_all(&lib).unwrap();
+    fs::copy(real_cudart(), lib.join("libcudart.so.12")).unwrap();
+    (dir, root, lib)
+}
+
+/// Any user can name a directory with bytes that are not UTF-8: every format still writes
+/// its report (JSON used to exit 2 with none), the text formats show the escaped name, and the
+/// JSON form reads back to the very bytes.
+#[rstest::rstest]
+#[case::scan("scan", &["json", "csv", "markdown"])]
+#[case::doctor("doctor", &["json", "csv", "markdown", "openmetrics", "terminal"])]
+fn a_name_that_is_not_utf8_fails_no_format_and_reads_back_to_its_bytes(
+    #[case] command: &str,
+    #[case] formats: &[&str],
+) {
+    use std::os::unix::ffi::OsStrExt;
+    let (dir, root, lib) = one_runtime_at(std::ffi::OsStr::from_bytes(b"opt/\xff\xfe/lib"));
+    for format in formats {
+        let out = Command::new(stackbench_bin())
+            .arg(command)
+            .args((command == "doctor").then_some("--no-load"))
+            .args(["--no-system", "--format", format, "--root"])
+            .arg(&root)
+            .env("HOME", dir.path())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.code().is_some_and(|c| c < 2),
+            "{command} --format {format}: {:?}\n{stdout}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // OpenMetrics counts findings and doctor's CSV lists findings: neither names this path.
+        let shown = match (command, *format) {
+            (_, "openmetrics") | ("doctor", "csv") => None,
+            (_, "json") => Some(r"opt/\\xff\\xfe/lib"),
+            _ => Some(r"opt/\xff\xfe/lib"),
+        };
+        assert!(
+            shown.is_none_or(|name| stdout.contains(name)),
+            "{command} --format {format} does not show the escaped name:\n{stdout}"
+        );
+        if *format != "json" {
+            continue;
+        }
+        let libraries: Vec<PathBuf> = if command == "scan" {
+            let report: stackbench::model::ScanReport = serde_json::from_slice(&out.stdout)
+                .unwrap_or_else(|e| panic!("scan's JSON does not read back: {e}\n{stdout}"));
+            report
+                .installations
+                .into_iter()
+                .flat_map(|i| i.libraries)
+                .map(|l| l.path)
+                .collect()
+        } else {
+            let report: stackbench::doctor::DoctorReport = serde_json::from_slice(&out.stdout)
+                .unwrap_or_else(|e| panic!("doctor's JSON does not read back: {e}\n{stdout}"));
+            report
+                .installations
+                .into_iter()
+                .flat_map(|i| i.libraries)
+                .map(|l| l.path)
+                .collect()
+        };
+        assert!(
+            libraries.contains(&lib.join("libcudart.so.12")),
+            "{command}: the library under the name is not read back to its bytes: {libraries:?}"
+        );
+    }
+}
+
+/// Where a file cannot be reopened through the descriptor that was judged (no `/proc`, as in a
+/// chroot), it is named as not read, never opened again by its name, where another file could
+/// have been swapped in. Mutation: `hostfs::reopen` falling back to the path reads the library
+/// and names nothing.
+#[test]
+fn without_proc_a_file_is_named_as_not_read_never_reopened_by_its_name() {
+    if !is_root() {
+        eprintln!("skipped: needs root (unshare -m, to unmount /proc); CI runs as root");
+        return;
+    }
+    let (dir, root, _) = one_runtime_at("opt/cuda/lib64".as_ref());
+    let out = Command::new("unshare")
+        .args(["--mount", "--propagation", "private", "sh", "-c"])
+        .arg(r#"umount -l /proc && exec "$0" "$@""#)
+        .arg(stackbench_bin())
+        .args(["scan", "--no-system", "--format", "json", "--root"])
+        .arg(&root)
+        .env("HOME", dir.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.code().is_some_and(|c| c < 2),
+        "{:?}\n{stdout}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("libcudart.so.12")
+            && stdout.contains("cannot be reopened through its descriptor"),
+        "{stdout}"
+    );
+}
+
 /// check and bench read the host as doctor does: on the hostile tree each ends by itself,
 /// within the memory the issue allows, and is no harness failure (exit 2).
 #[rstest::rstest]

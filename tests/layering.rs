@@ -66,6 +66,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "error",
             "figures",
             "tags",
+            "pathname",
         ],
     ),
 ];

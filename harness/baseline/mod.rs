@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 pub struct Baseline {
     pub schema: String,
     /// The store it was learned from, and the selector that took its rows.
+    #[serde(with = "crate::pathname")]
     pub store: PathBuf,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub select: Option<String>,

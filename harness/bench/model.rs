@@ -45,6 +45,7 @@ pub struct BenchReport {
     /// The architecture NVRTC compiled for (the device's, else `--target`, else `sm_90`).
     pub target: String,
     /// `--driver-dir`, when the driver's libraries were taken from there.
+    #[serde(default, with = "crate::pathname::option")]
     pub driver_dir: Option<PathBuf>,
     /// `--quick`: fewer sizes, one mode, shorter limits.
     pub quick: bool,
@@ -143,6 +144,7 @@ pub struct CombinationRun {
     /// The CUDA version of its runtime.
     pub cuda_version: Option<String>,
     /// The driver's `libcuda.so.1` it used.
+    #[serde(default, with = "crate::pathname::option")]
     pub driver: Option<PathBuf>,
     /// The driver version its `libcuda` reports (`cuDriverGetVersion`, `12.2`).
     pub driver_cuda_version: Option<String>,
@@ -169,6 +171,7 @@ pub struct CombinationRun {
 pub struct LibraryVersion {
     /// `cublasLt`
     pub component: String,
+    #[serde(with = "crate::pathname")]
     pub path: PathBuf,
     /// Its own API's answer where it gave one, else the package's.
     pub version: Option<String>,

@@ -77,6 +77,7 @@ impl Component {
 pub struct ComponentFile {
     pub component: Component,
     /// As the loader finds it (its directory is what `$ORIGIN` means to it).
+    #[serde(with = "crate::pathname")]
     pub path: PathBuf,
     /// Its version as the scan read it (file name, `version.json`, package metadata), for when
     /// its own API cannot say (CUDA 11's `cudaRuntimeGetVersion` needs a device).
@@ -90,8 +91,10 @@ pub struct CheckRequest {
     pub combination: String,
     pub components: Vec<ComponentFile>,
     /// The driver's `libcuda.so.1` a program of the combination would load, if any.
+    #[serde(default, with = "crate::pathname::option")]
     pub driver: Option<PathBuf>,
     /// The driver's NVML (`libnvidia-ml.so.1`), if any.
+    #[serde(default, with = "crate::pathname::option")]
     pub nvml: Option<PathBuf>,
     /// The architecture to compile for when there is no device (`sm_90`).
     pub target: Option<String>,

@@ -22,6 +22,7 @@ pub struct CalibrationReport {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub threshold: Option<f64>,
     /// The runs, oldest first.
+    #[serde(with = "crate::pathname::list")]
     pub files: Vec<PathBuf>,
     /// Pairs of runs compared.
     pub pairs: usize,

@@ -71,6 +71,7 @@ impl Upgrade {
 /// Which run, from where.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct RunInfo {
+    #[serde(with = "crate::pathname")]
     pub path: PathBuf,
     pub started: Option<String>,
     pub hostname: String,

@@ -196,14 +196,17 @@ pub struct Finding {
     pub message: String,
     /// The library concerned (file name or soname).
     pub library: Option<String>,
+    #[serde(default, with = "crate::pathname::option")]
     pub path: Option<PathBuf>,
     /// The installation the library belongs to.
+    #[serde(default, with = "crate::pathname::option")]
     pub installation: Option<PathBuf>,
     /// The dependency that is missing or wrong, for dependency findings.
     pub missing: Option<String>,
     /// The library that needs `missing`.
     pub needed_by: Option<String>,
     /// Copies of `missing` elsewhere on the host.
+    #[serde(with = "crate::pathname::list")]
     pub candidates: Vec<PathBuf>,
     /// What shows it: paths tried, loader messages, API answers.
     pub evidence: Vec<String>,
@@ -220,9 +223,11 @@ pub struct Finding {
 pub struct Folded {
     pub message: String,
     pub library: Option<String>,
+    #[serde(default, with = "crate::pathname::option")]
     pub path: Option<PathBuf>,
     pub missing: Option<String>,
     pub needed_by: Option<String>,
+    #[serde(with = "crate::pathname::list")]
     pub candidates: Vec<PathBuf>,
     pub evidence: Vec<String>,
 }

@@ -43,6 +43,7 @@ use std::path::{Path, PathBuf};
 /// The live results for one installation's libraries.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct InstallationProbe {
+    #[serde(with = "crate::pathname")]
     pub root: PathBuf,
     pub loads: Vec<LoadReport>,
     /// The user its libraries were loaded as, when not stackbench's own: their owner, when
@@ -67,6 +68,7 @@ pub struct InstallationProbe {
 /// A library doctor chose not to load.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Skipped {
+    #[serde(with = "crate::pathname")]
     pub path: PathBuf,
     pub reason: Skip,
 }

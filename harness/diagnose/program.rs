@@ -17,8 +17,10 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ProgramReport {
     /// The file, as given.
+    #[serde(with = "crate::pathname")]
     pub path: PathBuf,
     /// The installation it lies in, when it lies in one.
+    #[serde(default, with = "crate::pathname::option")]
     pub installation: Option<PathBuf>,
     /// What it needs (`DT_NEEDED`), then the CUDA libraries it opens at run time, in its order.
     pub libraries: Vec<ProgramLibrary>,
@@ -31,10 +33,12 @@ pub struct ProgramLibrary {
     /// `needed` (`DT_NEEDED`: loading fails without it) or `opens` (dlopen at run time).
     pub how: String,
     /// The file the loader would take; none when nothing is found.
+    #[serde(default, with = "crate::pathname::option")]
     pub found: Option<PathBuf>,
     /// The step of the search that found it (`DT_RUNPATH`, `LD_LIBRARY_PATH`, ...).
     pub via: Option<String>,
     /// The installation the file belongs to.
+    #[serde(default, with = "crate::pathname::option")]
     pub installation: Option<PathBuf>,
 }
 

@@ -19,6 +19,7 @@ pub const TOOLKIT_CONFIG: &str = "/etc/nvidia-container-runtime/config.toml";
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CdiSpec {
     /// As the host names it (`/etc/cdi/nvidia.yaml`).
+    #[serde(with = "crate::pathname")]
     pub path: PathBuf,
     /// Each driver version its mounts name (`libcuda.so.535.261.03`), once, in order.
     pub versions: Vec<String>,

@@ -20,8 +20,10 @@ pub struct Framework {
     pub cuda: Option<String>,
     /// The cuDNN it pins, when its METADATA does.
     pub cudnn: Option<String>,
+    #[serde(with = "crate::pathname")]
     pub site_packages: PathBuf,
     /// The file the CUDA version was read from.
+    #[serde(with = "crate::pathname")]
     pub source: PathBuf,
 }
 

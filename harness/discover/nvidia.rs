@@ -30,6 +30,7 @@ pub const DPKG_STATUS: &str = "/var/lib/dpkg/status";
 pub struct KernelModule {
     pub version: String,
     /// The file as the host names it (`/proc/driver/nvidia/version`).
+    #[serde(with = "crate::pathname")]
     pub source: PathBuf,
     /// The line the version was read from.
     pub line: String,
@@ -39,8 +40,10 @@ pub struct KernelModule {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DriverFile {
     /// As the host names it (`/usr/lib/x86_64-linux-gnu/libcuda.so.1`).
+    #[serde(with = "crate::pathname")]
     pub path: PathBuf,
     /// The real file, as the host names it (`.../libcuda.so.535.261.03`).
+    #[serde(with = "crate::pathname")]
     pub real: PathBuf,
     /// How the loader comes to it (`LD_LIBRARY_PATH`, `ld.so.cache`, ...).
     pub via: String,
@@ -105,15 +108,19 @@ pub struct DriverFacts {
     /// Every `libnvidia-ml.so.1` the loader can reach, the one it takes first.
     pub nvml: Vec<DriverFile>,
     /// Every versioned `libcuda.so.X.Y.Z` in the loader's directories, with its version.
+    #[serde(with = "crate::pathname::pairs")]
     pub libcuda_files: Vec<(PathBuf, String)>,
     /// Each GPU's model, by its `information` file.
+    #[serde(with = "crate::pathname::pairs")]
     pub gpus: Vec<(PathBuf, String)>,
     /// The NVSwitch markers found (`/proc/driver/nvidia-nvswitch`, `/dev/nvidia-nvswitch*`).
+    #[serde(with = "crate::pathname::list")]
     pub nvswitch: Vec<PathBuf>,
     /// `None` when `nv-fabricmanager` is not there.
     pub fabric_manager: Option<FabricManager>,
     /// The driver's device nodes present (`/dev/nvidiactl`, `/dev/nvidia0`, ...).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(with = "crate::pathname::list")]
     pub device_nodes: Vec<PathBuf>,
     /// WSL 2's GPU device (`/dev/dxg`): there the GPU is reached without an NVIDIA kernel
     /// module, through the Windows driver and `/usr/lib/wsl/lib`.
@@ -123,6 +130,7 @@ pub struct DriverFacts {
     /// vendor `0x10de`); `None` where sysfs lists no PCI function at all (not mounted, or
     /// below a sysroot, where it is no part of an image).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(with = "crate::pathname::option_list")]
     pub nvidia_pci: Option<Vec<PathBuf>>,
 }
 

@@ -60,6 +60,7 @@ pub enum FleetError {
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct FleetReport {
     pub schema: String,
+    #[serde(with = "crate::pathname")]
     pub store: PathBuf,
     pub old: Group,
     pub new: Group,

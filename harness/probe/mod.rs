@@ -39,6 +39,7 @@ const IDLE_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct ProbeRequest {
     /// The files to `dlopen`, in order. A name without a `/` is searched for by the loader, as a
     /// program's `dlopen("libcudart.so.12")` would be.
+    #[serde(with = "crate::pathname::list")]
     pub libraries: Vec<PathBuf>,
     /// The environment's `LD_LIBRARY_PATH` exactly as given, empty entries included.
     pub ld_library_path: Option<String>,
@@ -78,6 +79,7 @@ impl ProbeRequest {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LoadReport {
     /// The library as requested.
+    #[serde(with = "crate::pathname")]
     pub path: PathBuf,
     pub outcome: LoadOutcome,
     /// Every object the loader mapped for it that was not mapped before, in load order.
@@ -130,6 +132,7 @@ pub struct LoadedObject {
     /// Its `DT_SONAME`, or its file name when it has none.
     pub name: String,
     /// The file the loader actually mapped, canonical.
+    #[serde(with = "crate::pathname")]
     pub path: PathBuf,
     pub stage: LoadStage,
     /// Mapped for a while, then unmapped again before the report (libcudart unloads a libcuda
@@ -156,7 +159,11 @@ pub struct ApiCall {
 #[serde(tag = "event", rename_all = "snake_case")]
 pub(crate) enum WorkerEvent {
     /// About to load library `index` of the worker's request.
-    Start { index: usize, path: PathBuf },
+    Start {
+        index: usize,
+        #[serde(with = "crate::pathname")]
+        path: PathBuf,
+    },
     /// Library `index` is done.
     Done {
         index: usize,

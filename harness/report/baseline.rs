@@ -7,6 +7,7 @@ use super::table::{Table, Tabular};
 use crate::baseline::Baseline;
 use crate::error::OutputError;
 use crate::figures::pct;
+use crate::pathname::Shown;
 use crate::schema::judgement::{Judgement, Standing};
 
 /// The baseline in `format`; JSON is the file `--baseline` reads.
@@ -78,7 +79,7 @@ pub fn headline(judgement: &Judgement) -> String {
     };
     let mut line = format!(
         "against the baseline {} ({}): {} within, {} slower, {} faster",
-        judgement.baseline.display(),
+        judgement.baseline.shown(),
         judgement.learned_from,
         count(Standing::Within),
         count(Standing::Slower),

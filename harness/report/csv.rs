@@ -11,6 +11,7 @@ use crate::doctor::DoctorReport;
 use crate::error::OutputError;
 use crate::merge::MergeReport;
 use crate::model::{Installation, Library, ScanReport};
+use crate::pathname::Shown;
 use crate::schema::check::CheckReport;
 
 pub struct Csv;
@@ -155,11 +156,8 @@ impl Exporter for Csv {
     }
 
     fn doctor(&self, report: &DoctorReport) -> Result<Vec<u8>, OutputError> {
-        let path = |p: &Option<std::path::PathBuf>| {
-            p.as_ref()
-                .map(|p| p.display().to_string())
-                .unwrap_or_default()
-        };
+        let path =
+            |p: &Option<std::path::PathBuf>| p.as_ref().map(|p| p.shown()).unwrap_or_default();
         // One row per failure: folded findings are unfolded.
         let rows = report.findings.iter().flat_map(Finding::unfolded).map(|f| {
             vec![
@@ -172,7 +170,7 @@ impl Exporter for Csv {
                 f.needed_by.clone().unwrap_or_default(),
                 f.candidates
                     .iter()
-                    .map(|c| c.display().to_string())
+                    .map(|c| c.shown())
                     .collect::<Vec<_>>()
                     .join(" "),
                 f.message.clone(),
@@ -460,15 +458,15 @@ fn library_row(installation: &Installation, library: &Library) -> Vec<String> {
     let text = |v: &Option<String>| v.clone().unwrap_or_default();
     let problems: Vec<String> = library.problems.iter().map(|p| p.message.clone()).collect();
     vec![
-        installation.root.display().to_string(),
+        installation.root.shown(),
         installation.layout.name().to_string(),
         text(&installation.cuda_version),
         text(&installation.driver_version),
         library.name.clone(),
         text(&library.version),
         text(&library.soname),
-        library.path.display().to_string(),
-        library.real_path.display().to_string(),
+        library.path.shown(),
+        library.real_path.shown(),
         text(&library.elf_class),
         text(&library.machine),
         library.needed.join(" "),

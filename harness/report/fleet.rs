@@ -7,6 +7,7 @@ use super::table::{Table, Tabular};
 use crate::error::OutputError;
 use crate::figures::pct;
 use crate::fleet::{FleetReport, FleetRow, Group};
+use crate::pathname::Shown;
 use crate::store::ingest::IngestReport;
 use std::fmt::Write;
 
@@ -172,14 +173,12 @@ fn bars(counts: &[usize]) -> String {
 /// The ingest report in `format`.
 pub fn ingest(format: Format, report: &IngestReport) -> Result<Vec<u8>, OutputError> {
     let mut rows: Vec<Vec<String>> = (report.files.iter())
-        .map(|f| vec![f.display().to_string(), "written".into()])
+        .map(|f| vec![f.shown(), "written".into()])
         .collect();
-    rows.extend((report.passed_over.iter()).map(|p| {
-        vec![
-            p.path.display().to_string(),
-            format!("passed over: {}", p.reason),
-        ]
-    }));
+    rows.extend(
+        (report.passed_over.iter())
+            .map(|p| vec![p.path.shown(), format!("passed over: {}", p.reason)]),
+    );
     Tabular {
         command: "ingest",
         headline: format!(
@@ -188,7 +187,7 @@ pub fn ingest(format: Format, report: &IngestReport) -> Result<Vec<u8>, OutputEr
             if report.added == 1 { "" } else { "s" },
             report.rows,
             report.already_stored,
-            report.store.display(),
+            report.store.shown(),
             report.passed_over.len(),
             if report.passed_over.len() == 1 {
                 ""

@@ -4,6 +4,7 @@
 use super::{count, history_counts, svg, version_mark, version_sets};
 use crate::bench::model::Side;
 use crate::history::{Chart, CheckMatrix, History};
+use crate::pathname::Shown;
 use crate::schema::check::Status;
 use crate::schema::node::{Engine, NodeReport};
 use std::fmt::Write;
@@ -262,7 +263,7 @@ fn runs(out: &mut String, history: &History) {
             escape(run.driver.as_deref().unwrap_or("-")),
             escape(&run.stackbench_version),
             escape(&history_counts(run)),
-            escape(&run.path.display().to_string())
+            escape(&run.path.shown())
         );
     }
     out.push_str("</table>\n");

@@ -12,6 +12,7 @@ use crate::doctor::DoctorReport;
 use crate::error::OutputError;
 use crate::merge::MergeReport;
 use crate::model::ScanReport;
+use crate::pathname::Shown;
 use crate::schema::check::{CheckReport, CheckResult, CombinationReport, Status};
 use std::fmt::Write;
 
@@ -128,7 +129,7 @@ fn properties(report: &CheckReport, c: &CombinationReport) -> Vec<(String, Strin
     );
     optional(
         "driver_path",
-        c.driver.as_ref().map(|d| d.real_path.display().to_string()),
+        c.driver.as_ref().map(|d| d.real_path.shown()),
     );
     optional("kernel_driver_version", report.gpu.driver_version.clone());
     let gpu = report.gpu.devices.first();
@@ -144,9 +145,7 @@ fn properties(report: &CheckReport, c: &CombinationReport) -> Vec<(String, Strin
         properties.push((key("version"), l.version.clone().unwrap_or_default()));
         properties.push((
             key("path"),
-            library_path(l)
-                .map(|p| p.display().to_string())
-                .unwrap_or_default(),
+            library_path(l).map(|p| p.shown()).unwrap_or_default(),
         ));
         properties.push((key("inside"), l.inside.to_string()));
     }

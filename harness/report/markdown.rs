@@ -13,6 +13,7 @@ use crate::doctor::DoctorReport;
 use crate::error::OutputError;
 use crate::merge::MergeReport;
 use crate::model::{HostInfo, Installation, Library, Problem, ScanReport};
+use crate::pathname::Shown;
 use crate::schema::check::{CheckReport, CombinationReport, Status};
 use std::fmt::Write;
 
@@ -104,7 +105,7 @@ impl Exporter for Markdown {
             let _ = writeln!(
                 out,
                 "Driver libraries from {}.\n",
-                code(&format!("--driver-dir {}", dir.display()))
+                code(&format!("--driver-dir {}", dir.shown()))
             );
         }
         if let Some(line) = bench::conditions(report) {
@@ -278,7 +279,7 @@ impl Exporter for Markdown {
             let _ = writeln!(
                 out,
                 "- {label}: {} on {}{}{}",
-                code(&run.path.display().to_string()),
+                code(&run.path.shown()),
                 code(&run.hostname),
                 run.started
                     .as_deref()
@@ -436,7 +437,7 @@ impl Exporter for Markdown {
             let _ = writeln!(
                 out,
                 "Driver libraries from `--driver-dir {}`.\n",
-                dir.display()
+                dir.shown()
             );
         }
         check_matrix(&mut out, report);
@@ -603,7 +604,7 @@ fn installations(out: &mut String, installations: &[Installation], problems: &[P
         let mut title = format!(
             "## {} {}",
             installation.layout.name(),
-            code(&installation.root.display().to_string())
+            code(&installation.root.shown())
         );
         if let Some(v) = &installation.cuda_version {
             let _ = write!(title, " — CUDA {v}");
@@ -626,7 +627,7 @@ fn installations(out: &mut String, installations: &[Installation], problems: &[P
                 archs(&l.sass, "sm_"),
                 archs(&l.ptx, "compute_"),
                 escape(&cell(&l.dlopen_deps)),
-                code(&l.path.display().to_string())
+                code(&l.path.shown())
             );
         }
         let problems: Vec<&Problem> = installation.all_problems().collect();
@@ -659,7 +660,7 @@ fn write_problems(out: &mut String, problems: &[&Problem]) {
             out,
             "- **{}** {}: {}",
             p.kind.code(),
-            code(&p.path.display().to_string()),
+            code(&p.path.shown()),
             escape(&p.message)
         );
     }
@@ -740,7 +741,7 @@ fn check_libraries(out: &mut String, report: &CheckReport, c: &CombinationReport
     facts.push(match (&c.driver, driver_version(report, c)) {
         (None, _) => "no `libcuda.so.1`".to_string(),
         (Some(_), Some(v)) => format!("driver {v}"),
-        (Some(d), None) => format!("driver {}", code(&d.path.display().to_string())),
+        (Some(d), None) => format!("driver {}", code(&d.path.shown())),
     });
     if c.simulated {
         facts.push(format!("**{}**", super::SIMULATED_GPU));
@@ -753,7 +754,7 @@ fn check_libraries(out: &mut String, report: &CheckReport, c: &CombinationReport
     }
     out.push_str("| component | version | path | inside |\n|---|---|---|---|\n");
     for l in &c.libraries {
-        let path = library_path(l).map_or("-".to_string(), |p| code(&p.display().to_string()));
+        let path = library_path(l).map_or("-".to_string(), |p| code(&p.shown()));
         let _ = writeln!(
             out,
             "| {} | {} | {path} | {} |",
@@ -946,7 +947,7 @@ fn history_runs(out: &mut String, history: &crate::history::History) {
             escape(run.driver.as_deref().unwrap_or("-")),
             escape(&run.stackbench_version),
             history_counts(run),
-            code(&run.path.display().to_string())
+            code(&run.path.shown())
         );
     }
 }
@@ -967,7 +968,7 @@ fn building(out: &mut String, report: &DoctorReport) {
         let _ = writeln!(
             out,
             "| {} | {} | {} |",
-            code(&toolkit.root.display().to_string()),
+            code(&toolkit.root.shown()),
             escape(&toolkit.named_by.join(", ")),
             escape(&build.summary(toolkit))
         );

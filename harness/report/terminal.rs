@@ -13,6 +13,7 @@ use crate::doctor::DoctorReport;
 use crate::error::OutputError;
 use crate::merge::MergeReport;
 use crate::model::{Installation, Problem, ScanReport};
+use crate::pathname::Shown;
 use crate::schema::check::{CheckReport, Status};
 use std::fmt::Write;
 
@@ -88,7 +89,7 @@ impl Exporter for Terminal {
             if let Some(user) = &probe.loaded_as {
                 let line = format!(
                     "{} loaded as {}, the owner of its files; of our environment its worker kept {}",
-                    probe.root.display(),
+                    probe.root.shown(),
                     user.label(),
                     probe.environment.join(", ")
                 );
@@ -170,7 +171,7 @@ impl Exporter for Terminal {
         );
         let _ = writeln!(out, "{}", wrap(&gpu, "     "));
         if let Some(dir) = &report.driver_dir {
-            let line = format!("driver libraries from --driver-dir {}", dir.display());
+            let line = format!("driver libraries from --driver-dir {}", dir.shown());
             let _ = writeln!(out, "{}", wrap(&line, "     "));
         }
         if let Some(line) = bench::conditions(report) {
@@ -339,7 +340,7 @@ impl Exporter for Terminal {
                 .unwrap_or_default();
             let line = format!(
                 "{label}: {} on {}{started}{}",
-                run.path.display(),
+                run.path.shown(),
                 run.hostname,
                 view::run_mark(run)
             );
@@ -511,7 +512,7 @@ impl Exporter for Terminal {
             wrap(&format!("GPU: {}", check_gpu_line(report)), "     ")
         );
         if let Some(dir) = &report.driver_dir {
-            let line = format!("driver libraries from --driver-dir {}", dir.display());
+            let line = format!("driver libraries from --driver-dir {}", dir.shown());
             let _ = writeln!(out, "{}", wrap(&line, "     "));
         }
         out.push('\n');
@@ -811,7 +812,7 @@ impl Terminal {
             let driver = match (&c.driver, driver_version(report, c)) {
                 (None, _) => "no libcuda.so.1".to_string(),
                 (Some(_), Some(v)) => format!("driver {v}"),
-                (Some(d), None) => format!("driver {}", d.path.display()),
+                (Some(d), None) => format!("driver {}", d.path.shown()),
             };
             let driver = if c.simulated {
                 format!("{driver} (SIMULATED)")
@@ -840,7 +841,7 @@ impl Terminal {
                 text.replacen(&c.name, &self.paint(CYAN, &c.name), 1)
             );
             for l in c.libraries.iter().filter(|l| !l.inside) {
-                let path = library_path(l).map(|p| p.display().to_string());
+                let path = library_path(l).map(|p| p.shown());
                 let flag = format!("{} mapped from outside the combination:", l.name);
                 let text = wrap(
                     &format!("      ! {flag} {}", path.unwrap_or_default()),
@@ -881,7 +882,7 @@ impl Terminal {
         let inside = f
             .installation
             .as_ref()
-            .map(|root| format!("{}/", root.display()));
+            .map(|root| format!("{}/", root.shown()));
         let short = |text: &str| match &inside {
             Some(prefix) => text.replace(prefix.as_str(), ""),
             None => text.to_owned(),
@@ -901,13 +902,13 @@ impl Terminal {
         let title = title.replacen(&f.cause.code(), &self.paint(colour, &f.cause.code()), 1);
         let _ = writeln!(out, "{title}");
         // The installation, unless the fix names it anyway.
-        if let Some(root) = f.installation.as_ref().map(|r| r.display().to_string()) {
+        if let Some(root) = f.installation.as_ref().map(|r| r.shown()) {
             if !f.fix.contains(&root) {
                 line(out, "in:", &root);
             }
         }
         // What was seen first says where the library is when it starts with its path.
-        let path = f.path.as_ref().map(|p| short(&p.display().to_string()));
+        let path = f.path.as_ref().map(|p| short(&p.shown()));
         let first_seen = f.evidence.first().map(|e| short(e));
         let said = |p: &String| brief || first_seen.as_ref().is_some_and(|e| e.starts_with(p));
         if let Some(path) = path.filter(|p| !said(p)) {
@@ -932,7 +933,7 @@ impl Terminal {
             .chain(f.also.iter().flat_map(|a| &a.candidates))
             .collect();
         for candidate in candidates.iter().take(shown) {
-            line(out, "copy at:", &short(&candidate.display().to_string()));
+            line(out, "copy at:", &short(&candidate.shown()));
         }
         // What was seen inside the installation first: it is about the installation itself.
         let mut evidence: Vec<&String> = f
@@ -968,7 +969,7 @@ impl Terminal {
             out,
             "{} {}",
             self.paint(BOLD, "program"),
-            program.path.display()
+            program.path.shown()
         );
         let width = program
             .libraries
@@ -978,8 +979,8 @@ impl Terminal {
             .unwrap_or(0);
         for library in &program.libraries {
             let got = match (&library.found, &library.via) {
-                (Some(found), Some(via)) => format!("{} (via {via})", found.display()),
-                (Some(found), None) => found.display().to_string(),
+                (Some(found), Some(via)) => format!("{} (via {via})", found.shown()),
+                (Some(found), None) => found.shown(),
                 (None, _) => self.paint(RED, "not found"),
             };
             let line = format!("  {:<6} {:<width$}  {got}", library.how, library.name);
@@ -1010,14 +1011,14 @@ impl Terminal {
             let from = library
                 .installation
                 .as_ref()
-                .map(|root| format!(" (from {})", root.display()))
+                .map(|root| format!(" (from {})", root.shown()))
                 .unwrap_or_default();
             let line = match &library.found {
                 // Opened by its path: what it asked for is what it got.
                 Some(found) if found.as_os_str() == library.name.as_str() => {
                     format!("  {} loaded{from}", library.name)
                 }
-                Some(found) => format!("  {} -> {}{from}", library.name, found.display()),
+                Some(found) => format!("  {} -> {}{from}", library.name, found.shown()),
                 None => format!("  {} -> {}", library.name, self.paint(RED, "not found")),
             };
             let _ = writeln!(out, "{}", wrap(&line, "      "));
@@ -1041,7 +1042,7 @@ impl Terminal {
         format!(
             "{} {}  {}{}",
             self.paint(CYAN, &format!("{:<9}", installation.layout.name())),
-            self.paint(BOLD, &installation.root.display().to_string()),
+            self.paint(BOLD, &installation.root.shown()),
             versions
                 .iter()
                 .map(|v| format!("{v}  "))
@@ -1053,7 +1054,7 @@ impl Terminal {
     fn problems(&self, out: &mut String, problems: &[&Problem]) {
         for p in problems {
             let code = self.paint(YELLOW, p.kind.code());
-            let _ = writeln!(out, "  ! {code} {}: {}", p.path.display(), p.message);
+            let _ = writeln!(out, "  ! {code} {}: {}", p.path.shown(), p.message);
         }
     }
 
@@ -1083,7 +1084,7 @@ impl Terminal {
                 let _ = writeln!(
                     out,
                     "{}  [{}]",
-                    toolkit.root.display(),
+                    toolkit.root.shown(),
                     toolkit.named_by.join(", ")
                 );
                 let line = format!("  {}", build.summary(toolkit));
@@ -1103,7 +1104,7 @@ impl Terminal {
                     f.package,
                     f.version,
                     f.cuda.as_deref().unwrap_or("none (CPU build)"),
-                    f.source.display()
+                    f.source.shown()
                 );
                 let _ = writeln!(out, "{}", wrap(&line, "    "));
             }

@@ -24,6 +24,7 @@ pub struct CheckReport {
     /// `--target`, the architecture compiled for when there is no device (`sm_90`).
     pub target: Option<String>,
     /// `--driver-dir`, when the driver's libraries were taken from there.
+    #[serde(default, with = "crate::pathname::option")]
     pub driver_dir: Option<PathBuf>,
     /// `--load-untrusted`: libraries were loaded whoever could write them, as ourselves.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -46,6 +47,7 @@ pub struct CombinationReport {
     /// Where the combination came from.
     pub origin: Origin,
     /// The installation's root, for combinations made from one.
+    #[serde(default, with = "crate::pathname::option")]
     pub root: Option<PathBuf>,
     pub layout: Option<Layout>,
     /// The CUDA version of its runtime (`cudaRuntimeGetVersion`, else the installation's).
@@ -90,7 +92,9 @@ pub enum Origin {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct DriverUse {
     /// As found (`--driver-dir`, or the loader's search).
+    #[serde(with = "crate::pathname")]
     pub path: PathBuf,
+    #[serde(with = "crate::pathname")]
     pub real_path: PathBuf,
     /// The driver version from the file's name (`535.261.03`).
     pub version: Option<String>,
@@ -112,8 +116,10 @@ pub struct LibraryUse {
     pub version: Option<String>,
     /// Where a program of the combination finds it; `None` for a library only the worker saw
     /// mapped (a dependency such as `libcublasLt.so.12` or a cuDNN sub-library).
+    #[serde(default, with = "crate::pathname::option")]
     pub resolved: Option<PathBuf>,
     /// The file the worker actually mapped, canonical; `None` if it was never mapped.
+    #[serde(default, with = "crate::pathname::option")]
     pub mapped: Option<PathBuf>,
     /// False when it was mapped from outside the combination's directories.
     pub inside: bool,

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Judgement {
     /// The baseline file.
+    #[serde(with = "crate::pathname")]
     pub baseline: PathBuf,
     /// What the baseline was learned from: `1000 nodes, 60000 runs, <from> to <to>`.
     pub learned_from: String,

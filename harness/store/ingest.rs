@@ -14,6 +14,7 @@ use std::path::PathBuf;
 pub struct IngestReport {
     pub schema: String,
     /// The store's directory.
+    #[serde(with = "crate::pathname")]
     pub store: PathBuf,
     /// Runs appended.
     pub added: usize,
@@ -22,6 +23,7 @@ pub struct IngestReport {
     /// Rows appended.
     pub rows: usize,
     /// The Parquet files written, one per day the added runs started on.
+    #[serde(with = "crate::pathname::list")]
     pub files: Vec<PathBuf>,
     /// Files that are not doctor, check or bench runs placed in time, with the reason.
     pub passed_over: Vec<PassedOver>,
@@ -30,6 +32,7 @@ pub struct IngestReport {
 /// A file ingest did not take.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct PassedOver {
+    #[serde(with = "crate::pathname")]
     pub path: PathBuf,
     pub reason: String,
 }

@@ -16,6 +16,7 @@ pub const HOST_COMPILER_VARS: [&str; 2] = ["NVCC_CCBIN", "CUDAHOSTCXX"];
 /// A host compiler as it answered.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HostCompiler {
+    #[serde(with = "crate::pathname")]
     pub path: PathBuf,
     /// `CUDAHOSTCXX`, `NVCC_CCBIN` or `PATH`.
     pub named_by: String,

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HostLimits {
     /// The file the limits were read from.
+    #[serde(with = "crate::pathname")]
     pub source: PathBuf,
     /// The newest GCC major nvcc accepts (`__GNUC__ > 15`: 15).
     pub gnu_max: Option<u32>,

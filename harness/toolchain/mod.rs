@@ -32,6 +32,7 @@ pub struct BuildFacts {
     /// A `libcuda.so` the linker finds in the host's default directories (the driver's
     /// development link), for builds that link `-lcuda` without a stub.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(with = "crate::pathname::option")]
     pub system_libcuda: Option<std::path::PathBuf>,
 }
 

@@ -23,6 +23,7 @@ const EXPECTED_HEADERS: [&str; 2] = ["cuda_runtime_api.h", "cudaProfiler.h"];
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Toolkit {
     /// The root as found or as named (`/usr/local/cuda-12.9`, a site-packages, `$CUDA_HOME`).
+    #[serde(with = "crate::pathname")]
     pub root: PathBuf,
     /// What names it: `scan` (an installation), `CUDA_HOME`, `CUDA_PATH`, `CUDA_ROOT`,
     /// `CUDACXX`, `PATH`.
@@ -31,19 +32,23 @@ pub struct Toolkit {
     pub exists: bool,
     /// The CUDA version of its libraries, when it is an installation.
     pub library_version: Option<String>,
+    #[serde(default, with = "crate::pathname::option")]
     pub nvcc: Option<PathBuf>,
     /// nvcc's CUDA version (`13.0`) and where it was read (`nvcc --version`, a wheel).
     pub nvcc_version: Option<String>,
     pub nvcc_version_source: Option<String>,
     /// `ptxas` without `nvcc`: `nvidia-cuda-nvcc-cu12` as shipped.
+    #[serde(default, with = "crate::pathname::option")]
     pub ptxas_only: Option<PathBuf>,
     /// The front end nvcc runs for device code, where nvcc's own `nvcc.profile` puts it
     /// (`nvvm/bin/cicc` beside its `bin/`; in pip's layout a wheel of its own, `nvidia-nvvm`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(with = "crate::pathname::option")]
     pub cicc: Option<PathBuf>,
     /// Where `nvcc.profile` puts cicc when nothing is there. Unknown (and not judged) for an
     /// nvcc with no profile beside it, such as a distribution's wrapper script.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(with = "crate::pathname::option")]
     pub cicc_missing: Option<PathBuf>,
     /// The `nvidia-nvvm` wheel installed there (`13.5.37`), whose cicc must not be newer than
     /// nvcc: ptxas rejects PTX of a newer ISA ("Unsupported .version").
@@ -55,6 +60,7 @@ pub struct Toolkit {
     /// The nvcc wheels installed there (`nvidia-cuda-nvcc-cu12 12.9.86`).
     pub nvcc_wheels: Vec<String>,
     /// The directory holding `cuda.h`.
+    #[serde(default, with = "crate::pathname::option")]
     pub include_dir: Option<PathBuf>,
     /// `cuda.h`'s `CUDA_VERSION` as `major.minor`.
     pub header_version: Option<String>,
@@ -63,6 +69,7 @@ pub struct Toolkit {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub missing_headers: Vec<String>,
     /// `libcuda.so` to link `-lcuda` against.
+    #[serde(default, with = "crate::pathname::option")]
     pub link_stub: Option<PathBuf>,
     pub host_limits: Option<HostLimits>,
 }

@@ -19,9 +19,11 @@ pub struct Identity {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(with = "crate::pathname::option")]
     pub home: Option<PathBuf>,
     /// The login shell, when the user has a password-database entry.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(with = "crate::pathname::option")]
     pub shell: Option<PathBuf>,
 }
 

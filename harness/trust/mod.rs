@@ -146,9 +146,17 @@ pub enum Refusal {
     /// A step can be written by someone other than its owner, or cannot be read.
     Untrusted(Distrust),
     /// The files are another user's, and we are not root.
-    NotOwned { owner: String, path: PathBuf },
+    NotOwned {
+        owner: String,
+        #[serde(with = "crate::pathname")]
+        path: PathBuf,
+    },
     /// Steps of two users other than us: no one user may load them all.
-    Mixed { owners: Vec<String>, path: PathBuf },
+    Mixed {
+        owners: Vec<String>,
+        #[serde(with = "crate::pathname")]
+        path: PathBuf,
+    },
 }
 
 impl Refusal {

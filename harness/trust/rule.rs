@@ -22,17 +22,34 @@ const MAX_LINKS: usize = 40;
 #[serde(tag = "problem", rename_all = "snake_case")]
 pub enum Distrust {
     /// A step can be written by someone other than its owner.
-    Writable { path: PathBuf, by: Writers },
+    Writable {
+        #[serde(with = "crate::pathname")]
+        path: PathBuf,
+        by: Writers,
+    },
     /// A step belongs to a user other than root and the one loading.
-    Owned { path: PathBuf, owner: u32 },
+    Owned {
+        #[serde(with = "crate::pathname")]
+        path: PathBuf,
+        owner: u32,
+    },
     /// A step could not be read (missing, unreadable, a link loop).
-    Unreadable { path: PathBuf, reason: String },
+    Unreadable {
+        #[serde(with = "crate::pathname")]
+        path: PathBuf,
+        reason: String,
+    },
     /// A step is not there (a missing place holds nothing to load, until someone creates it).
-    Missing { path: PathBuf },
+    Missing {
+        #[serde(with = "crate::pathname")]
+        path: PathBuf,
+    },
     /// A directory that is not there yet, which someone other than the loading user could
     /// create (and fill) in `parent`, for the reason given.
     Creatable {
+        #[serde(with = "crate::pathname")]
         path: PathBuf,
+        #[serde(with = "crate::pathname")]
         parent: PathBuf,
         reason: String,
     },
