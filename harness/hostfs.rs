@@ -3,9 +3,11 @@
 //! forever, `/dev/zero` never ends, a sparse file claims 100 GB, and merely opening
 //! `/dev/watchdog` arms it. So a path is first opened with `O_PATH` (which opens no device and
 //! waits on no FIFO), judged by `fstat` (a regular file, or nothing), and only then reopened for
-//! reading through that very descriptor (`/proc/self/fd`), so nothing can be swapped in between;
-//! every read stops at a cap for its kind of file. What is refused is a [`ReadError`] whose
-//! message says why, for the caller to report on that file while the run goes on.
+//! reading through that very descriptor (`/proc/self/fd`), so nothing can be swapped in between.
+//! Where that reopen fails (no `/proc` in a chroot, EACCES on a root-squashed mount) the file is
+//! reported, never opened again by its name. Every read stops at a cap for its kind of file
+//! (listings at a number of lines too). What is refused is a [`ReadError`] whose message says
+//! why, for the caller to report on that file while the run goes on.
 
 use std::fs::{File, OpenOptions};
 use std::io::Read;
@@ -33,6 +35,12 @@ pub enum ReadError {
     /// Larger than the cap for its kind (a sparse file, a file that grows while read).
     #[error("skipped: too large (more than {} bytes for this kind of file)", .cap)]
     TooLarge { cap: u64 },
+    /// More lines than the cap for its kind (a listing of millions of entries).
+    #[error("skipped: too long (more than {max_lines} lines for this kind of file)")]
+    TooManyLines { max_lines: usize },
+    /// The descriptor could not be reopened for reading; the name is not tried again.
+    #[error("skipped: cannot be reopened through its descriptor ({0}), and a file is never opened again by its name, where another could have been swapped in (mount /proc where stackbench runs)")]
+    NoReopen(std::io::Error),
     #[error("{0}")]
     Io(#[from] std::io::Error),
 }
@@ -73,6 +81,7 @@ fn kind_of(file_type: std::fs::FileType) -> &'static str {
 /// Opens the regular file `path` names (links followed) for reading, with its length; anything
 /// else is refused without ever being opened for reading.
 pub fn open(path: &Path) -> Result<(File, u64), ReadError> {
+    #[allow(clippy::disallowed_methods)] // O_PATH: nothing is opened for reading or acted on
     let handle = OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_PATH | libc::O_NOCTTY)
@@ -81,8 +90,8 @@ pub fn open(path: &Path) -> Result<(File, u64), ReadError> {
     if !meta.file_type().is_file() {
         return Err(ReadError::NotRegular(kind_of(meta.file_type())));
     }
-    let file = reopen(&handle, path)?;
-    // The same inode as judged: a reopen by path (no /proc) could meet a swapped file.
+    let file = reopen(&handle).map_err(ReadError::NoReopen)?;
+    // The same inode as judged, still a regular file.
     let now = file.metadata()?;
     if !now.file_type().is_file() || !same_file(&meta, &now) {
         return Err(ReadError::NotRegular("replaced while it was opened"));
@@ -90,16 +99,21 @@ pub fn open(path: &Path) -> Result<(File, u64), ReadError> {
     Ok((file, now.len()))
 }
 
-/// The file an `O_PATH` handle holds, opened for reading: through `/proc/self/fd` (the very
-/// inode), or by its path again where `/proc` is missing (a chroot), non-blocking either way.
-fn reopen(handle: &File, path: &Path) -> std::io::Result<File> {
-    let reading = |at: &Path| {
-        OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-            .open(at)
-    };
-    reading(Path::new(&format!("/proc/self/fd/{}", handle.as_raw_fd()))).or_else(|_| reading(path))
+/// The file an `O_PATH` handle holds, opened for reading through `/proc/self/fd` (the very
+/// inode), non-blocking.
+#[allow(clippy::disallowed_methods)] // the very inode judged, through its descriptor
+fn reopen(handle: &File) -> std::io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(format!("/proc/self/fd/{}", handle.as_raw_fd()))
+}
+
+/// The real path of `path`, links resolved (`realpath`: each step is `lstat`ed and links read;
+/// nothing is opened), or the error that stopped it.
+#[allow(clippy::disallowed_methods)] // the one place host paths are resolved
+pub fn real_path(path: impl AsRef<Path>) -> std::io::Result<PathBuf> {
+    std::fs::canonicalize(path)
 }
 
 fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
@@ -143,6 +157,41 @@ pub fn read_lossy(path: &Path, cap: u64) -> Result<String, ReadError> {
     Ok(String::from_utf8_lossy(&read(path, cap)?).into_owned())
 }
 
+/// The regular file at `path` to read as a stream (a parser that keeps only what it needs):
+/// refused when larger than `cap`, and ending one byte past `cap` should it grow while read.
+pub fn reader(path: &Path, cap: u64) -> Result<std::io::BufReader<std::io::Take<File>>, ReadError> {
+    let (file, len) = open(path)?;
+    if len > cap {
+        return Err(ReadError::TooLarge { cap });
+    }
+    Ok(std::io::BufReader::new(file.take(cap.saturating_add(1))))
+}
+
+/// The text of the regular file at `path` (invalid UTF-8 replaced), read line by line: at most
+/// `cap` bytes and `max_lines` lines, a longer file refused as soon as the cap is passed, so a
+/// listing of millions of entries costs no more than the lines allowed.
+pub fn read_lines(path: &Path, cap: u64, max_lines: usize) -> Result<String, ReadError> {
+    use std::io::BufRead;
+    let mut reader = reader(path, cap)?;
+    let (mut text, mut line, mut lines, mut read) = (String::new(), Vec::new(), 0, 0u64);
+    loop {
+        line.clear();
+        let n = reader.read_until(b'\n', &mut line)?;
+        if n == 0 {
+            return Ok(text);
+        }
+        read += n as u64;
+        lines += 1;
+        if read > cap {
+            return Err(ReadError::TooLarge { cap });
+        }
+        if lines > max_lines {
+            return Err(ReadError::TooManyLines { max_lines });
+        }
+        text.push_str(&String::from_utf8_lossy(&line));
+    }
+}
+
 /// The entries of the directory `dir`, as std gives them. Opening a directory is safe whatever
 /// the path names: `O_DIRECTORY` refuses anything else before it is opened.
 pub fn read_dir(dir: &Path) -> std::io::Result<std::fs::ReadDir> {
@@ -179,6 +228,22 @@ mod tests {
         assert!(read(&dir.path().join("absent"), 8)
             .unwrap_err()
             .is_not_found());
+    }
+
+    #[test]
+    fn a_listing_is_read_up_to_its_lines_and_refused_past_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("RECORD");
+        std::fs::write(&path, b"a,1\nb,2\nc\xff").unwrap();
+        assert_eq!(read_lines(&path, 100, 3).unwrap(), "a,1\nb,2\nc\u{fffd}");
+        assert!(matches!(
+            read_lines(&path, 100, 2),
+            Err(ReadError::TooManyLines { max_lines: 2 })
+        ));
+        assert!(matches!(
+            read_lines(&path, 5, 3),
+            Err(ReadError::TooLarge { cap: 5 })
+        ));
     }
 
     #[test]

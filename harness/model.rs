@@ -372,8 +372,11 @@ impl ProblemKind {
     pub fn of_read_error(error: &crate::hostfs::ReadError) -> ProblemKind {
         match error {
             crate::hostfs::ReadError::NotRegular(_) => ProblemKind::NotRegularFile,
-            crate::hostfs::ReadError::TooLarge { .. } => ProblemKind::TooLarge,
-            crate::hostfs::ReadError::Io(_) => ProblemKind::Unreadable,
+            crate::hostfs::ReadError::TooLarge { .. }
+            | crate::hostfs::ReadError::TooManyLines { .. } => ProblemKind::TooLarge,
+            crate::hostfs::ReadError::Io(_) | crate::hostfs::ReadError::NoReopen(_) => {
+                ProblemKind::Unreadable
+            }
         }
     }
 }

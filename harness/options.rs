@@ -109,7 +109,7 @@ fn sysroot(dir: &Path) -> Result<PathBuf, OptionsError> {
         path: dir.to_path_buf(),
         reason: e.to_string(),
     };
-    let canonical = dir.canonicalize().map_err(bad)?;
+    let canonical = crate::hostfs::real_path(dir).map_err(bad)?;
     crate::hostfs::read_dir(&canonical).map_err(bad)?;
     Ok(canonical)
 }

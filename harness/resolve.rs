@@ -183,7 +183,7 @@ impl SearchContext {
     pub fn real(&self, path: &Path) -> Option<PathBuf> {
         match &self.root {
             Some(root) => inside::resolve(root, path),
-            None => std::fs::canonicalize(path).ok(),
+            None => crate::hostfs::real_path(path).ok(),
         }
     }
 

@@ -284,7 +284,7 @@ pub fn read_elf_file(path: &Path) -> Result<Library, Problem> {
         name: catalog::classify(&file).map_or_else(|| file.clone(), |n| n.component),
         soname: info.soname.clone(),
         path: std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
-        real_path: path.canonicalize().unwrap_or_else(|_| path.to_path_buf()),
+        real_path: crate::hostfs::real_path(path).unwrap_or_else(|_| path.to_path_buf()),
         size: std::fs::metadata(path).map(|m| m.len()).unwrap_or(0),
         ..Library::default()
     };

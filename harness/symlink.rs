@@ -32,7 +32,10 @@ pub fn follow(path: &Path) -> Chain {
             Some(dir) => dir.join(target),
             None => target,
         };
-        let next = match (joined.parent().map(Path::canonicalize), joined.file_name()) {
+        let next = match (
+            joined.parent().map(crate::hostfs::real_path),
+            joined.file_name(),
+        ) {
             (Some(Ok(dir)), Some(name)) => dir.join(name),
             _ => {
                 chain.push(joined);

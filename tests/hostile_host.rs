@@ -182,6 +182,28 @@ fn hostile_tree(root: &Path) -> Vec<(PathBuf, &'static str)> {
     let lib = site(&venv).join("nvidia/cuda_nvrtc/lib");
     fs::create_dir_all(&lib).unwrap();
     fs::copy(&cudart, lib.join("libcudart.so.12")).unwrap();
+    // A wheel whose RECORD stays just under the listings' cap (64 MiB) with millions of short
+    // lines, each a "library": once 1.2 GB and 20 s of doctor, now refused past its lines.
+    let venv = root.join("home/mallory/listing-venv");
+    write(&venv.join("pyvenv.cfg"), b"home = /usr/bin\n");
+    let dist_info = site(&venv).join("nvidia_cufft_cu12-11.4.1.4.dist-info");
+    write(
+        &dist_info.join("METADATA"),
+        b"Name: nvidia-cufft-cu12\nVersion: 11.4.1.4\n",
+    );
+    let mut record = Vec::with_capacity(63 << 20);
+    for i in 0.. {
+        let line = format!("{i:07}.so,,\n");
+        if record.len() + line.len() > 63 << 20 {
+            break;
+        }
+        record.extend_from_slice(line.as_bytes());
+    }
+    write(&dist_info.join("RECORD"), &record);
+    named.push((dist_info.join("RECORD"), "too_large"));
+    let lib = site(&venv).join("nvidia/cuda_runtime/lib");
+    fs::create_dir_all(&lib).unwrap();
+    fs::copy(&cudart, lib.join("libcudart.so.12")).unwrap();
     // A toolkit whose version.json is a FIFO, a conda environment whose records are endless.
     let toolkit = root.join("usr/local/cuda-12.9");
     fs::create_dir_all(toolkit.join("lib64")).unwrap();
@@ -206,6 +228,23 @@ fn hostile_tree(root: &Path) -> Vec<(PathBuf, &'static str)> {
         "not_regular_file",
     ));
     fs::copy(&cudart, conda.join("lib/libcudart.so.12")).unwrap();
+    // A conda package record just under the listings' cap, listing millions of libraries.
+    let mut files = Vec::with_capacity(63 << 20);
+    files.extend_from_slice(br#"{"name":"cuda-nvrtc","version":"12.9.86","files":["#);
+    for i in 0.. {
+        let file = format!("\"lib/{i:07}.so\",");
+        if files.len() + file.len() + 2 > 63 << 20 {
+            break;
+        }
+        files.extend_from_slice(file.as_bytes());
+    }
+    files.pop();
+    files.extend_from_slice(b"]}");
+    write(&conda.join("conda-meta/cuda-nvrtc-12.9.86-0.json"), &files);
+    named.push((
+        conda.join("conda-meta/cuda-nvrtc-12.9.86-0.json"),
+        "too_large",
+    ));
     // Directory link loops, a tree 60 deep, a directory nobody may read.
     let loops = root.join("home/mallory/loops");
     fs::create_dir_all(&loops).unwrap();

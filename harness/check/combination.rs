@@ -305,7 +305,7 @@ fn join(dirs: &[PathBuf]) -> String {
 
 /// `path` with every link resolved, or as given when that fails.
 pub(super) fn canonical(path: &Path) -> PathBuf {
-    path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
+    crate::hostfs::real_path(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
 #[cfg(test)]

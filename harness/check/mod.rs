@@ -526,7 +526,7 @@ fn driver_use(path: &std::path::Path, checks: &[CheckResult]) -> DriverUse {
     };
     DriverUse {
         path: path.to_path_buf(),
-        real_path: path.canonicalize().unwrap_or_else(|_| path.to_path_buf()),
+        real_path: crate::hostfs::real_path(path).unwrap_or_else(|_| path.to_path_buf()),
         version: detail("driver_version"),
         kernel_module: None,
     }

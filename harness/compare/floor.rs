@@ -50,7 +50,7 @@ impl History {
         let Ok(entries) = crate::hostfs::read_dir(dir) else {
             return History::default();
         };
-        let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        let canonical = |p: &Path| crate::hostfs::real_path(p).unwrap_or_else(|_| p.to_path_buf());
         let skip: BTreeSet<PathBuf> = compared.iter().map(|(p, _)| canonical(p)).collect();
         let mut paths: Vec<PathBuf> = entries
             .filter_map(Result::ok)

@@ -129,5 +129,5 @@ pub fn about(diagnosed: &[Finding], reached: &[&Path]) -> Vec<Finding> {
 
 /// A path with its symlinks resolved, where it exists.
 pub(super) fn real(path: &Path) -> PathBuf {
-    path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
+    crate::hostfs::real_path(path).unwrap_or_else(|_| path.to_path_buf())
 }

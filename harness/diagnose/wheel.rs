@@ -1,7 +1,7 @@
 //! The NVIDIA wheels of a pip environment, read from their `*.dist-info`: each one's name,
 //! version and `RECORD`, so that a rule can say which wheel ships a file and name it in a fix.
 
-use crate::discover::metadata::{name_and_version, nvidia_dist_infos};
+use crate::discover::metadata::{name_and_version, nvidia_dist_infos, read_record};
 use crate::hostfs;
 use std::path::Path;
 
@@ -23,7 +23,7 @@ pub fn wheels(site_packages: &Path) -> Vec<Wheel> {
             let metadata =
                 hostfs::read_to_string(&dist_info.join("METADATA"), hostfs::TEXT).ok()?;
             let (name, version) = name_and_version(&metadata)?;
-            let record = hostfs::read_to_string(&dist_info.join("RECORD"), hostfs::LISTING).ok()?;
+            let record = read_record(&dist_info.join("RECORD")).ok()?;
             Some(Wheel {
                 name,
                 version,

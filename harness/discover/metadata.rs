@@ -65,7 +65,7 @@ pub fn conda(prefix: &Path) -> Metadata {
         name: String,
         version: String,
         #[serde(default)]
-        files: Vec<String>,
+        files: Listed,
         #[serde(default)]
         subdir: Option<String>,
     }
@@ -74,21 +74,30 @@ pub fn conda(prefix: &Path) -> Metadata {
         ..Metadata::default()
     };
     for path in files_with_extension(&prefix.join("conda-meta"), "json") {
-        let text = match hostfs::read_to_string(&path, hostfs::LISTING) {
-            Ok(text) => text,
+        // Parsed as it is read: of a record's text only what a finding needs is kept.
+        let reader = match hostfs::reader(&path, hostfs::LISTING) {
+            Ok(reader) => reader,
             Err(e) => {
                 meta.problems.push(unread(&path, &e));
                 continue;
             }
         };
-        match serde_json::from_str::<Record>(&text) {
+        match serde_json::from_reader::<_, Record>(reader) {
+            Ok(record) if record.files.count > RECORD_LINES => meta.problems.push(Problem {
+                kind: ProblemKind::TooLarge,
+                path: path.clone(),
+                message: format!(
+                    "skipped: lists {} files, more than {RECORD_LINES} for a package record; versions fall back to file names",
+                    record.files.count
+                ),
+            }),
             Ok(record) => {
                 if record.name == "cuda-version"
                     || (record.name == "cuda-cudart" && meta.cuda_version.is_none())
                 {
                     meta.cuda_version = Some(record.version.clone());
                 }
-                let mut libraries = record.files.iter().filter(|f| f.contains(".so")).peekable();
+                let mut libraries = record.files.libraries.iter().peekable();
                 if let (Some(subdir), Some(_)) = (&record.subdir, libraries.peek()) {
                     meta.platforms
                         .push(format!("{}: subdir {subdir}", shown(prefix, &path)));
@@ -102,6 +111,40 @@ pub fn conda(prefix: &Path) -> Metadata {
         }
     }
     meta
+}
+
+/// Of a conda record's `files`, the libraries (`.so`), at most [`RECORD_LINES`] of them, and
+/// how many files it lists: a list of millions costs its count, not its names.
+#[derive(Default)]
+struct Listed {
+    libraries: Vec<String>,
+    count: usize,
+}
+
+impl<'de> Deserialize<'de> for Listed {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Files;
+        impl<'de> serde::de::Visitor<'de> for Files {
+            type Value = Listed;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a list of file names")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Listed, A::Error> {
+                let mut listed = Listed::default();
+                while let Some(file) = seq.next_element::<String>()? {
+                    listed.count += 1;
+                    if file.contains(".so") && listed.libraries.len() < RECORD_LINES {
+                        listed.libraries.push(file);
+                    }
+                }
+                Ok(listed)
+            }
+        }
+        deserializer.deserialize_seq(Files)
+    }
 }
 
 /// Reads the `METADATA` and `RECORD` of NVIDIA's wheels (`nvidia_*.dist-info`) in a site-packages.
@@ -139,7 +182,7 @@ pub fn wheels(site_packages: &Path) -> Metadata {
             }
         }
         let record_path = dist_info.join("RECORD");
-        let record = match hostfs::read_to_string(&record_path, hostfs::LISTING) {
+        let record = match read_record(&record_path) {
             Ok(text) => text,
             Err(e) if e.is_not_found() => String::new(),
             Err(e) => {
@@ -156,6 +199,17 @@ pub fn wheels(site_packages: &Path) -> Metadata {
         }
     }
     meta
+}
+
+/// The most lines of a wheel's `RECORD` read (one per file the wheel installed) and the most
+/// files a conda package record may list: NVIDIA's packages list at most a few thousand (CCCL's
+/// headers). A listing past it is refused.
+pub const RECORD_LINES: usize = 100_000;
+
+/// The text of a wheel's `RECORD` (`file,hash,size` lines), read line by line within
+/// [`hostfs::LISTING`] bytes and [`RECORD_LINES`] lines.
+pub fn read_record(path: &Path) -> Result<String, hostfs::ReadError> {
+    hostfs::read_lines(path, hostfs::LISTING, RECORD_LINES)
 }
 
 /// Whether a path a RECORD lists is a shared library or a DLL, by its file name.
@@ -246,6 +300,37 @@ mod tests {
         assert_eq!(conda(dir.path()).problems.len(), 1);
         fs::create_dir(dir.path().join("nvidia_x-1.dist-info")).unwrap();
         assert_eq!(wheels(dir.path()).problems.len(), 1);
+    }
+
+    #[test]
+    fn a_conda_record_listing_more_files_than_any_package_is_too_large() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir(dir.path().join("conda-meta")).unwrap();
+        let files = |n: usize| {
+            (0..n)
+                .map(|i| format!("\"lib/lib{i}.so\""))
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        let record = |n| {
+            format!(
+                r#"{{"name":"cuda-cudart","version":"12.9.79","files":[{}]}}"#,
+                files(n)
+            )
+        };
+        fs::write(dir.path().join("conda-meta/a-1-0.json"), record(3)).unwrap();
+        let meta = conda(dir.path());
+        assert!(meta.problems.is_empty(), "{:?}", meta.problems);
+        assert_eq!(meta.by_file.len(), 3);
+        fs::write(
+            dir.path().join("conda-meta/a-1-0.json"),
+            record(RECORD_LINES + 1),
+        )
+        .unwrap();
+        let meta = conda(dir.path());
+        assert_eq!(meta.problems.len(), 1);
+        assert_eq!(meta.problems[0].kind, ProblemKind::TooLarge);
+        assert!(meta.by_file.is_empty());
     }
 
     proptest! {

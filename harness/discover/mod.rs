@@ -123,7 +123,7 @@ impl Host {
     /// when it does not exist.
     pub fn real(&self, path: impl AsRef<Path>) -> Option<PathBuf> {
         if self.is_own_root() {
-            path.as_ref().canonicalize().ok()
+            crate::hostfs::real_path(path.as_ref()).ok()
         } else {
             inside::resolve(&self.sysroot, path.as_ref())
         }

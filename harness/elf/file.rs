@@ -29,6 +29,7 @@ impl Deref for Bytes {
 
 /// The bytes of the regular file at `path`: mapped when only we or root can change it,
 /// else copied.
+#[allow(clippy::disallowed_methods)] // the file hostfs opened, mapped only where ours alone
 pub(crate) fn bytes(path: &Path) -> Result<Bytes, ElfError> {
     let (file, len) = open_regular(path)?;
     if only_ours_to_change(path) {

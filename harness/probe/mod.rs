@@ -355,7 +355,7 @@ fn run_batch(request: &ProbeRequest, worker: &Path, batch: &[PathBuf]) -> Batch 
     for (index, report) in settled.iter_mut().enumerate() {
         if let Some(block) = blocks.remove(&index) {
             add_initialised(&mut report.loaded, &block, |p| {
-                std::fs::canonicalize(p).ok()
+                crate::hostfs::real_path(p).ok()
             });
             report.search_trail = block.trail;
             report.messages = block.messages;

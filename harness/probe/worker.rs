@@ -152,7 +152,7 @@ fn component_of(path: &Path) -> Option<String> {
             .and_then(|n| crate::catalog::classify(&n.to_string_lossy()).map(|n| n.component))
     };
     from(path).or_else(|| {
-        std::fs::canonicalize(path)
+        crate::hostfs::real_path(path)
             .ok()
             .and_then(|real| from(&real))
     })
@@ -202,7 +202,7 @@ impl Seen {
         std::mem::take(&mut self.new)
             .into_iter()
             .map(|(m, stage)| {
-                let real = std::fs::canonicalize(&m.name).unwrap_or_else(|_| m.name.clone());
+                let real = crate::hostfs::real_path(&m.name).unwrap_or_else(|_| m.name.clone());
                 let name = m.soname.clone().unwrap_or_else(|| {
                     m.name
                         .file_name()

@@ -158,6 +158,7 @@ impl Store {
     /// Holds the store's lock until the guard is dropped: one writer at a time, so that two
     /// ingests of the same run cannot both find it missing. A lock another process holds for
     /// longer than [`LOCK_WAIT`] is an error that names it, never a wait without end.
+    #[allow(clippy::disallowed_methods)] // the store's own lock file, never followed (O_NOFOLLOW)
     pub fn lock(&self) -> Result<Lock, StoreError> {
         std::fs::create_dir_all(&self.dir).map_err(|source| self.write_error(source))?;
         let path = self.dir.join(".lock");

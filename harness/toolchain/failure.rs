@@ -130,7 +130,7 @@ pub fn include_dirs(line: &str) -> Vec<PathBuf> {
 /// include directory (`known`), else one that names CUDA (`/usr/local/cuda/include` is
 /// `/usr/local/cuda`).
 pub fn toolkit_used(include_dirs: &[PathBuf], known: &[PathBuf]) -> Option<PathBuf> {
-    let real = |d: &Path| d.canonicalize().unwrap_or_else(|_| d.to_path_buf());
+    let real = |d: &Path| crate::hostfs::real_path(d).unwrap_or_else(|_| d.to_path_buf());
     let known: Vec<PathBuf> = known.iter().map(|k| real(k)).collect();
     let is_include = |d: &&PathBuf| d.file_name().is_some_and(|n| n == "include");
     include_dirs

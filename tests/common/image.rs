@@ -68,6 +68,7 @@ fn link(root: &Path, inside: &str, target: &str) {
 }
 
 /// The runtime image's root file system; with `injected`, as a running container has it.
+#[allow(clippy::disallowed_methods)] // the test reads this machine's own C library
 pub fn runtime_image(injected: bool) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();

@@ -23,7 +23,7 @@ pub fn library(s: &mut Session) -> Checked {
              or give --driver-dir DIR",
         ));
     };
-    let real = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+    let real = crate::hostfs::real_path(&path).unwrap_or_else(|_| path.clone());
     let version = driver_file_version(&real);
     let mut details = BTreeMap::from([
         ("path".to_owned(), json!(path.display().to_string())),
@@ -141,7 +141,7 @@ pub fn version(s: &mut Session) -> Checked {
         .request
         .driver
         .as_deref()
-        .and_then(|p| std::fs::canonicalize(p).ok())
+        .and_then(|p| crate::hostfs::real_path(p).ok())
         .and_then(|p| driver_file_version(&p));
     let verdict = compat::runtime_on_driver(runtime, driver, driver_version.as_deref());
     let versions = format!("driver supports CUDA {driver}, runtime is {runtime}");

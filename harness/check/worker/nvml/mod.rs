@@ -172,7 +172,7 @@ fn init_fix(error: &NvmlError, nvml_version: Option<&str>, kernel: Option<&str>)
 /// The driver version in the real file name behind `path` (`libnvidia-ml.so.1` ->
 /// `libnvidia-ml.so.535.261.03` -> `535.261.03`); `None` where the name carries none.
 fn file_version(path: &Path) -> Option<String> {
-    let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let real = crate::hostfs::real_path(path).unwrap_or_else(|_| path.to_path_buf());
     driver_file_version(&real)
 }
 
