@@ -645,6 +645,78 @@ fn the_cuda_13_wheels_with_their_nvvm_compile_a_probe_and_only_then_say_yes() {
     );
 }
 
+/// A `g++` (and `gcc`, `c++`) anyone may rewrite, first on PATH: the trust rule refuses it, and
+/// `doctor --build` must then never run it by any route, not as the compiler asked for its
+/// version and not through nvcc, which without `-ccbin` runs the first `gcc` on PATH (as root,
+/// before), nor any program of that PATH through nvcc (g++ runs `as` by name). The probe says it
+/// was not run and why. Mutations: `BuildFacts::probe` calling nvcc without `-ccbin` when no compiler was
+/// accepted, or the steps keeping the caller's PATH, write the witness.
+#[test]
+fn a_host_compiler_the_rule_refuses_is_never_run_not_even_through_nvcc() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let evil = dir.path().join("evil");
+    std::fs::create_dir(&evil).unwrap();
+    let witness = dir.path().join("witness");
+    for name in ["g++", "gcc", "c++", "as", "ld"] {
+        let path = evil.join(name);
+        std::fs::write(
+            &path,
+            format!(
+                "#!/bin/sh\nid -u >> '{}'\nexec /usr/bin/{name} \"$@\"\n",
+                witness.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o777)).unwrap();
+    }
+    std::fs::set_permissions(&evil, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let path = format!("{}:/usr/bin:/bin", evil.display());
+    let (_, report) = doctor(&[cu13()], &[("PATH", path)], &["--build"]);
+    let witnessed = std::fs::read_to_string(&witness).unwrap_or_default();
+    assert!(
+        witnessed.is_empty(),
+        "the refused compiler ran, as uid {witnessed}"
+    );
+    assert!(
+        report["build"]["host_compiler_missing"]
+            .as_str()
+            .is_some_and(|why| why.contains("every user")),
+        "{}",
+        report["build"]
+    );
+    let probe = &toolkit(&report, &cu13())["probe"];
+    assert_eq!(probe["compiled"], false, "{probe}");
+    assert!(
+        probe["failure"]["status"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("not run: no host compiler to give nvcc")),
+        "{probe}"
+    );
+    assert!(
+        findings_of(&report, "build_probe_failed").is_empty(),
+        "the missing compiler is the finding, not the probe: {}",
+        report["findings"]
+    );
+    // With the system's g++ named, the probe compiles, and the assembler g++ runs by name is
+    // the system's: the steps' PATH holds the judged directories only.
+    let (_, report) = doctor(
+        &[cu13()],
+        &[
+            ("PATH", format!("{}:/usr/bin:/bin", evil.display())),
+            ("NVCC_CCBIN", "/usr/bin/g++".into()),
+        ],
+        &["--build"],
+    );
+    let probe = &toolkit(&report, &cu13())["probe"];
+    assert_eq!(probe["compiled"], true, "{probe}");
+    let witnessed = std::fs::read_to_string(&witness).unwrap_or_default();
+    assert!(
+        witnessed.is_empty(),
+        "a program from the unjudged PATH ran, as uid {witnessed}"
+    );
+}
+
 /// nvcc 13.0.88 with nvidia-nvvm 13.5.37 (what an unpinned install takes): the files already
 /// show it cannot compile, and the fix pins nvvm to nvcc's release; `--build` shows ptxas
 /// rejecting cicc's PTX.

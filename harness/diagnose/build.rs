@@ -209,7 +209,9 @@ fn probe_finding(facts: &BuildFacts, toolkit: &Toolkit, nvcc_line: &str) -> Opti
     let failure = probe_failure(toolkit)?;
     let explained = match failure.step.as_str() {
         "compile" => {
-            !toolkit.missing().is_empty() || facts.host_compiler_refused(toolkit).is_some()
+            !toolkit.missing().is_empty()
+                || facts.host_compiler.is_none()
+                || facts.host_compiler_refused(toolkit).is_some()
         }
         _ => facts.libcuda_for(toolkit).is_none(),
     };

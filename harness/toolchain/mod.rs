@@ -69,7 +69,16 @@ impl BuildFacts {
         for at in 0..self.toolkits.len() {
             let toolkit = &self.toolkits[at];
             let libcuda = self.libcuda_for(toolkit);
-            let probe = probe::run(toolkit, self.host_compiler.as_ref(), libcuda.as_deref());
+            let probe = match &self.host_compiler {
+                Some(compiler) => probe::run(toolkit, compiler, libcuda.as_deref()),
+                // nvcc without -ccbin runs the first gcc on PATH, the one refused included.
+                None => (toolkit.nvcc.as_ref()).map(|_| {
+                    probe::not_run(format!(
+                        "no host compiler to give nvcc: {}",
+                        self.host_compiler_line()
+                    ))
+                }),
+            };
             self.toolkits[at].probe = probe;
         }
     }

@@ -23,6 +23,9 @@ pub const STEP_TIMEOUT: Duration = Duration::from_secs(120);
 /// The most of a step's output kept to read its first error from.
 const OUTPUT_LIMIT: u64 = 64 << 10;
 
+/// The most of a step's output read past [`OUTPUT_LIMIT`] and dropped.
+const DRAIN_LIMIT: u64 = 16 << 20;
+
 /// The probe: device code, the runtime's launch and the driver API.
 const PROBE_CU: &str = r#"#include <cuda.h>
 #include <cuda_runtime.h>
@@ -80,17 +83,9 @@ impl StepFailure {
     }
 }
 
-/// Compiles and links the probe with `toolkit`'s nvcc, `compiler` as its host compiler and
-/// `libcuda` (a stub or the driver's development link) to link against; `None` where the
-/// toolkit has no nvcc.
-pub fn run(
-    toolkit: &Toolkit,
-    compiler: Option<&HostCompiler>,
-    libcuda: Option<&Path>,
-) -> Option<Probe> {
-    let nvcc = toolkit.nvcc.as_ref()?;
-    let started = Instant::now();
-    let not_run = |why: String| Probe {
+/// A probe that never started, and why.
+pub fn not_run(why: String) -> Probe {
+    Probe {
         compiled: false,
         linked: false,
         failure: Some(StepFailure {
@@ -101,7 +96,16 @@ pub fn run(
         }),
         millis: 0,
         ran_as: String::new(),
-    };
+    }
+}
+
+/// Compiles and links the probe with `toolkit`'s nvcc, `compiler` as its host compiler (always
+/// given with `-ccbin`: nvcc without it runs the first `gcc` on `PATH`) and `libcuda` (a stub
+/// or the driver's development link) to link against; `None` where the toolkit has no nvcc.
+/// The steps see a `PATH` of the judged chain's directories only.
+pub fn run(toolkit: &Toolkit, compiler: &HostCompiler, libcuda: Option<&Path>) -> Option<Probe> {
+    let nvcc = toolkit.nvcc.as_ref()?;
+    let started = Instant::now();
     let search_path = std::env::var("LD_LIBRARY_PATH").unwrap_or_default();
     let chain = chain(nvcc, compiler);
     let launch = match Policy::strict().decide(&chain, &[], &search_path) {
@@ -109,6 +113,9 @@ pub fn run(
         Decision::Refuse(refusal) => {
             return Some(not_run(format!("the trust rule: {}", refusal.reason())))
         }
+    };
+    let Ok(path) = std::env::join_paths(judged_dirs(&chain)) else {
+        return Some(not_run("a judged directory's name holds a `:`".into()));
     };
     let dir = match workspace(launch.user.as_ref().map(|u| (u.uid, u.gid))) {
         Ok(dir) => dir,
@@ -122,15 +129,14 @@ pub fn run(
         for name in NVCC_VARIABLES {
             command.env_remove(name);
         }
+        command.env("PATH", &path);
         match launch.search_path.as_str() {
             "" => command.env_remove("LD_LIBRARY_PATH"),
             path => command.env("LD_LIBRARY_PATH", path),
         };
         run_step(command, launch.user.as_ref())
     };
-    let ccbin: Vec<String> = compiler
-        .map(|c| vec!["-ccbin".into(), c.path.display().to_string()])
-        .unwrap_or_default();
+    let ccbin: Vec<String> = vec!["-ccbin".into(), compiler.path.display().to_string()];
     let mut compile = vec![
         "-c".to_owned(),
         "probe.cu".into(),
@@ -166,21 +172,40 @@ pub fn run(
 /// What nvcc reads of the environment to choose its host compiler or add to its command line.
 const NVCC_VARIABLES: [&str; 3] = ["NVCC_CCBIN", "NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS"];
 
+/// The programs nvcc starts from its own `bin`, beside `nvcc.profile` (read as code).
+const NVCC_TOOLS: [&str; 6] = [
+    "nvcc.profile",
+    "ptxas",
+    "cudafe++",
+    "fatbinary",
+    "nvlink",
+    "bin2c",
+];
+
 /// Every file a compile runs or reads as code, judged together by the trust rule: nvcc, its
-/// `nvcc.profile`, the device compilers it starts (`cicc` under `nvvm/bin`, `ptxas`), and the
-/// host compiler it is given; those a toolkit lacks are left out.
-fn chain(nvcc: &Path, compiler: Option<&HostCompiler>) -> Vec<PathBuf> {
+/// `nvcc.profile`, the tools it starts from its `bin` ([`NVCC_TOOLS`]) and `nvvm/bin` (`cicc`),
+/// and the host compiler it is given; those a toolkit lacks are left out.
+fn chain(nvcc: &Path, compiler: &HostCompiler) -> Vec<PathBuf> {
     let bin = nvcc.parent().unwrap_or(Path::new("/"));
     let top = bin.parent().unwrap_or(bin);
-    let beside = [
-        bin.join("nvcc.profile"),
-        bin.join("ptxas"),
-        top.join("nvvm/bin/cicc"),
-    ];
+    let beside = (NVCC_TOOLS.iter().map(|tool| bin.join(tool))).chain([top.join("nvvm/bin/cicc")]);
     std::iter::once(nvcc.to_path_buf())
-        .chain(beside.into_iter().filter(|p| p.exists()))
-        .chain(compiler.map(|c| c.path.clone()))
+        .chain(beside.filter(|p| p.exists()))
+        .chain([compiler.path.clone()])
         .collect()
+}
+
+/// The directories of the judged chain, in its order, each once: the steps' whole `PATH`, so
+/// nothing the rule did not judge is found by name (g++ runs `as` and `ld` from `PATH`: they
+/// come from the host compiler's own directory).
+fn judged_dirs(chain: &[PathBuf]) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for dir in chain.iter().filter_map(|p| p.parent()) {
+        if !dirs.iter().any(|d| d == dir) {
+            dirs.push(dir.to_path_buf());
+        }
+    }
+    dirs
 }
 
 /// ` as alice (uid 1000)` when the object the compile wrote is another user's than ours.
@@ -230,11 +255,15 @@ fn run_step(mut command: Command, user: Option<&Identity>) -> Result<(), (String
     let mut child = crate::process::spawn(&mut command, user, crate::process::Sight::Own)
         .map_err(|e| (format!("not run: {e}"), String::new()))?;
     let readers: Vec<_> = (crate::process::output_streams(&mut child).into_iter())
-        .map(|stream| {
+        .map(|mut stream| {
             std::thread::spawn(move || {
-                let mut text = String::new();
-                let _ = stream.take(OUTPUT_LIMIT).read_to_string(&mut text);
-                text
+                // The first OUTPUT_LIMIT bytes are kept and up to DRAIN_LIMIT more read and
+                // dropped: a step writing more must not die of a closed pipe, and one writing
+                // without end is not read without end.
+                let mut kept = Vec::new();
+                let _ = (&mut stream).take(OUTPUT_LIMIT).read_to_end(&mut kept);
+                let _ = std::io::copy(&mut stream.take(DRAIN_LIMIT), &mut std::io::sink());
+                String::from_utf8_lossy(&kept).into_owned()
             })
         })
         .collect();
@@ -324,7 +353,16 @@ mod tests {
         ] {
             open(&dir, 0o755);
         }
-        for tool in ["bin/nvcc", "bin/nvcc.profile", "bin/ptxas", "nvvm/bin/cicc"] {
+        let tools = [
+            "bin/nvcc",
+            "bin/nvcc.profile",
+            "bin/ptxas",
+            "bin/cudafe++",
+            "bin/fatbinary",
+            "bin/nvlink",
+            "nvvm/bin/cicc",
+        ];
+        for tool in tools {
             std::fs::write(dir.path().join(tool), b"").unwrap();
             open(&dir.path().join(tool), 0o755);
         }
@@ -339,26 +377,34 @@ mod tests {
             major: 12,
         };
         let nvcc = bin.join("nvcc");
-        let judged = chain(&nvcc, Some(&compiler));
-        for tool in [
-            "bin/nvcc",
-            "bin/nvcc.profile",
-            "bin/ptxas",
-            "nvvm/bin/cicc",
-            "g++",
-        ] {
+        let judged = chain(&nvcc, &compiler);
+        for tool in tools.into_iter().chain(["g++"]) {
             assert!(
                 judged.contains(&dir.path().join(tool)),
                 "{tool}: {judged:?}"
             );
         }
-        // The chain is decided as one: a ptxas anyone may rewrite stops the compile.
-        open(&bin.join("ptxas"), 0o777);
-        assert!(matches!(
-            Policy::strict().decide(&judged, &[], ""),
-            Decision::Refuse(_)
-        ));
-        open(&bin.join("ptxas"), 0o755);
+        // The chain is decided as one: any of its tools anyone may rewrite stops the compile.
+        for tool in ["ptxas", "cudafe++", "fatbinary", "nvlink"] {
+            open(&bin.join(tool), 0o777);
+            assert!(
+                matches!(
+                    Policy::strict().decide(&judged, &[], ""),
+                    Decision::Refuse(_)
+                ),
+                "{tool}"
+            );
+            open(&bin.join(tool), 0o755);
+        }
+        // The steps' PATH: the chain's directories, each once, in its order.
+        assert_eq!(
+            judged_dirs(&judged),
+            [
+                bin.clone(),
+                dir.path().join("nvvm/bin"),
+                dir.path().to_path_buf()
+            ]
+        );
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } == 0 {
             // As root, a service user's g++ under root's nvcc runs as that user, not as root.
