@@ -10,6 +10,7 @@ mod common;
 
 use common::on_simulator;
 use rstest::rstest;
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -35,7 +36,7 @@ fn processes_of(profile: &Path) -> Vec<u32> {
 }
 
 /// Waits up to `limit` for `done`, checking every 50 ms.
-fn wait_for(limit: Duration, done: impl Fn() -> bool) -> bool {
+fn wait_for(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
     let started = Instant::now();
     while started.elapsed() < limit {
         if done() {
@@ -46,15 +47,14 @@ fn wait_for(limit: Duration, done: impl Fn() -> bool) -> bool {
     done()
 }
 
-#[rstest]
-#[case::sigterm(libc::SIGTERM)]
-#[case::sigint(libc::SIGINT)]
-#[case::sigkill(libc::SIGKILL)]
-fn a_check_cut_off_while_a_kernel_hangs_leaves_no_worker(#[case] signal: libc::c_int) {
-    let dir = tempfile::tempdir().unwrap();
-    let profile = dir.path().join("profile.toml");
+/// `check` on the simulated GPU whose vector add hangs, started with every signal that ends a
+/// run at its default action, as a run in a terminal is. A suite run as a background job of a
+/// script (`ci/test > log &`) hands every process SIGINT ignored (POSIX, for asynchronous
+/// lists), and a run keeps a signal it was started ignoring ignored (`nohup`): the SIGINT cases
+/// then ran to the --timeout and failed, on a busy machine or not.
+fn hung_check(dir: &Path) -> std::process::Child {
     let command = on_simulator(
-        dir.path(),
+        dir,
         "[faults]\nkernel_hang = \"vector_add\"\n",
         &["check", "--timeout", "600"],
     );
@@ -62,10 +62,78 @@ fn a_check_cut_off_while_a_kernel_hangs_leaves_no_worker(#[case] signal: libc::c
     run.args(command.get_args())
         .env_clear()
         .envs(command.get_envs().filter_map(|(k, v)| Some((k, v?))))
-        .current_dir(dir.path())
+        .current_dir(dir)
         .stdout(Stdio::null())
         .stderr(Stdio::null());
-    let mut check = run.spawn().unwrap();
+    // SAFETY: signal(2) between fork and exec, async-signal-safe.
+    unsafe {
+        run.pre_exec(|| {
+            for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+                libc::signal(signal, libc::SIG_DFL);
+            }
+            Ok(())
+        });
+    }
+    run.spawn().unwrap()
+}
+
+/// A signal at any moment of a run ends it within seconds, as the signal would: before its
+/// handlers are in place, while its workers are set up, in the hung kernel. The sweep sends
+/// SIGINT, SIGTERM and SIGHUP in turn at delays from 0 to 3 s after the start. Mutation: a run
+/// keeping SIGINT ignored (as a background job's was) ends at its --timeout, not in 20 s.
+#[test]
+fn a_signal_at_any_moment_of_a_check_ends_it_within_seconds() {
+    let signals = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+    for (at, delay_ms) in [0u64, 10, 30, 60, 120, 250, 500, 1000, 2000, 3000]
+        .into_iter()
+        .enumerate()
+    {
+        let signal = signals[at % signals.len()];
+        let dir = tempfile::tempdir().unwrap();
+        let profile = dir.path().join("profile.toml");
+        let mut check = hung_check(dir.path());
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        // SAFETY: kill(2) of our own child.
+        unsafe { libc::kill(check.id() as i32, signal) };
+        let sent = Instant::now();
+        let ended = wait_for(Duration::from_secs(20), || {
+            check.try_wait().is_ok_and(|s| s.is_some())
+        });
+        if !ended {
+            let _ = check.kill();
+        }
+        let status = check.wait().unwrap();
+        let left = processes_of(&profile);
+        for pid in &left {
+            // SAFETY: kill(2) of a process this test started; nothing may be left for the next.
+            unsafe { libc::kill(*pid as i32, libc::SIGKILL) };
+        }
+        assert!(
+            ended,
+            "signal {signal} at {delay_ms} ms: still running {:?} after it",
+            sent.elapsed()
+        );
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&status),
+            Some(signal),
+            "signal {signal} at {delay_ms} ms: {status:?}"
+        );
+        assert!(
+            wait_for(Duration::from_secs(10), || processes_of(&profile)
+                .is_empty()),
+            "signal {signal} at {delay_ms} ms: left running: {left:?}"
+        );
+    }
+}
+
+#[rstest]
+#[case::sigterm(libc::SIGTERM)]
+#[case::sigint(libc::SIGINT)]
+#[case::sigkill(libc::SIGKILL)]
+fn a_check_cut_off_while_a_kernel_hangs_leaves_no_worker(#[case] signal: libc::c_int) {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = dir.path().join("profile.toml");
+    let mut check = hung_check(dir.path());
     // Until a worker runs (the parent alone is one process of the profile).
     assert!(
         wait_for(Duration::from_secs(120), || processes_of(&profile).len()
