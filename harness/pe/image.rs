@@ -36,6 +36,20 @@ const HEAD: u64 = 4096;
 /// resource tables are read too, whatever their names.
 const WHOLE_SECTIONS: [&[u8]; 2] = [b".rdata", b".nv_fatb"];
 
+/// `ranges` sorted, overlapping and touching ones joined: each byte of the file is read once,
+/// however many section headers name it (a PE may have 65,535, all over one range).
+fn merged(mut ranges: Vec<Range<u64>>) -> Vec<Range<u64>> {
+    ranges.sort_by_key(|r| r.start);
+    let mut out: Vec<Range<u64>> = Vec::with_capacity(ranges.len());
+    for range in ranges {
+        match out.last_mut() {
+            Some(last) if range.start <= last.end => last.end = last.end.max(range.end),
+            _ => out.push(range),
+        }
+    }
+    out
+}
+
 /// A DLL file as its parts.
 pub(crate) struct Image {
     len: u64,
@@ -153,11 +167,12 @@ impl Image {
             }
             wanted.push(range);
         }
-        wanted
+        merged(wanted)
     }
 
     /// Reads `range` of `file` as a part: copied, or taken from the mapping when large and the
     /// file may be mapped.
+    #[allow(clippy::disallowed_methods)] // a file hostfs opened, mapped only where ours alone
     fn add(&mut self, file: &File, range: Range<u64>) -> io::Result<()> {
         let size = range.end - range.start;
         if size >= MAP_FROM && self.may_map {
@@ -338,6 +353,15 @@ mod tests {
         for dll in dlls {
             read_parts(&dll);
         }
+    }
+
+    #[test]
+    fn section_ranges_are_read_once_however_many_headers_name_them() {
+        assert_eq!(
+            super::merged(vec![8..16, 0..10, 0..10, 20..30, 16..18, 25..26]),
+            [0..18, 20..30]
+        );
+        assert!(super::merged(Vec::new()).is_empty());
     }
 
     #[test]
