@@ -124,11 +124,18 @@ fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
 /// The bytes of the regular file at `path`, at most `cap` of them: a larger file (or one that
 /// grows past the cap while read) is [`ReadError::TooLarge`].
 pub fn read(path: &Path, cap: u64) -> Result<Vec<u8>, ReadError> {
+    let (file, len) = open_within(path, cap)?;
+    read_capped(file, len, cap)
+}
+
+/// The regular file at `path` opened for reading, with its length: refused when larger than
+/// `cap` before a byte of it is read.
+fn open_within(path: &Path, cap: u64) -> Result<(File, u64), ReadError> {
     let (file, len) = open(path)?;
     if len > cap {
         return Err(ReadError::TooLarge { cap });
     }
-    read_capped(file, len, cap)
+    Ok((file, len))
 }
 
 /// Reads `file` to its end, at most `cap` bytes; `len` (its size when opened) sizes the buffer.
@@ -160,10 +167,7 @@ pub fn read_lossy(path: &Path, cap: u64) -> Result<String, ReadError> {
 /// The regular file at `path` to read as a stream (a parser that keeps only what it needs):
 /// refused when larger than `cap`, and ending one byte past `cap` should it grow while read.
 pub fn reader(path: &Path, cap: u64) -> Result<std::io::BufReader<std::io::Take<File>>, ReadError> {
-    let (file, len) = open(path)?;
-    if len > cap {
-        return Err(ReadError::TooLarge { cap });
-    }
+    let (file, _) = open_within(path, cap)?;
     Ok(std::io::BufReader::new(file.take(cap.saturating_add(1))))
 }
 
