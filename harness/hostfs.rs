@@ -26,6 +26,46 @@ pub const RESULTS: u64 = 1 << 30;
 /// A library or program read as bytes. The largest CUDA libraries are under 1.5 GiB.
 pub const BINARY: u64 = 4 << 30;
 
+/// Bytes the readers of host binaries may hold at once, all threads together, whatever the
+/// number of cores: each reader takes its [`Share`] before it reads and gives it back after, so
+/// a node of 192 cores reads as many libraries at once as fit in this, not 192.
+pub const SHARED: u64 = 96 << 20;
+
+/// What the readers hold now, out of [`SHARED`], and where a reader waits for its share.
+static HELD: std::sync::Mutex<u64> = std::sync::Mutex::new(0);
+static GIVEN_BACK: std::sync::Condvar = std::sync::Condvar::new();
+
+/// A reader's part of [`SHARED`], given back when dropped. A reader takes one share for all it
+/// reads and never a second while it holds one, so readers wait on each other but never on
+/// themselves.
+#[must_use = "the share is given back when dropped"]
+pub struct Share(u64);
+
+/// Waits until `bytes` (at most [`SHARED`]) are free among the readers' and takes them.
+pub fn share(bytes: u64) -> Share {
+    let bytes = bytes.min(SHARED);
+    let mut held = HELD
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    while *held + bytes > SHARED {
+        held = GIVEN_BACK
+            .wait(held)
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+    }
+    *held += bytes;
+    Share(bytes)
+}
+
+impl Drop for Share {
+    fn drop(&mut self) {
+        let mut held = HELD
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        *held -= self.0;
+        GIVEN_BACK.notify_all();
+    }
+}
+
 /// Why a file was not read.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {

@@ -204,6 +204,16 @@ fn hostile_tree(root: &Path) -> Vec<(PathBuf, &'static str)> {
     let lib = site(&venv).join("nvidia/cuda_runtime/lib");
     fs::create_dir_all(&lib).unwrap();
     fs::copy(&cudart, lib.join("libcudart.so.12")).unwrap();
+    // A real library grown sparse to just under the largest a library is read at (4 GiB): it
+    // is read, by its parts; copied whole, as another user's library once was, it cost 4 GiB.
+    let grown = lib.join(GROWN);
+    fs::copy(&cudart, &grown).unwrap();
+    fs::OpenOptions::new()
+        .write(true)
+        .open(&grown)
+        .unwrap()
+        .set_len((4 << 30) - 4096)
+        .unwrap();
     // A toolkit whose version.json is a FIFO, a conda environment whose records are endless.
     let toolkit = root.join("usr/local/cuda-12.9");
     fs::create_dir_all(toolkit.join("lib64")).unwrap();
@@ -270,6 +280,9 @@ fn hostile_tree(root: &Path) -> Vec<(PathBuf, &'static str)> {
     }
     named
 }
+
+/// The name of the real library grown sparse to just under the largest size read.
+const GROWN: &str = "libcudart.so.12.9.79";
 
 /// A file of 1 GiB that grows for as long as the returned flag is unset: sparse, so it costs
 /// no disk.
@@ -338,6 +351,16 @@ fn doctor_on_a_hostile_tree_names_every_hostile_file_and_neither_hangs_nor_swell
         .filter(|l| l["soname"] == "libcudart.so.12" && l["machine"] == "x86_64")
         .count();
     assert!(libraries >= 4, "{libraries} real runtimes read");
+    let grown = report["installations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|i| i["libraries"].as_array().unwrap().iter())
+        .find(|l| l["path"].as_str().is_some_and(|p| p.ends_with(GROWN)));
+    assert!(
+        grown.is_some_and(|l| l["soname"] == "libcudart.so.12" && l["machine"] == "x86_64"),
+        "the library grown sparse to 4 GiB was not read: {grown:?}"
+    );
 }
 
 /// A tree (`host` in a fresh directory) holding a real CUDA runtime in `lib` below it: the

@@ -14,11 +14,12 @@ const NCCL_PREFIX: &[u8] = b"NCCL version ";
 /// Longest banner considered; NCCL's is under 50 bytes.
 const MAX_BANNER: usize = 80;
 
-/// NCCL's banner in `data` (the NUL-terminated strings of a section), the first one that parses.
-pub fn nccl(data: &[u8]) -> Option<BuiltFor> {
+/// NCCL's banner in `data` (the NUL-terminated strings of a section), the first one that parses
+/// and starts at or after `own` (what comes before is a previous chunk's, given as context).
+pub fn nccl(data: &[u8], own: usize) -> Option<BuiltFor> {
     memmem::find_iter(data, NCCL_PREFIX).find_map(|at| {
-        // The prefix must start a string.
-        if at > 0 && data.get(at - 1) != Some(&0) {
+        // The prefix must start a string, in this chunk.
+        if at < own || (at > 0 && data.get(at - 1) != Some(&0)) {
             return None;
         }
         let window = data.get(at..data.len().min(at.saturating_add(MAX_BANNER)))?;
@@ -55,7 +56,7 @@ mod tests {
     use rstest::rstest;
 
     fn found(data: &[u8]) -> Option<(String, String)> {
-        nccl(data).map(|b| (b.version, b.cuda))
+        nccl(data, 0).map(|b| (b.version, b.cuda))
     }
 
     #[rstest]
@@ -79,7 +80,7 @@ mod tests {
 
     #[test]
     fn keeps_what_the_library_said() {
-        let banner = nccl(b"x\0NCCL version 2.27.5+cuda12.9\0").expect("a banner");
+        let banner = nccl(b"x\0NCCL version 2.27.5+cuda12.9\0", 0).expect("a banner");
         assert_eq!(banner.said, "NCCL version 2.27.5+cuda12.9");
     }
 
@@ -89,7 +90,7 @@ mod tests {
             let mut data = data;
             let at = at.min(data.len());
             data.splice(at..at, NCCL_PREFIX.iter().copied());
-            let _ = nccl(&data);
+            let _ = nccl(&data, 0);
         }
     }
 }

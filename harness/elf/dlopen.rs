@@ -8,6 +8,9 @@ use memchr::memmem;
 
 /// Longest string considered; real library names are far shorter.
 const MAX_NAME: usize = 255;
+/// Bytes of context a chunk of a longer range needs on each side for every name in it to be
+/// read whole (see [`collect_library_names`]); NCCL's banner needs less.
+pub(crate) const CONTEXT: usize = MAX_NAME + 1;
 
 /// The NUL-terminated strings in `data` that are exactly a library file name, sorted and unique.
 ///
@@ -15,16 +18,19 @@ const MAX_NAME: usize = 255;
 /// (`libcuda.so.1`, `libnvrtc.so`). Format strings, paths and sentences are not names.
 pub fn library_names(data: &[u8]) -> Vec<String> {
     let mut names = Vec::new();
-    collect_library_names(data, &mut names);
+    collect_library_names(data, 0, &mut names);
     names.sort_unstable();
     names.dedup();
     names
 }
 
-/// Appends the library names found in `data` to `out` (unsorted, possibly repeated).
-pub(crate) fn collect_library_names(data: &[u8], out: &mut Vec<String>) {
+/// Appends the library names found in `data` from offset `own` on to `out` (unsorted, possibly
+/// repeated). `data` before `own` is context only: a chunk of a longer range is given with
+/// [`CONTEXT`] bytes of it, so that a name is never cut at the chunk's start (a string there
+/// with no NUL before it would read as starting at the chunk's first byte).
+pub(crate) fn collect_library_names(data: &[u8], own: usize, out: &mut Vec<String>) {
     let finder = memmem::Finder::new(b".so");
-    let mut from = 0usize;
+    let mut from = own;
     while let Some(rel) = data.get(from..).and_then(|rest| finder.find(rest)) {
         let hit = from + rel;
         // The string holding the hit: after the previous NUL (or the start of data) ...

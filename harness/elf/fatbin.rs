@@ -22,6 +22,7 @@
 //!   such entries of cuBLAS 12.9), 0x20_0000 family-specific (`compute_120f`); 0x100_0000 is
 //!   set on every sm_100+ cubin, meaning unknown.
 
+use super::window::Window;
 use std::path::Path;
 
 /// Magic number of a fatbinary container header.
@@ -161,6 +162,11 @@ pub fn entries(section: &[u8]) -> Result<Vec<FatbinEntry>, FatbinError> {
 /// after each container, padding up to the next 8-byte aligned magic is skipped, and bytes
 /// with no further magic end the walk.
 pub fn scan(section: &[u8]) -> FatbinScan {
+    scan_window(&mut Window::slice(section))
+}
+
+/// [`scan`] of a section seen through a [`Window`].
+pub(crate) fn scan_window(section: &mut Window<'_>) -> FatbinScan {
     let mut out = FatbinScan::default();
     let mut pos = 0usize;
     while pos < section.len() {
@@ -196,7 +202,7 @@ pub fn scan(section: &[u8]) -> FatbinScan {
 
 /// Reads the container at `start`, pushing its entries; returns the offset where it ends.
 fn read_container(
-    section: &[u8],
+    section: &mut Window<'_>,
     start: usize,
     entries: &mut Vec<FatbinEntry>,
 ) -> Result<usize, FatbinError> {
@@ -271,9 +277,8 @@ fn read_container(
         let compressed = flags & (FLAG_COMPRESSED | FLAG_COMPRESSED_ZSTD) != 0;
         let holds_kernels = kind != EntryKind::Sass
             || compressed
-            || section
-                .get(header_end..next)
-                .is_none_or(cubin_holds_kernels);
+            || next > section.len()
+            || cubin_holds_kernels(section, header_end, next - header_end);
         entries.push(FatbinEntry {
             kind,
             arch,
@@ -296,11 +301,10 @@ fn read_container(
 }
 
 /// The next 8-byte aligned container magic at or after `from`.
-fn next_magic(section: &[u8], from: usize) -> Option<usize> {
+fn next_magic(section: &mut Window<'_>, from: usize) -> Option<usize> {
     let finder = memchr::memmem::Finder::new(&MAGIC_BYTES);
     let mut pos = from.checked_add(7)? & !7;
-    while let Some(rel) = section.get(pos..).and_then(|rest| finder.find(rest)) {
-        let hit = pos + rel;
+    while let Some(hit) = section.find(&finder, pos) {
         if hit % 8 == 0 {
             return Some(hit);
         }
@@ -316,11 +320,15 @@ fn next_magic(section: &[u8], from: usize) -> Option<usize> {
 /// so a magic at any offset whose container does not read whole is taken for data and skipped:
 /// no error is reported, and only well-formed containers (version 1, a 16-byte header) count.
 pub fn scan_embedded(section: &[u8]) -> FatbinScan {
+    scan_embedded_window(&mut Window::slice(section))
+}
+
+/// [`scan_embedded`] of a section seen through a [`Window`].
+pub(crate) fn scan_embedded_window(section: &mut Window<'_>) -> FatbinScan {
     let finder = memchr::memmem::Finder::new(&MAGIC_BYTES);
     let mut out = FatbinScan::default();
     let mut pos = 0usize;
-    while let Some(start) = section.get(pos..).and_then(|rest| finder.find(rest)) {
-        let start = pos + start;
+    while let Some(start) = section.find(&finder, pos) {
         let header = (read_u16(section, start + 4), read_u16(section, start + 6));
         let mut found = Vec::new();
         match read_container(section, start, &mut found) {
@@ -341,25 +349,46 @@ pub fn kernel_free(entries: &[FatbinEntry]) -> bool {
     !entries.is_empty() && entries.iter().all(|e| !e.holds_kernels)
 }
 
-/// Whether an uncompressed cubin (an ELF64 payload) has a `.text.<kernel>` section; anything
-/// that does not read as one counts as holding kernels.
-fn cubin_holds_kernels(cubin: &[u8]) -> bool {
+/// Whether the uncompressed cubin (an ELF64 payload) of `len` bytes at `start` of `section`
+/// has a `.text.<kernel>` section; anything that does not read as one counts as holding
+/// kernels. Its section headers are read at once, then each name.
+fn cubin_holds_kernels(section: &mut Window<'_>, start: usize, len: usize) -> bool {
     const SECTION_HEADER_LEN: usize = 64;
-    if !cubin.starts_with(b"\x7fELF") || cubin.get(4) != Some(&2) || cubin.get(5) != Some(&1) {
+    let elf64_le = |ident: &[u8]| ident.starts_with(b"\x7fELF\x02\x01");
+    if !section.up_to(start, 6).is_some_and(elf64_le) || len < 6 {
         return true;
     }
-    let names = || -> Option<bool> {
-        let table = usize::try_from(read_u64(cubin, 0x28)?).ok()?;
-        let count = usize::from(read_u16(cubin, 0x3c)?);
-        let strings_index = usize::from(read_u16(cubin, 0x3e)?);
+    let mut names = || -> Option<bool> {
+        let at = |offset: usize| Some(start.checked_add(offset)?).filter(|_| offset < len);
+        let field = |section: &mut Window<'_>, offset: usize, size: usize| {
+            let offset = at(offset)?;
+            (offset.checked_add(size)? <= start + len).then_some(())?;
+            section.at(offset, size).map(<[u8]>::to_vec)
+        };
+        let u64_at = |section: &mut Window<'_>, offset| {
+            let bytes = field(section, offset, 8)?;
+            usize::try_from(u64::from_le_bytes(bytes.try_into().ok()?)).ok()
+        };
+        let table = u64_at(section, 0x28)?;
+        let counts = field(section, 0x3c, 4)?;
+        let count = usize::from(u16::from_le_bytes([counts[0], counts[1]]));
+        let strings_index = usize::from(u16::from_le_bytes([counts[2], counts[3]]));
         let header = |i: usize| table.checked_add(i.checked_mul(SECTION_HEADER_LEN)?);
-        let strings = header(strings_index)?;
-        let strings = usize::try_from(read_u64(cubin, strings.checked_add(0x18)?)?).ok()?;
+        let strings = u64_at(section, header(strings_index)?.checked_add(0x18)?)?;
+        // Every name offset, from one read of the headers (at most 65,535 x 64 bytes).
+        let headers = match count {
+            0 => Vec::new(),
+            _ => field(section, header(0)?, count.checked_mul(SECTION_HEADER_LEN)?)?,
+        };
         let mut any = false;
-        for i in 0..count {
-            let name = usize::try_from(read_u32(cubin, header(i)?)?).ok()?;
-            let name = cubin.get(strings.checked_add(name)?..)?;
-            any |= name.starts_with(b".text.");
+        for entry in headers.chunks_exact(SECTION_HEADER_LEN) {
+            let name = usize::try_from(u32::from_le_bytes(entry[..4].try_into().ok()?)).ok()?;
+            let name = strings.checked_add(name)?;
+            if name > len {
+                return None;
+            }
+            let text = section.at(start + name, (len - name).min(6));
+            any |= text.is_some_and(|name| name.starts_with(b".text."));
         }
         Some(any)
     };
@@ -400,13 +429,7 @@ pub fn architectures(entries: &[FatbinEntry]) -> (Vec<String>, Vec<String>) {
 /// A file without a `.nv_fatbin` section gives an empty scan. Containers embedded in `.ldata`
 /// are not read here (nor by `cuobjdump`, which this matches); `elf::read_path` reads both.
 pub fn scan_file(path: &Path) -> Result<FatbinScan, super::ElfError> {
-    let bytes = super::file::bytes(path)?;
-    let data: &[u8] = &bytes;
-    let range = super::section_range(data, super::FATBIN_SECTION)?;
-    Ok(range
-        .and_then(|r| data.get(r))
-        .map(scan)
-        .unwrap_or_default())
+    super::read_fatbin_section(path)
 }
 
 /// SASS and PTX target names of a shared object's `.nv_fatbin` on disk (see [`scan_file`] and
@@ -418,19 +441,16 @@ pub fn list_architectures_of_file(
     Ok(architectures(&scan.entries))
 }
 
-fn read_u16(data: &[u8], offset: usize) -> Option<u16> {
-    let bytes = data.get(offset..offset.checked_add(2)?)?;
-    Some(u16::from_le_bytes(bytes.try_into().ok()?))
+fn read_u16(data: &mut Window<'_>, offset: usize) -> Option<u16> {
+    Some(u16::from_le_bytes(data.at(offset, 2)?.try_into().ok()?))
 }
 
-fn read_u32(data: &[u8], offset: usize) -> Option<u32> {
-    let bytes = data.get(offset..offset.checked_add(4)?)?;
-    Some(u32::from_le_bytes(bytes.try_into().ok()?))
+fn read_u32(data: &mut Window<'_>, offset: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(data.at(offset, 4)?.try_into().ok()?))
 }
 
-fn read_u64(data: &[u8], offset: usize) -> Option<u64> {
-    let bytes = data.get(offset..offset.checked_add(8)?)?;
-    Some(u64::from_le_bytes(bytes.try_into().ok()?))
+fn read_u64(data: &mut Window<'_>, offset: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(data.at(offset, 8)?.try_into().ok()?))
 }
 
 #[cfg(test)]
@@ -653,7 +673,7 @@ pub(crate) mod tests {
         fn never_panics_on_arbitrary_bytes(data in proptest::collection::vec(any::<u8>(), 0..512)) {
             let _ = scan(&data);
             let _ = scan_embedded(&data);
-            let _ = cubin_holds_kernels(&data);
+            let _ = cubin_holds_kernels(&mut Window::slice(&data), 0, data.len());
         }
 
         #[test]
@@ -670,7 +690,7 @@ pub(crate) mod tests {
         ) {
             let mut cubin = b"\x7fELF\x02\x01".to_vec();
             cubin.extend(data);
-            let _ = cubin_holds_kernels(&cubin);
+            let _ = cubin_holds_kernels(&mut Window::slice(&cubin), 0, cubin.len());
         }
 
         #[test]
@@ -681,6 +701,15 @@ pub(crate) mod tests {
             let data = mutated(two_containers(), &edits, cut);
             let scan = scan(&data);
             prop_assert!(scan.entries.len() <= data.len() / 32 + 1);
+            // Read from a file a window at a time, the walk finds what it finds in the slice.
+            let mut file = tempfile::tempfile().unwrap();
+            std::io::Write::write_all(&mut file, &[&[0u8; 8][..], &data].concat()).unwrap();
+            let range = 8..8 + data.len();
+            for mapped in [false, true] {
+                let window = || Window::file(&file, range.clone(), mapped);
+                prop_assert_eq!(&scan_window(&mut window()), &scan);
+                prop_assert_eq!(scan_embedded_window(&mut window()), scan_embedded(&data));
+            }
         }
     }
 }

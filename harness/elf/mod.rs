@@ -7,19 +7,23 @@
 //! bounds-checked: arbitrary bytes give an [`ElfError`], never a panic.
 
 pub mod banner;
+mod budgeted;
 pub mod dlopen;
 pub mod fatbin;
 pub(crate) mod file;
+pub(crate) mod window;
 
 pub(crate) use file::open_regular;
 
 use crate::model::{BuiltFor, VersionNeed};
 use object::elf;
 use object::read::elf::{Dyn, FileHeader, ProgramHeader, SectionHeader, SectionTable};
-use object::read::StringTable;
+use object::read::{ReadRef, StringTable};
 use object::Endianness;
+use std::fs::File;
 use std::ops::Range;
 use std::path::Path;
+use window::Window;
 
 /// Name of the section holding fatbinary containers.
 pub(crate) const FATBIN_SECTION: &[u8] = b".nv_fatbin";
@@ -77,24 +81,88 @@ pub enum ElfError {
 pub fn read_bytes(bytes: &[u8]) -> Result<ElfInfo, ElfError> {
     let class = check_ident(bytes)?;
     with_aligned(bytes, |data| match class {
-        Class::Elf32 => read_elf::<elf::FileHeader32<Endianness>>(data),
-        Class::Elf64 => read_elf::<elf::FileHeader64<Endianness>>(data),
+        Class::Elf32 => read_elf::<elf::FileHeader32<Endianness>, _>(data, Contents::Slice(data)),
+        Class::Elf64 => read_elf::<elf::FileHeader64<Endianness>, _>(data, Contents::Slice(data)),
     })
 }
 
-/// Reads a shared object from a file: mapped where only we or root can change it, else copied
-/// ([`file::bytes`]).
+/// Reads a shared object from a file by positioned reads of the parts it needs: its structure
+/// within [`budgeted::HEADERS`], its contents a [`Window`] at a time. What it holds does not
+/// grow with the file's size, and another user truncating the file meanwhile makes it an error
+/// for that file, never a signal.
 pub fn read_path(path: &Path) -> Result<ElfInfo, ElfError> {
-    read_bytes(&file::bytes(path)?)
+    with_file(path, |class, structure, contents| match class {
+        Class::Elf32 => read_elf::<elf::FileHeader32<Endianness>, _>(structure, contents),
+        Class::Elf64 => read_elf::<elf::FileHeader64<Endianness>, _>(structure, contents),
+    })
 }
 
-/// File range of the section named `name`, if the ELF has one with bytes in the file.
-pub(crate) fn section_range(data: &[u8], name: &[u8]) -> Result<Option<Range<usize>>, ElfError> {
-    let class = check_ident(data)?;
-    with_aligned(data, |data| match class {
-        Class::Elf32 => Headers::<elf::FileHeader32<Endianness>>::parse(data)?.section_range(name),
-        Class::Elf64 => Headers::<elf::FileHeader64<Endianness>>::parse(data)?.section_range(name),
+/// The walk over the `.nv_fatbin` section of the shared object at `path` (empty without one):
+/// its headers and entry headers only, by positioned reads.
+pub(crate) fn read_fatbin_section(path: &Path) -> Result<fatbin::FatbinScan, ElfError> {
+    fn scan<'data, Elf: FileHeader<Endian = Endianness>, R: ReadRef<'data>>(
+        structure: R,
+        contents: Contents<'_>,
+    ) -> Result<fatbin::FatbinScan, ElfError> {
+        let range = Headers::<Elf, R>::parse(structure)?.section_range(FATBIN_SECTION)?;
+        Ok(range
+            .and_then(|range| contents.window(range))
+            .map(|mut section| fatbin::scan_window(&mut section))
+            .unwrap_or_default())
+    }
+    with_file(path, |class, structure, contents| match class {
+        Class::Elf32 => scan::<elf::FileHeader32<Endianness>, _>(structure, contents),
+        Class::Elf64 => scan::<elf::FileHeader64<Endianness>, _>(structure, contents),
     })
+}
+
+/// Opens the shared object at `path` and gives `read` its class, its structure (read as the
+/// `object` crate asks, within [`budgeted::HEADERS`]) and its contents; a structure that asks
+/// for more is [`ElfError::Malformed`], said so.
+fn with_file<T>(
+    path: &Path,
+    read: impl FnOnce(Class, &budgeted::Budgeted<'_>, Contents<'_>) -> Result<T, ElfError>,
+) -> Result<T, ElfError> {
+    let (file, len) = file::open_regular(path)?;
+    let only_ours = file::only_ours_to_change(path);
+    let _share = crate::hostfs::share(window::MOST_HELD as u64 + budgeted::HEADERS);
+    let mut ident = vec![0; usize::try_from(len.min(64)).unwrap_or(64)];
+    std::os::unix::fs::FileExt::read_exact_at(&file, &mut ident, 0).map_err(|source| {
+        ElfError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    })?;
+    let class = check_ident(&ident)?;
+    let structure = budgeted::Budgeted::new(&file, len);
+    read(class, &structure, Contents::File(&file, only_ours)).map_err(|error| {
+        match structure.refused() {
+            true => ElfError::Malformed(format!(
+                "its headers, dynamic section and symbol versions ask for more than the {} MiB \
+             that any library's take",
+                budgeted::HEADERS >> 20
+            )),
+            false => error,
+        }
+    })
+}
+
+/// Where a library's contents are read from: the bytes in hand, or its file (and whether only
+/// we or root can change it, so that it may be mapped).
+#[derive(Clone, Copy)]
+enum Contents<'a> {
+    Slice(&'a [u8]),
+    File(&'a File, bool),
+}
+
+impl<'a> Contents<'a> {
+    /// `range` of the contents, a window at a time; `None` when the range is not inside them.
+    fn window(self, range: Range<usize>) -> Option<Window<'a>> {
+        match self {
+            Contents::Slice(bytes) => bytes.get(range).map(Window::slice),
+            Contents::File(file, only_ours) => Some(Window::file(file, range, only_ours)),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -170,19 +238,21 @@ fn malformed(error: object::read::Error) -> ElfError {
 }
 
 /// The file header, program headers and section table, checked to lie inside the file.
-struct Headers<'data, Elf: FileHeader<Endian = Endianness>> {
-    data: &'data [u8],
+struct Headers<'data, Elf: FileHeader<Endian = Endianness>, R: ReadRef<'data>> {
+    data: R,
     endian: Endianness,
     header: &'data Elf,
     segments: &'data [Elf::ProgramHeader],
-    sections: SectionTable<'data, Elf>,
+    sections: SectionTable<'data, Elf, R>,
 }
 
-impl<'data, Elf: FileHeader<Endian = Endianness>> Headers<'data, Elf> {
-    fn parse(data: &'data [u8]) -> Result<Self, ElfError> {
+impl<'data, Elf: FileHeader<Endian = Endianness>, R: ReadRef<'data>> Headers<'data, Elf, R> {
+    fn parse(data: R) -> Result<Self, ElfError> {
         let header = Elf::parse(data).map_err(malformed)?;
         let endian = header.endian().map_err(malformed)?;
-        let len = data.len() as u64;
+        let len = data
+            .len()
+            .map_err(|()| ElfError::Malformed("its length cannot be read".into()))?;
         let table_end = |offset: u64, count: u16, entsize: u16| {
             u64::from(count)
                 .checked_mul(u64::from(entsize))
@@ -304,7 +374,7 @@ impl<'data, Elf: FileHeader<Endian = Endianness>> Headers<'data, Elf> {
 
     /// The dynamic entries and their string table: from the `SHT_DYNAMIC` section, or from
     /// `PT_DYNAMIC` when the section headers are gone.
-    fn dynamic(&self) -> Result<Option<Dynamic<'data, Elf::Dyn>>, ElfError> {
+    fn dynamic(&self) -> Result<Option<Dynamic<'data, Elf::Dyn, R>>, ElfError> {
         let endian = self.endian;
         if let Some((dyns, link)) = self
             .sections
@@ -341,8 +411,8 @@ impl<'data, Elf: FileHeader<Endian = Endianness>> Headers<'data, Elf> {
         Ok(None)
     }
 
-    /// Byte ranges of read-only, non-executable data: where `dlopen` names are kept.
-    fn read_only_data(&self) -> Result<Vec<&'data [u8]>, ElfError> {
+    /// File ranges of read-only, non-executable data: where `dlopen` names are kept.
+    fn read_only_data(&self) -> Result<Vec<Range<usize>>, ElfError> {
         let endian = self.endian;
         let mut out = Vec::new();
         if self.sections.is_empty() {
@@ -352,11 +422,8 @@ impl<'data, Elf: FileHeader<Endian = Endianness>> Headers<'data, Elf> {
                     && flags & elf::PF_R.0 != 0
                     && flags & (elf::PF_W.0 | elf::PF_X.0) == 0
                 {
-                    out.push(
-                        segment
-                            .data(endian, self.data)
-                            .map_err(|()| ElfError::Malformed("segment outside the file".into()))?,
-                    );
+                    let (offset, size) = segment.file_range(endian);
+                    out.extend(to_range(offset, size));
                 }
             }
             return Ok(out);
@@ -382,7 +449,9 @@ impl<'data, Elf: FileHeader<Endian = Endianness>> Headers<'data, Elf> {
             if skip.iter().any(|prefix| name.starts_with(prefix)) {
                 continue;
             }
-            out.push(section.data(endian, self.data).map_err(malformed)?);
+            if let Some((offset, size)) = section.file_range(endian) {
+                out.extend(to_range(offset, size));
+            }
         }
         Ok(out)
     }
@@ -391,7 +460,7 @@ impl<'data, Elf: FileHeader<Endian = Endianness>> Headers<'data, Elf> {
     fn version_section(
         &self,
         kind: elf::SectionType,
-    ) -> Result<Option<VersionSection<'data>>, ElfError> {
+    ) -> Result<Option<VersionSection<'data, R>>, ElfError> {
         let endian = self.endian;
         let Some(section) = self.sections.iter().find(|s| s.sh_type(endian) == kind) else {
             return Ok(None);
@@ -410,18 +479,22 @@ impl<'data, Elf: FileHeader<Endian = Endianness>> Headers<'data, Elf> {
 }
 
 /// Dynamic entries and the string table their string values point into.
-struct Dynamic<'data, D> {
+struct Dynamic<'data, D, R: ReadRef<'data>> {
     dyns: &'data [D],
-    strings: StringTable<'data>,
+    strings: StringTable<'data, R>,
 }
 
 /// A symbol-version section (or its `DT_VER*` equivalent): bytes, strings, record count.
 #[derive(Clone, Copy)]
-struct VersionSection<'data> {
+struct VersionSection<'data, R: ReadRef<'data>> {
     bytes: &'data [u8],
-    strings: StringTable<'data>,
+    strings: StringTable<'data, R>,
     count: u32,
 }
+
+/// Most bytes of symbol-version records read through the dynamic entries, where no section
+/// says where they end (a library's are a few kilobytes).
+const VERSIONS_WITHOUT_SECTIONS: usize = 1 << 20;
 
 fn to_range(offset: u64, size: u64) -> Option<Range<usize>> {
     let start = usize::try_from(offset).ok()?;
@@ -429,8 +502,11 @@ fn to_range(offset: u64, size: u64) -> Option<Range<usize>> {
     Some(start..end)
 }
 
-fn read_elf<Elf: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<ElfInfo, ElfError> {
-    let headers = Headers::<Elf>::parse(data)?;
+fn read_elf<'data, Elf: FileHeader<Endian = Endianness>, R: ReadRef<'data>>(
+    data: R,
+    contents: Contents<'_>,
+) -> Result<ElfInfo, ElfError> {
+    let headers = Headers::<Elf, R>::parse(data)?;
     let endian = headers.endian;
     let big = matches!(endian, Endianness::Big);
     let mut info = ElfInfo {
@@ -485,8 +561,9 @@ fn read_elf<Elf: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<ElfInfo
             .filter(|&(addr, _)| addr != 0)
             .and_then(|(addr, count)| {
                 let range = headers.address_range(addr, None)?;
+                let size = range.len().min(VERSIONS_WITHOUT_SECTIONS);
                 Some(VersionSection {
-                    bytes: data.get(range)?,
+                    bytes: data.read_bytes_at(range.start as u64, size as u64).ok()?,
                     strings: dynstr,
                     count,
                 })
@@ -516,11 +593,16 @@ fn read_elf<Elf: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<ElfInfo
         .as_deref()
         .is_some_and(|s| s.starts_with("libnccl"));
     let mut names = Vec::new();
-    for bytes in headers.read_only_data()? {
-        dlopen::collect_library_names(bytes, &mut names);
-        if nccl && info.built_for.is_none() {
-            info.built_for = banner::nccl(bytes);
-        }
+    for range in headers.read_only_data()? {
+        let Some(mut window) = contents.window(range) else {
+            continue;
+        };
+        window.chunks(dlopen::CONTEXT, |bytes, own| {
+            dlopen::collect_library_names(bytes, own, &mut names);
+            if nccl && info.built_for.is_none() {
+                info.built_for = banner::nccl(bytes, own);
+            }
+        });
     }
     names.retain(|n| !info.needed.contains(n) && info.soname.as_ref() != Some(n));
     names.sort_unstable();
@@ -529,17 +611,20 @@ fn read_elf<Elf: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<ElfInfo
 
     // GPU code.
     let mut entries = Vec::new();
-    if let Some(section) = headers
+    if let Some(mut section) = headers
         .section_range(FATBIN_SECTION)?
-        .and_then(|range| data.get(range))
+        .and_then(|range| contents.window(range))
     {
-        let scan = fatbin::scan(section);
+        let scan = fatbin::scan_window(&mut section);
         entries = scan.entries;
         info.fatbin_problem = scan.error.map(|e| e.to_string());
     }
     for name in LARGE_DATA_SECTIONS {
-        if let Some(section) = headers.section_range(name)?.and_then(|r| data.get(r)) {
-            entries.extend(fatbin::scan_embedded(section).entries);
+        if let Some(mut section) = headers
+            .section_range(name)?
+            .and_then(|range| contents.window(range))
+        {
+            entries.extend(fatbin::scan_embedded_window(&mut section).entries);
         }
     }
     (info.sass, info.ptx) = fatbin::architectures(&entries);
@@ -600,7 +685,10 @@ fn short(offset: usize) -> ElfError {
     ))
 }
 
-fn version_string(strings: StringTable<'_>, offset: u32) -> Result<String, ElfError> {
+fn version_string<'data, R: ReadRef<'data>>(
+    strings: StringTable<'data, R>,
+    offset: u32,
+) -> Result<String, ElfError> {
     strings
         .get(offset)
         .map(|s| String::from_utf8_lossy(s).into_owned())
@@ -621,9 +709,9 @@ fn advance(pos: usize, next: u32, min: u32) -> Result<usize, ElfError> {
 
 /// Parses `.gnu.version_r`: for each file, the version names needed from it.
 /// `count` is the number of records (`sh_info`); 0 means "follow the links to the end".
-fn parse_verneed(
+fn parse_verneed<'data, R: ReadRef<'data>>(
     data: &[u8],
-    strings: StringTable<'_>,
+    strings: StringTable<'data, R>,
     count: u32,
     big: bool,
 ) -> Result<Vec<VersionNeed>, ElfError> {
@@ -663,9 +751,9 @@ fn parse_verneed(
 }
 
 /// Parses `.gnu.version_d`: the version names defined, without the base (the soname) entry.
-fn parse_verdef(
+fn parse_verdef<'data, R: ReadRef<'data>>(
     data: &[u8],
-    strings: StringTable<'_>,
+    strings: StringTable<'data, R>,
     count: u32,
     big: bool,
 ) -> Result<Vec<String>, ElfError> {
@@ -1217,6 +1305,65 @@ mod tests {
         );
     }
 
+    /// `bytes` in a file of their own, read by positioned reads.
+    fn read_as_file(bytes: &[u8]) -> Result<ElfInfo, ElfError> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("libself.so.1");
+        std::fs::write(&path, bytes).unwrap();
+        read_path(&path)
+    }
+
+    #[rstest]
+    fn a_file_read_by_positioned_reads_says_what_its_bytes_say(
+        #[values(false, true)] is64: bool,
+        #[values(false, true)] big: bool,
+        #[values(false, true)] stripped: bool,
+    ) {
+        let mut data = build(is64, big);
+        if stripped {
+            data = strip_sections(data, is64, big);
+        }
+        assert_eq!(read_as_file(&data).unwrap(), read_bytes(&data).unwrap());
+    }
+
+    #[test]
+    fn system_libraries_read_by_positioned_reads_say_what_their_bytes_say() {
+        for path in [
+            "/bin/true",
+            "/lib/x86_64-linux-gnu/libc.so.6",
+            "/lib64/libc.so.6",
+        ] {
+            let Ok(data) = std::fs::read(path) else {
+                continue;
+            };
+            assert_eq!(
+                read_path(Path::new(path)).ok(),
+                read_bytes(&data).ok(),
+                "{path}"
+            );
+        }
+    }
+
+    /// A library whose symbol versions claim 16 MiB, in a file grown sparse to hold them: read
+    /// whole, its structure would be copied; read by parts, it is refused at the cap and said so.
+    #[test]
+    fn a_structure_larger_than_any_library_s_is_refused_not_read() {
+        let mut data = build(true, false);
+        let file = object::read::elf::ElfFile64::<Endianness>::parse(&*data).unwrap();
+        let index = object::Object::section_by_name(&file, ".gnu.version_r")
+            .map(|s| object::ObjectSection::index(&s).0)
+            .unwrap();
+        let shoff = u64::from_le_bytes(data[40..48].try_into().unwrap()) as usize;
+        let size_at = shoff + index * 64 + 32;
+        data[size_at..size_at + 8].copy_from_slice(&(16u64 << 20).to_le_bytes());
+        data.resize(32 << 20, 0);
+        let error = read_as_file(&data).unwrap_err().to_string();
+        assert!(
+            error.contains("ask for more than the 8 MiB that any library's take"),
+            "{error}"
+        );
+    }
+
     #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
     #[test]
     fn reads_bin_true() {
@@ -1266,6 +1413,19 @@ mod tests {
                 data = strip_sections(data, is64, big);
             }
             let _ = read_bytes(&super::fatbin::tests::mutated(data, &edits, cut));
+        }
+
+        #[test]
+        fn a_corrupted_library_read_as_a_file_says_what_its_bytes_say(
+            is64 in any::<bool>(),
+            big in any::<bool>(),
+            edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..24),
+            cut in any::<usize>(),
+        ) {
+            let data = super::fatbin::tests::mutated(build(is64, big), &edits, cut);
+            if let Ok(info) = read_bytes(&data) {
+                prop_assert_eq!(read_as_file(&data).ok(), Some(info));
+            }
         }
 
         #[test]
