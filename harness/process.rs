@@ -26,6 +26,9 @@ pub const OUTPUT_LIMIT: u64 = 16 << 20;
 const EVENT_LINE_LIMIT: u64 = 16 << 20;
 /// The most a worker may write as events in all; past it, its events end.
 const EVENTS_LIMIT: u64 = 1 << 30;
+/// The most events waiting to be read: our workers send a few per library or check, so only a
+/// library writing events of its own outruns this; past it, events are dropped and counted.
+pub const EVENTS_WAITING: usize = 4096;
 
 /// Set once the run is ending on a signal: no child starts after that, but its cleanups'.
 static STOPPING: AtomicBool = AtomicBool::new(false);
@@ -278,12 +281,20 @@ pub fn start_conversation<E: DeserializeOwned + Send + 'static>(
         return Err(std::io::Error::other("its pipes could not be set up"));
     };
     let errors = Collected::start(stderr);
-    let (tx, events) = mpsc::channel();
+    let said = Arc::clone(&errors.bytes);
+    let (tx, events) = mpsc::sync_channel(EVENTS_WAITING);
     std::thread::spawn(move || {
         // A worker that writes without end gets no more of our memory than the limits: past
-        // them its events end, and its pipe with them.
+        // them its events end, and its pipe with them. Events that come faster than they are
+        // read are dropped past [`EVENTS_WAITING`] (the pipe is still drained, so the worker
+        // never blocks on it), and its standard error says how many.
         let mut stdout = BufReader::new(stdout.take(EVENTS_LIMIT));
         let mut line = Vec::new();
+        let mut dropped = 0u64;
+        let say = |what: String| {
+            let mut said = said.lock().unwrap_or_else(|e| e.into_inner());
+            said.extend_from_slice(format!("\nstackbench: {what}\n").as_bytes());
+        };
         loop {
             line.clear();
             match (&mut stdout)
@@ -297,10 +308,23 @@ pub fn start_conversation<E: DeserializeOwned + Send + 'static>(
                 Ok(_) => {}
             }
             if let Ok(event) = serde_json::from_slice::<E>(&line) {
-                if tx.send(event).is_err() {
-                    break;
+                match tx.try_send(event) {
+                    Ok(()) => {}
+                    Err(mpsc::TrySendError::Full(_)) => {
+                        dropped += 1;
+                        // Said at the first, for the reader to see however the run ends.
+                        if dropped == 1 {
+                            say(format!(
+                                "events are being dropped, past {EVENTS_WAITING} waiting to be read"
+                            ));
+                        }
+                    }
+                    Err(mpsc::TrySendError::Disconnected(_)) => break,
                 }
             }
+        }
+        if dropped > 0 {
+            say(format!("{dropped} events dropped in all"));
         }
     });
     Ok((
@@ -463,6 +487,37 @@ fn descendants(ancestor: u32) -> Vec<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A worker writing events faster than they are read: past [`EVENTS_WAITING`] they are
+    /// dropped, and its standard error says so.
+    #[test]
+    fn events_waiting_to_be_read_are_bounded_and_the_dropped_counted() {
+        let mut flood = Command::new("sh");
+        flood.args(["-c", "yes '{\"n\": 1}' | head -n 100000"]);
+        let (worker, _stdin) =
+            start_conversation::<serde_json::Value>(flood, None, Sight::Own).unwrap();
+        let Worker {
+            mut child,
+            events,
+            errors,
+        } = worker;
+        child.wait().unwrap();
+        // Once the reader has drained the pipe and counted, the queue holds what it kept.
+        let counted = format!("{} events dropped in all", 100_000 - EVENTS_WAITING);
+        let started = Instant::now();
+        while !String::from_utf8_lossy(&errors.bytes.lock().unwrap()).contains(&counted) {
+            assert!(started.elapsed() < Duration::from_secs(60), "never counted");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!(events.try_iter().count(), EVENTS_WAITING);
+        let said = errors.finish();
+        assert!(
+            said.contains(&format!(
+                "events are being dropped, past {EVENTS_WAITING} waiting to be read"
+            )),
+            "{said}"
+        );
+    }
 
     #[test]
     fn returns_output_and_kills_hangs() {

@@ -21,6 +21,10 @@ use std::time::{Duration, Instant};
 /// How long a worker may take outside any check: starting, between checks, exiting.
 const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// Most objects kept as mapped by one check: a process maps hundreds; more is a library
+/// writing events of its own, and the rest are dropped, said in the run's messages.
+const MAPPED_KEPT: usize = 4096;
+
 /// What the workers of one combination reported.
 #[derive(Debug, Default)]
 pub struct WorkerRun {
@@ -193,6 +197,7 @@ fn one_worker(
     };
     let settled_before = run.results.len();
     let mut current: Option<(String, Instant)> = None;
+    let mut mapped_said = false;
     let mut last = Instant::now();
     let mut stop = "stopped".to_owned();
     loop {
@@ -209,11 +214,28 @@ fn one_worker(
             Ok(CheckEvent::Start { id }) => {
                 if current.is_none() && expected == Some(&id) {
                     current = Some((id, Instant::now()));
+                    mapped_said = false;
                 }
             }
             Ok(CheckEvent::Mapped { id, objects }) => {
-                run.mapped
-                    .extend(objects.into_iter().map(|o| (id.clone(), o)));
+                // Once for the running check, as the worker says it; more is a library's.
+                if mapped_said || current.as_ref().is_none_or(|(running, _)| *running != id) {
+                    continue;
+                }
+                mapped_said = true;
+                if objects.len() > MAPPED_KEPT {
+                    run.messages.push(format!(
+                        "stackbench: {} of the {} objects said mapped by {id} were dropped, past the {MAPPED_KEPT} kept",
+                        objects.len() - MAPPED_KEPT,
+                        objects.len()
+                    ));
+                }
+                run.mapped.extend(
+                    objects
+                        .into_iter()
+                        .take(MAPPED_KEPT)
+                        .map(|o| (id.clone(), o)),
+                );
             }
             Ok(CheckEvent::Done { result }) => {
                 if expected != Some(&result.id) {
