@@ -12,7 +12,7 @@ use super::finding::{Cause, Finding, Severity};
 use super::network::SOCKETS;
 use super::Context;
 
-mod acs;
+pub mod acs;
 use crate::discover::Host;
 use std::path::Path;
 
