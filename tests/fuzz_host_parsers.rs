@@ -1290,3 +1290,19 @@ proptest! {
         let _ = discover::container::grants(Some(&text), "compute");
     }
 }
+
+/// Found while writing `ld_so_conf`, whose generator repeats a line for it: an `ld.so.conf`
+/// that includes itself `k` times was read `k`^8 times, every include followed to the depth
+/// limit (5 lines took 15 s in release mode; these 16, days). A file is now read again only
+/// nearer the top than before.
+#[test]
+fn an_ld_so_conf_including_itself_many_times_is_read_once() {
+    const INCLUDES: usize = 16;
+    let root = tempfile::tempdir().unwrap();
+    let etc = root.path().join("etc");
+    fs::create_dir_all(&etc).unwrap();
+    let text = "include /etc/ld.so.conf\n".repeat(INCLUDES) + "/usr/local/cuda/lib64\n";
+    fs::write(etc.join("ld.so.conf"), text).unwrap();
+    let dirs = ldconf::directories(&etc.join("ld.so.conf"), root.path());
+    assert_eq!(dirs, [root.path().join("usr/local/cuda/lib64")]);
+}

@@ -1,5 +1,6 @@
 //! `/etc/ld.so.conf` and the files it includes: the directories `ldconfig` puts in the cache.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 /// Nesting limit for `include` lines, so a file that includes itself cannot loop.
@@ -9,19 +10,34 @@ const MAX_INCLUDE_DEPTH: usize = 8;
 /// absolute path they name (an included file, a directory) read below `sysroot`.
 pub fn directories(conf: &Path, sysroot: &Path) -> Vec<PathBuf> {
     let mut dirs = Vec::new();
-    collect(conf, sysroot, 0, &mut dirs);
+    collect(conf, sysroot, 0, &mut HashMap::new(), &mut dirs);
     dirs
 }
 
-fn collect(conf: &Path, sysroot: &Path, depth: usize, dirs: &mut Vec<PathBuf>) {
+/// Reads `conf` at include depth `depth` into `dirs`. `read` holds each file read so far with
+/// the least depth it was read at: read again at that depth or deeper, a file adds nothing it
+/// did not add then, so it is passed over. Without this a file naming itself `k` times (or a
+/// glob of `k` files that each name the glob) is read `k`^8 times.
+fn collect(
+    conf: &Path,
+    sysroot: &Path,
+    depth: usize,
+    read: &mut HashMap<PathBuf, usize>,
+    dirs: &mut Vec<PathBuf>,
+) {
     // Below a sysroot a file or directory is read where its links lead inside it.
     let real = |path: &Path| match sysroot == Path::new("/") {
         true => Some(path.to_path_buf()),
         false => super::inside::resolve(sysroot, path),
     };
-    let Some(text) =
-        real(conf).and_then(|conf| crate::hostfs::read_to_string(&conf, crate::hostfs::TEXT).ok())
-    else {
+    let Some(file) = real(conf) else {
+        return;
+    };
+    if read.get(&file).is_some_and(|&before| before <= depth) {
+        return;
+    }
+    read.insert(file.clone(), depth);
+    let Ok(text) = crate::hostfs::read_to_string(&file, crate::hostfs::TEXT) else {
         return;
     };
     let base = conf.parent().unwrap_or(Path::new("/"));
@@ -40,7 +56,7 @@ fn collect(conf: &Path, sysroot: &Path, depth: usize, dirs: &mut Vec<PathBuf>) {
                     _ => continue,
                 };
                 for included in expand_glob(&pattern) {
-                    collect(&included, sysroot, depth + 1, dirs);
+                    collect(&included, sysroot, depth + 1, read, dirs);
                 }
             }
         } else if line.starts_with('/') {
@@ -130,6 +146,57 @@ mod tests {
         assert_eq!(
             directories(&d.join("machine.conf"), Path::new("/")),
             [PathBuf::from("/machine/lib")]
+        );
+    }
+
+    #[test]
+    fn a_file_included_many_times_is_read_once_per_depth() {
+        // 16 includes of itself (or of a glob of 16 files naming the glob) were 16^8 reads.
+        let root = tempfile::tempdir().unwrap();
+        let d = root.path().join("etc/ld.so.conf.d");
+        std::fs::create_dir_all(&d).unwrap();
+        for i in 0..16 {
+            let text = format!("include /etc/ld.so.conf.d/*.conf\n/opt/{i}/lib\n");
+            std::fs::write(d.join(format!("{i:02}.conf")), text).unwrap();
+        }
+        let conf = root.path().join("etc/ld.so.conf");
+        let text = "include /etc/ld.so.conf\n".repeat(16) + "include /etc/ld.so.conf.d/*.conf\n";
+        std::fs::write(&conf, text).unwrap();
+        let expected: Vec<PathBuf> = (0..16)
+            .map(|i| root.path().join(format!("opt/{i}/lib")))
+            .collect();
+        // In a loop the order is the order each file is first read in, not the depth limit's.
+        let mut found = directories(&conf, root.path());
+        found.sort_by_key(|d| {
+            d.parent()
+                .and_then(|p| p.file_name()?.to_str()?.parse::<u32>().ok())
+        });
+        assert_eq!(found, expected);
+    }
+
+    #[test]
+    fn a_file_first_met_deep_is_read_again_nearer_the_top() {
+        // deep.conf is first met at the depth limit, where its include is not followed; met
+        // again at depth 1, it is read whole.
+        let root = tempfile::tempdir().unwrap();
+        let etc = root.path().join("etc");
+        std::fs::create_dir_all(&etc).unwrap();
+        let last = MAX_INCLUDE_DEPTH - 1;
+        for i in 1..last {
+            std::fs::write(
+                etc.join(format!("{i}.conf")),
+                format!("include {}.conf\n", i + 1),
+            )
+            .unwrap();
+        }
+        std::fs::write(etc.join(format!("{last}.conf")), "include deep.conf\n").unwrap();
+        std::fs::write(etc.join("deep.conf"), "/deep\ninclude last.conf\n").unwrap();
+        std::fs::write(etc.join("last.conf"), "/last\n").unwrap();
+        let conf = etc.join("ld.so.conf");
+        std::fs::write(&conf, "include 1.conf\ninclude deep.conf\n").unwrap();
+        assert_eq!(
+            directories(&conf, root.path()),
+            [root.path().join("deep"), root.path().join("last")]
         );
     }
 
