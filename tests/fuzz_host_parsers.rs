@@ -412,7 +412,7 @@ proptest! {
             prop_assert!(dlopen::is_library_name(name.as_bytes()));
         }
         prop_assert!(names.windows(2).all(|w| w[0] < w[1]), "not sorted and unique: {:?}", names);
-        if let Some(built) = banner::nccl(&data) {
+        if let Some(built) = banner::nccl(&data, 0) {
             prop_assert!(strings.contains(&built.said.as_bytes()), "{:?}", built);
             prop_assert!(built.said.contains(&built.version) && built.said.contains(&built.cuda));
         }
