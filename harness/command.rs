@@ -18,6 +18,9 @@ use std::time::{Duration, Instant};
 
 /// Error lines kept from the program's output.
 const MAX_ERROR_LINES: usize = 20;
+/// The most of one line of the program's output held at once: a longer line is relayed whole
+/// and looked at in pieces of this size, so a line without end costs no memory.
+const LINE_LIMIT: u64 = 64 << 10;
 
 /// What the program's output says when CUDA fails it.
 const ERROR_PATTERNS: [&str; 8] = [
@@ -153,13 +156,14 @@ pub fn run(
         report.error_lines = seen.error_lines.clone();
         report.include_dirs = seen.include_dirs.clone();
     }
-    let traces = read_traces(trace.path());
-    report.libraries = traces.iter().flat_map(|t| cuda_libraries(t)).collect();
-    for program in traces.iter().flat_map(|t| programs(t)) {
-        if !report.programs.contains(&program) {
-            report.programs.push(program);
+    for_each_trace(trace.path(), |trace| {
+        report.libraries.extend(cuda_libraries(trace));
+        for program in programs(trace) {
+            if !report.programs.contains(&program) {
+                report.programs.push(program);
+            }
         }
-    }
+    });
     report
 }
 
@@ -175,7 +179,11 @@ struct Seen {
 fn relay(stream: Box<dyn Read + Send>, quiet: bool, seen: &Mutex<Seen>) {
     let mut reader = BufReader::new(stream);
     let mut line = Vec::new();
-    while reader.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
+    while (&mut reader)
+        .take(LINE_LIMIT)
+        .read_until(b'\n', &mut line)
+        .is_ok_and(|n| n > 0)
+    {
         if !quiet {
             let _ = std::io::stderr().write_all(&line);
         }
@@ -200,8 +208,10 @@ fn relay(stream: Box<dyn Read + Send>, quiet: bool, seen: &Mutex<Seen>) {
     }
 }
 
-/// Every trace file under `dir` (one per process), in the order of their process ids.
-fn read_traces(dir: &Path) -> Vec<String> {
+/// Calls `each` on every trace file under `dir` (one per process), in the order of their
+/// process ids, one at a time: a program that starts thousands of processes costs the memory of
+/// one trace.
+fn for_each_trace(dir: &Path, mut each: impl FnMut(&str)) {
     let mut files: Vec<(u64, PathBuf)> = crate::hostfs::read_dir(dir)
         .into_iter()
         .flatten()
@@ -212,10 +222,11 @@ fn read_traces(dir: &Path) -> Vec<String> {
         })
         .collect();
     files.sort();
-    files
-        .iter()
-        .filter_map(|(_, path)| crate::hostfs::read_lossy(path, crate::hostfs::LISTING).ok())
-        .collect()
+    for (_, path) in files {
+        if let Ok(trace) = crate::hostfs::read_lossy(&path, crate::hostfs::LISTING) {
+            each(&trace);
+        }
+    }
 }
 
 /// The programs one process's trace shows starting (`initialize program: gcc`).
@@ -301,6 +312,31 @@ pub fn cuda_libraries(trace: &str) -> Vec<CommandLibrary> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A program writing 8 MiB on one line holding an error: the line is looked at in pieces of
+    /// at most [`LINE_LIMIT`] bytes, so what is kept of it is bounded, and the error still seen.
+    #[test]
+    fn a_line_without_end_is_looked_at_in_bounded_pieces() {
+        let long = std::io::repeat(b'x')
+            .take(8 << 20)
+            .chain(&b"CUDA_ERROR_NO_DEVICE"[..])
+            .chain(std::io::repeat(b'y').take(8 << 20))
+            .chain(&b"\nundefined symbol: cublasLtCreate\n"[..]);
+        let seen = Mutex::new(Seen::default());
+        relay(Box::new(long), true, &seen);
+        let seen = seen.into_inner().unwrap();
+        assert!(seen
+            .error_lines
+            .iter()
+            .all(|l| l.len() as u64 <= LINE_LIMIT));
+        assert!(seen
+            .error_lines
+            .iter()
+            .any(|l| l.contains("CUDA_ERROR_NO_DEVICE")));
+        assert!(seen
+            .error_lines
+            .contains(&"undefined symbol: cublasLtCreate".to_owned()));
+    }
 
     const TRACE: &str = "     41:\tfind library=libcudart.so.12 [0]; searching
      41:\t search path=/venv/nvidia/cuda_runtime/lib\t\t(RUNPATH from file ./main)

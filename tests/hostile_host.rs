@@ -442,6 +442,51 @@ fn a_name_that_is_not_utf8_fails_no_format_and_reads_back_to_its_bytes(
     }
 }
 
+/// Names any user may give that are UTF-8 but unkind: a newline inside, and a tree 4,000 bytes
+/// deep in 250-byte components (near `PATH_MAX`). The runtime below each is read, and doctor's
+/// JSON reads back to the very path.
+#[rstest::rstest]
+#[case::newline("", "opt/new\nline/lib")]
+#[case::four_thousand_bytes_deep(&format!("{}/", ["n".repeat(250); 15].join("/")), "opt/lib")]
+fn a_library_under_an_unkind_name_is_read_and_named_exactly(
+    #[case] above: &str,
+    #[case] lib: &str,
+) {
+    let dir = open_tempdir();
+    let root = dir.path().canonicalize().unwrap().join(above).join("host");
+    let lib = root.join(lib);
+    fs::create_dir_all(&lib).unwrap();
+    fs::copy(real_cudart(), lib.join("libcudart.so.12")).unwrap();
+    let out = Command::new(stackbench_bin())
+        .args([
+            "doctor",
+            "--no-load",
+            "--no-system",
+            "--format",
+            "json",
+            "--root",
+        ])
+        .arg(&root)
+        .env("HOME", dir.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.code().is_some_and(|c| c < 2), "{out:?}");
+    let report: stackbench::doctor::DoctorReport = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("doctor's JSON does not read back: {e}"));
+    let libraries: Vec<PathBuf> = report
+        .installations
+        .into_iter()
+        .flat_map(|i| i.libraries)
+        .map(|l| l.path)
+        .collect();
+    assert!(
+        libraries.contains(&lib.join("libcudart.so.12")),
+        "not read, or not named exactly ({} bytes): {libraries:?}",
+        lib.as_os_str().len()
+    );
+}
+
 /// Where a file cannot be reopened through the descriptor that was judged (no `/proc`, as in a
 /// chroot), it is named as not read, never opened again by its name, where another file could
 /// have been swapped in. Mutation: `hostfs::reopen` falling back to the path reads the library
@@ -511,6 +556,11 @@ fn unlock(root: &Path) {
 /// Asserts that the run of `what` ended by itself, was no harness failure (exit 2), and stayed
 /// under the memory the issue allows.
 fn assert_ended_unswollen(what: &str, ended: &Ended) {
+    eprintln!(
+        "{what}: peak RSS {} kB, {:.1} s",
+        ended.max_rss_kb,
+        ended.took.as_secs_f64()
+    );
     assert!(
         ended.code.is_some(),
         "{what} did not end by itself (signal {:?}, after {:?}): {}",

@@ -135,7 +135,7 @@ pub struct Edge {
 }
 
 /// An algorithm and protocol NCCL chose for a collective at a size.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Choice {
     /// NCCL's name of the collective (`AllReduce`); absent in NCCL before 2.23's lines.
     pub collective: Option<String>,
@@ -182,6 +182,9 @@ impl Seen {
 pub fn parse(text: &str) -> Seen {
     let mut seen = Seen::default();
     let mut edges: BTreeMap<(u32, u32), Edge> = BTreeMap::new();
+    // What is already listed, so that a log of millions of lines costs one look-up a line.
+    let mut environment = std::collections::HashSet::new();
+    let mut choices = std::collections::HashSet::new();
     for line in text.lines() {
         if let Some((_, warning)) = line.split_once(" NCCL WARN ") {
             seen.warnings.push(warning.trim().to_owned());
@@ -201,7 +204,7 @@ pub fn parse(text: &str) -> Seen {
                 seen.net.push(info.to_owned());
             }
         } else if info.contains(" set by environment to ") {
-            if !seen.environment.iter().any(|e| e == info) {
+            if environment.insert(info) {
                 seen.environment.push(info.to_owned());
             }
         } else if let Some(edge) = edge(info) {
@@ -213,7 +216,7 @@ pub fn parse(text: &str) -> Seen {
                 }
             }
         } else if let Some(choice) = choice(info) {
-            if !seen.choices.contains(&choice) {
+            if choices.insert(choice.clone()) {
                 seen.choices.push(choice);
             }
         }
