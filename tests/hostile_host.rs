@@ -447,7 +447,7 @@ fn a_name_that_is_not_utf8_fails_no_format_and_reads_back_to_its_bytes(
 /// JSON reads back to the very path.
 #[rstest::rstest]
 #[case::newline("", "opt/new\nline/lib")]
-#[case::four_thousand_bytes_deep(&format!("{}/", ["n".repeat(250); 15].join("/")), "opt/lib")]
+#[case::four_thousand_bytes_deep(&format!("{}/", vec!["n".repeat(250); 15].join("/")), "opt/lib")]
 fn a_library_under_an_unkind_name_is_read_and_named_exactly(
     #[case] above: &str,
     #[case] lib: &str,
