@@ -29,7 +29,7 @@ pub const BINARY: u64 = 4 << 30;
 /// Bytes the readers of host binaries may hold at once, all threads together, whatever the
 /// number of cores: each reader takes its [`Share`] before it reads and gives it back after, so
 /// a node of 192 cores reads as many libraries at once as fit in this, not 192.
-pub const SHARED: u64 = 96 << 20;
+pub const SHARED: u64 = 192 << 20;
 
 /// What the readers hold now, out of [`SHARED`], and where a reader waits for its share.
 static HELD: std::sync::Mutex<u64> = std::sync::Mutex::new(0);

@@ -51,6 +51,34 @@ fn write(path: &Path, bytes: &[u8]) {
     fs::write(path, bytes).unwrap();
 }
 
+/// Makes `path`'s parent and writes there `head`, then as many of `items` (each with `sep`
+/// after it but the last) as fit in `len` bytes with `tail`, written as they are made: the
+/// tests' own memory is in the peak a child's `wait4` reports, so no listing is held whole.
+fn write_listing(
+    path: &Path,
+    len: usize,
+    (head, sep, tail): (&str, &str, &str),
+    item: impl Fn(usize) -> String,
+) {
+    use std::io::Write;
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let mut out = std::io::BufWriter::new(fs::File::create(path).unwrap());
+    out.write_all(head.as_bytes()).unwrap();
+    let mut written = head.len();
+    for i in 0.. {
+        let next = item(i);
+        let joint = if i == 0 { "" } else { sep };
+        if written + joint.len() + next.len() + tail.len() > len {
+            break;
+        }
+        out.write_all(joint.as_bytes()).unwrap();
+        out.write_all(next.as_bytes()).unwrap();
+        written += joint.len() + next.len();
+    }
+    out.write_all(tail.as_bytes()).unwrap();
+    out.flush().unwrap();
+}
+
 /// Gives the tree to [`OTHER`] when we are root, as another user's home would be.
 fn give_away(root: &Path) {
     if is_root() {
@@ -191,15 +219,9 @@ fn hostile_tree(root: &Path) -> Vec<(PathBuf, &'static str)> {
         &dist_info.join("METADATA"),
         b"Name: nvidia-cufft-cu12\nVersion: 11.4.1.4\n",
     );
-    let mut record = Vec::with_capacity(63 << 20);
-    for i in 0.. {
-        let line = format!("{i:07}.so,,\n");
-        if record.len() + line.len() > 63 << 20 {
-            break;
-        }
-        record.extend_from_slice(line.as_bytes());
-    }
-    write(&dist_info.join("RECORD"), &record);
+    write_listing(&dist_info.join("RECORD"), 63 << 20, ("", "", ""), |i| {
+        format!("{i:07}.so,,\n")
+    });
     named.push((dist_info.join("RECORD"), "too_large"));
     let lib = site(&venv).join("nvidia/cuda_runtime/lib");
     fs::create_dir_all(&lib).unwrap();
@@ -239,18 +261,16 @@ fn hostile_tree(root: &Path) -> Vec<(PathBuf, &'static str)> {
     ));
     fs::copy(&cudart, conda.join("lib/libcudart.so.12")).unwrap();
     // A conda package record just under the listings' cap, listing millions of libraries.
-    let mut files = Vec::with_capacity(63 << 20);
-    files.extend_from_slice(br#"{"name":"cuda-nvrtc","version":"12.9.86","files":["#);
-    for i in 0.. {
-        let file = format!("\"lib/{i:07}.so\",");
-        if files.len() + file.len() + 2 > 63 << 20 {
-            break;
-        }
-        files.extend_from_slice(file.as_bytes());
-    }
-    files.pop();
-    files.extend_from_slice(b"]}");
-    write(&conda.join("conda-meta/cuda-nvrtc-12.9.86-0.json"), &files);
+    write_listing(
+        &conda.join("conda-meta/cuda-nvrtc-12.9.86-0.json"),
+        63 << 20,
+        (
+            r#"{"name":"cuda-nvrtc","version":"12.9.86","files":["#,
+            ",",
+            "]}",
+        ),
+        |i| format!("\"lib/{i:07}.so\""),
+    );
     named.push((
         conda.join("conda-meta/cuda-nvrtc-12.9.86-0.json"),
         "too_large",

@@ -19,7 +19,7 @@ const SMALL_READ: usize = 4 << 10;
 const CHUNK: usize = 1 << 20;
 /// Bytes of a file mapped at once: larger, since each mapping's setting up and tearing down
 /// takes the whole process's lock on its address space, and untouched pages cost nothing.
-const MAPPED_CHUNK: usize = 16 << 20;
+const MAPPED_CHUNK: usize = 8 << 20;
 /// Most bytes a window holds at once, and one access may ask for (a section header table of
 /// 65,535 cubin sections is 4 MiB).
 pub(crate) const MOST_HELD: usize = 2 * MAPPED_CHUNK;
